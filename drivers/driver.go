@@ -1,0 +1,96 @@
+// Package drivers defines the contract between the engine and a protocol
+// driver: the engine decides when a request starts and stamps every time;
+// a driver only sends one request on a connection and says how it ended.
+package drivers
+
+import (
+	"context"
+	"time"
+)
+
+// Driver opens connections to the target. Dial is safe for concurrent use.
+type Driver interface {
+	// Dial opens one connection. Its error is classified with Classify;
+	// the engine books it as a connect failure, never as a request outcome
+	// unless a request was waiting on it.
+	Dial(ctx context.Context) (Conn, error)
+}
+
+// Conn is one connection to the target. Do is called by one goroutine at
+// a time unless the driver reports MaxInflight > 1. Close may be called
+// concurrently with Do and makes it return promptly.
+type Conn interface {
+	// Do sends one request and waits for its outcome. ctx carries the
+	// request deadline (timeout) and cancellation (end of phase, Ctrl-C);
+	// when ctx ends first, Do returns promptly with Class Timeout or
+	// Cancelled. Do never decides latency: the engine stamps the send just
+	// before calling it and the completion just after it returns.
+	// A connection the server closed is re-dialled inside the next Do and
+	// counted in Outcome.Dialed.
+	Do(ctx context.Context, r Request) Outcome
+	// Close releases the connection.
+	Close() error
+}
+
+// Inflighter is implemented by drivers whose connections carry more than
+// one request at a time (WebSocket, binary frames). HTTP/1.x does not.
+type Inflighter interface {
+	// MaxInflight is the largest in-flight cap per connection the driver supports.
+	MaxInflight() int
+}
+
+// Request identifies one request. Drivers render their templates from it.
+type Request struct {
+	// Seq is the request's sequence number, 1-based and unique within a run.
+	Seq uint64
+}
+
+// Class is a request's outcome class. Every request ends in exactly one.
+type Class string
+
+// Outcome classes (DESIGN.md §3). Transport: Connect, Reset, Timeout,
+// EOF, ShortRead. Protocol: BadFrame, UnknownID, DuplicateID. Semantic:
+// Status, RuleFailed. Client-side ends that are not target errors:
+// Cancelled (interrupted or still open after the end-of-phase grace).
+const (
+	OK          Class = "ok"
+	Connect     Class = "connect"
+	Reset       Class = "reset"
+	Timeout     Class = "timeout"
+	EOF         Class = "eof"
+	ShortRead   Class = "short-read"
+	BadFrame    Class = "bad-frame"
+	UnknownID   Class = "unknown-id"
+	DuplicateID Class = "duplicate-id"
+	Status      Class = "status"
+	RuleFailed  Class = "rule-failed"
+	Cancelled   Class = "cancelled"
+)
+
+// Outcome is how one request ended, as told by the driver. It carries no
+// body: only what the recorder needs.
+type Outcome struct {
+	// Class is OK or an error class.
+	Class Class
+	// Code refines the class: the HTTP status ("503"), an errno name
+	// ("ECONNREFUSED", "EADDRNOTAVAIL"), or a code read from the response.
+	// Empty when there is none.
+	Code string
+	// Err describes a failure for humans; nil on OK.
+	Err error
+	// Responded is true when a complete response arrived (ok, status and
+	// rule-failed outcomes), false for transport failures.
+	Responded bool
+	// BytesOut and BytesIn count the bytes written and read on the wire for
+	// this request, headers included.
+	BytesOut, BytesIn int64
+	// Dialed counts connections this request had to open (re-dial after a
+	// close, or every request with keep-alive off).
+	Dialed int
+	// Connect is the time spent dialling (TCP + TLS) inside Do; zero when
+	// the connection was reused.
+	Connect time.Duration
+	// FirstByte is the time from the start of Do to the first response
+	// byte; zero when no byte arrived.
+	FirstByte time.Duration
+}

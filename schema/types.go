@@ -1,0 +1,217 @@
+package schema
+
+import "time"
+
+// Scenario is one load-test scenario file after loading and validation.
+// Zero values of optional fields mean the documented default; Load fills
+// the defaults in, so consumers never re-derive them.
+type Scenario struct {
+	// Version of the scenario format; only 1 exists.
+	Version int `yaml:"version" json:"version" jsonschema:"enum=1"`
+	// Name identifies the scenario in reports; default: file name without extension.
+	Name string `yaml:"name,omitempty" json:"name,omitempty"`
+	// Description is free text shown in reports.
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+	// Target says where the load goes: a URL or a reference target to spawn.
+	Target Target `yaml:"target" json:"target"`
+	// Driver says which protocol is spoken and what each request is.
+	Driver Driver `yaml:"driver" json:"driver"`
+	// Phases run in order, once per repeat. At least one.
+	Phases []Phase `yaml:"phases" json:"phases" jsonschema:"minItems=1"`
+	// Repeats is how many times all phases run; default 1.
+	Repeats int `yaml:"repeats,omitempty" json:"repeats,omitempty" jsonschema:"minimum=1"`
+	// Reconcile fetches target counters before and after each phase.
+	Reconcile *Reconcile `yaml:"reconcile,omitempty" json:"reconcile,omitempty"`
+	// Assert lists the rules judged on every non-warmup phase of every repeat.
+	Assert []Rule `yaml:"assert,omitempty" json:"assert,omitempty"`
+	// Outputs says where result files go.
+	Outputs Outputs `yaml:"outputs,omitempty" json:"outputs,omitempty"`
+
+	// File is the path the scenario was loaded from; not part of the format.
+	File string `yaml:"-" json:"-"`
+	// Secrets lists the values that came from ${ENV} interpolation, so
+	// reports can redact them; not part of the format.
+	Secrets []string `yaml:"-" json:"-"`
+}
+
+// Target is the system under test: exactly one of URL or Serve.
+type Target struct {
+	// URL of a running server, e.g. http://127.0.0.1:8080. Scheme http or https.
+	URL string `yaml:"url,omitempty" json:"url,omitempty"`
+	// Serve names a reference target (`runner serve KIND`) that the runner
+	// spawns as a separate child process on a free loopback port. Kinds: http.
+	Serve string `yaml:"serve,omitempty" json:"serve,omitempty" jsonschema:"enum=http"`
+	// Args are extra command-line flags for the spawned reference target.
+	Args []string `yaml:"args,omitempty" json:"args,omitempty"`
+}
+
+// Driver selects the protocol; exactly one field is set.
+type Driver struct {
+	// HTTP drives HTTP/1.x requests.
+	HTTP *HTTP `yaml:"http,omitempty" json:"http,omitempty"`
+}
+
+// HTTP describes the request every arrival sends.
+type HTTP struct {
+	// Method is the request method; default GET.
+	Method string `yaml:"method,omitempty" json:"method,omitempty"`
+	// Path is the request target, a template: `{{seq}}` expands to the
+	// request's sequence number (1-based within the run). Default "/".
+	Path string `yaml:"path,omitempty" json:"path,omitempty"`
+	// Headers are sent with every request; values are templates.
+	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	// Body is a template for the request body; empty means no body.
+	Body string `yaml:"body,omitempty" json:"body,omitempty"`
+	// BodySize, when set, sends that many filler bytes as the body instead of Body.
+	BodySize Size `yaml:"body_size,omitempty" json:"body_size,omitempty"`
+	// Version is "1.1" (default) or "1.0".
+	Version string `yaml:"version,omitempty" json:"version,omitempty" jsonschema:"enum=1.1,enum=1.0"`
+	// KeepAlive reuses connections; default true. With version 1.0 it sends
+	// `Connection: keep-alive` as `ab -k` does.
+	KeepAlive *bool `yaml:"keep_alive,omitempty" json:"keep_alive,omitempty"`
+	// Timeout bounds each request from send to the last response byte; default 10s.
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// Success is an expr rule over `status` (int), `headers` (map of
+	// canonical name to first value) and `body` (string); default
+	// `status >= 200 && status < 300`.
+	Success string `yaml:"success,omitempty" json:"success,omitempty"`
+	// TLS configures https:// targets.
+	TLS *TLS `yaml:"tls,omitempty" json:"tls,omitempty"`
+}
+
+// TLS configures certificate verification for https:// targets.
+// Verification is on by default.
+type TLS struct {
+	// CAFile is a PEM file of extra trusted roots.
+	CAFile string `yaml:"ca_file,omitempty" json:"ca_file,omitempty"`
+	// InsecureSkipVerify turns verification off; every report says so.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify,omitempty" json:"insecure_skip_verify,omitempty"`
+	// ServerName overrides the name checked in the certificate.
+	ServerName string `yaml:"server_name,omitempty" json:"server_name,omitempty"`
+}
+
+// Phase is one stage of a repeat. Exactly one of Closed, Open or Ramp is
+// set. A phase is bounded by Duration, by Requests, or (Ramp only) by its
+// staircase; at least one bound must exist.
+type Phase struct {
+	// Name identifies the phase in reports and rule scopes; default "phase-N" (1-based).
+	Name string `yaml:"name,omitempty" json:"name,omitempty"`
+	// Warmup phases are measured and reported apart and never judged.
+	Warmup bool `yaml:"warmup,omitempty" json:"warmup,omitempty"`
+	// Closed is the closed model: fixed connections, next request after the response.
+	Closed *Closed `yaml:"closed,omitempty" json:"closed,omitempty"`
+	// Open is the open model: arrivals on a schedule, whatever the target does.
+	Open *Open `yaml:"open,omitempty" json:"open,omitempty"`
+	// Ramp steps the closed model's connections up as a staircase.
+	Ramp *Ramp `yaml:"ramp,omitempty" json:"ramp,omitempty"`
+	// Duration bounds the phase in time; no new request starts after it.
+	Duration Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
+	// Requests bounds the phase by count of requests (closed) or arrivals (open).
+	Requests int `yaml:"requests,omitempty" json:"requests,omitempty" jsonschema:"minimum=1"`
+}
+
+// Closed is the closed model.
+type Closed struct {
+	// Connections is the number of connections (virtual users), ≥ 1.
+	Connections int `yaml:"connections" json:"connections" jsonschema:"minimum=1"`
+	// ThinkTime is the pause after each response before the next request.
+	ThinkTime Duration `yaml:"think_time,omitempty" json:"think_time,omitempty"`
+	// ExpectedRate, when set, adds a coordinated-omission-corrected
+	// histogram (HdrHistogram's corrected recording with interval 1/rate
+	// per connection), reported apart.
+	ExpectedRate Rate `yaml:"expected_rate,omitempty" json:"expected_rate,omitempty"`
+}
+
+// Open is the open model.
+type Open struct {
+	// Rate is the offered arrival rate: a constant (`300/s`) or a linear
+	// ramp (`{from: 10/s, to: 100/s}`) over the phase duration.
+	Rate RateSpec `yaml:"rate" json:"rate"`
+	// Connections that carry the arrivals; default 1.
+	Connections int `yaml:"connections,omitempty" json:"connections,omitempty" jsonschema:"minimum=1"`
+	// Inflight caps requests in flight per connection; default 1.
+	Inflight int `yaml:"inflight,omitempty" json:"inflight,omitempty" jsonschema:"minimum=1"`
+	// Arrivals is "uniform" (default: evenly spaced) or "poisson"
+	// (exponential gaps from a seeded generator).
+	Arrivals string `yaml:"arrivals,omitempty" json:"arrivals,omitempty" jsonschema:"enum=uniform,enum=poisson"`
+	// Seed seeds the Poisson generator; default 1, so runs are reproducible.
+	Seed int64 `yaml:"seed,omitempty" json:"seed,omitempty"`
+	// OnSaturation says what an arrival does when every connection is at
+	// its in-flight cap: "queue" (default; it waits and its response time
+	// counts from its intended start) or "drop" (it is counted as dropped).
+	OnSaturation string `yaml:"on_saturation,omitempty" json:"on_saturation,omitempty" jsonschema:"enum=queue,enum=drop"`
+}
+
+// RateSpec is a constant rate or a linear ramp between two rates.
+// When Ramp is false, From is the constant rate and To equals From.
+type RateSpec struct {
+	From Rate `json:"from"`
+	To   Rate `json:"to"`
+	Ramp bool `json:"-"`
+}
+
+// Ramp is a staircase of connections in the closed model:
+// from, from+step, … up to `to`, one step every `every`.
+type Ramp struct {
+	Connections Staircase `yaml:"connections" json:"connections"`
+	// ThinkTime is as in Closed.
+	ThinkTime Duration `yaml:"think_time,omitempty" json:"think_time,omitempty"`
+}
+
+// Staircase steps a count from From to To by Step every Every.
+// The phase lasts ceil((To-From)/Step) steps of Every unless the phase
+// sets its own Duration, in which case it holds at To until the end.
+type Staircase struct {
+	From  int      `yaml:"from" json:"from" jsonschema:"minimum=0"`
+	To    int      `yaml:"to" json:"to" jsonschema:"minimum=1"`
+	Step  int      `yaml:"step" json:"step" jsonschema:"minimum=1"`
+	Every Duration `yaml:"every" json:"every"`
+}
+
+// Reconcile fetches the target's own counters before and after each
+// phase and checks their deltas against the client's counts.
+type Reconcile struct {
+	// Fetch says how to read the counters.
+	Fetch Fetch `yaml:"fetch" json:"fetch"`
+	// Expect are rules over `server.<counter>` (deltas) and the phase metrics.
+	Expect []Rule `yaml:"expect" json:"expect"`
+}
+
+// Fetch locates the target's counters: an HTTP GET of Path on the target
+// answered with a flat JSON object of numbers. Fetches are never counted
+// as requests of the run.
+type Fetch struct {
+	Path string `yaml:"path" json:"path"`
+}
+
+// Rule is one assertion: an expr-lang expression over the metrics, with
+// duration literals (`20ms`) and `a ≈ b`. In YAML it is a plain string or
+// `{rule: ..., phase: NAME}`.
+type Rule struct {
+	// Expr is the rule's source text.
+	Expr string `json:"rule"`
+	// Phase scopes the rule to one phase by name; empty means every non-warmup phase.
+	Phase string `json:"phase,omitempty"`
+	// Line and Col locate Expr in the file (1-based) for error messages.
+	Line int `json:"-"`
+	Col  int `json:"-"`
+}
+
+// Outputs lists result files. Paths may contain `{run_id}` and
+// `{scenario}`. Empty means not written.
+type Outputs struct {
+	// TSV rows are appended, one per (repeat, phase), header once.
+	TSV string `yaml:"tsv,omitempty" json:"tsv,omitempty"`
+	// JSON holds everything about the run.
+	JSON string `yaml:"json,omitempty" json:"json,omitempty"`
+}
+
+// Duration is a time.Duration written with an explicit unit in YAML:
+// `250us`, `5ms`, `2s`, `1m` (Go duration syntax; ns|us|µs|ms|s|m|h).
+type Duration time.Duration
+
+// Rate is an arrival rate in requests per second, written `N/s` or `N/m` in YAML.
+type Rate float64
+
+// Size is a byte count written `N B|KiB|MiB|GiB` in YAML (`512KiB`, `1MiB`).
+type Size int64
