@@ -1,0 +1,403 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/runner-dev/runner/engine/rules"
+	"github.com/runner-dev/runner/schema"
+)
+
+// Model is a phase's load model.
+type Model string
+
+// The load models (DESIGN.md §1).
+const (
+	// Closed: a fixed number of connections, each sends its next request
+	// only after the previous response (plus think time).
+	Closed Model = "closed"
+	// Open: requests arrive on a schedule whatever the target does.
+	Open Model = "open"
+)
+
+// Plan is a compiled scenario: a pure function of it, computed before any
+// traffic. Every repeat runs the same phases.
+type Plan struct {
+	// Scenario is the validated scenario the plan came from.
+	Scenario *schema.Scenario `json:"-"`
+	// Repeats is how many times all phases run, ≥ 1.
+	Repeats int `json:"repeats"`
+	// Phases in order.
+	Phases []PhasePlan `json:"phases"`
+	// Rules are the compiled `assert` rules.
+	Rules []*ScopedRule `json:"rules"`
+	// Expect are the compiled `reconcile.expect` rules.
+	Expect []*ScopedRule `json:"expect,omitempty"`
+	// MaxConnections is the largest number of connections any phase holds
+	// open at once; the descriptor check uses it.
+	MaxConnections int `json:"max_connections"`
+}
+
+// ScopedRule is a compiled rule and the phase it is scoped to ("" means
+// every non-warmup phase).
+type ScopedRule struct {
+	Source string      `json:"rule"`
+	Phase  string      `json:"phase,omitempty"`
+	Rule   *rules.Rule `json:"-"`
+}
+
+// Step is one stair of a connection ramp: from offset At on, Connections
+// connections run.
+type Step struct {
+	At          time.Duration `json:"at"`
+	Connections int           `json:"connections"`
+}
+
+// PhasePlan is one phase of a repeat.
+type PhasePlan struct {
+	Index  int    `json:"index"` // 0-based position in the repeat
+	Name   string `json:"name"`
+	Warmup bool   `json:"warmup,omitempty"`
+	Model  Model  `json:"model"`
+	// Connections is the number of connections the phase runs (at the top
+	// of a ramp).
+	Connections int `json:"connections"`
+	// Steps is the connection staircase of a ramp phase; nil otherwise.
+	Steps []Step `json:"steps,omitempty"`
+	// ThinkTime is the closed model's pause after each response.
+	ThinkTime time.Duration `json:"think_time,omitempty"`
+	// ExpectedInterval is 1/expected_rate per connection for the closed
+	// model's coordinated-omission correction; 0 when not asked for.
+	ExpectedInterval time.Duration `json:"expected_interval,omitempty"`
+	// Rate is the open model's arrival rate curve (per second).
+	Rate RateCurve `json:"rate"`
+	// Arrivals is "uniform" or "poisson"; Seed seeds the latter.
+	Arrivals string `json:"arrivals,omitempty"`
+	Seed     int64  `json:"seed,omitempty"`
+	// Inflight caps requests in flight per connection.
+	Inflight int `json:"inflight"`
+	// Drop is true when arrivals that find every connection at its cap
+	// are counted as dropped instead of waiting.
+	Drop bool `json:"drop,omitempty"`
+	// Duration bounds the phase in time; 0 means bounded by Requests only.
+	Duration time.Duration `json:"duration"`
+	// Requests bounds the phase by count; 0 means bounded by time only.
+	Requests int64 `json:"requests,omitempty"`
+	// Grace is how long requests in flight at the end may still finish.
+	Grace time.Duration `json:"grace"`
+	// ExpectedRequests is the number of arrivals the plan will offer, or
+	// -1 when it depends on the target (closed model bounded by time).
+	ExpectedRequests int64 `json:"expected_requests"`
+	// ExpectedDuration is how long the phase will take, or -1 when it
+	// depends on the target (closed model bounded by count).
+	ExpectedDuration time.Duration `json:"expected_duration"`
+}
+
+// Schedule returns the open-model arrival schedule of the phase, fresh
+// for every repeat (a Poisson schedule restarts from its seed).
+func (p *PhasePlan) Schedule() Schedule {
+	if p.Arrivals == "poisson" {
+		return NewPoisson(p.Rate, p.Seed)
+	}
+	return Uniform{Curve: p.Rate}
+}
+
+// OfferedRate is the mean offered arrival rate of an open phase in
+// arrivals per second (for a linear ramp, (from+to)/2); 0 for closed.
+func (p *PhasePlan) OfferedRate() float64 {
+	if p.Model != Open {
+		return 0
+	}
+	return (p.Rate.From + p.Rate.To) / 2
+}
+
+// ExpectedTotal is the expected wall-clock length of one repeat and of
+// the whole run (-1 when some phase's length depends on the target).
+func (pl *Plan) ExpectedTotal() (repeat, total time.Duration) {
+	for _, p := range pl.Phases {
+		if p.ExpectedDuration < 0 {
+			return -1, -1
+		}
+		repeat += p.ExpectedDuration
+	}
+	return repeat, repeat * time.Duration(pl.Repeats)
+}
+
+// Limits are driver facts that the plan must respect.
+type Limits struct {
+	// MaxInflight is the largest in-flight cap per connection the driver
+	// supports; 0 means 1.
+	MaxInflight int
+	// Timeout is the driver's per-request timeout, used as the
+	// end-of-phase grace (DESIGN.md §10).
+	Timeout time.Duration
+}
+
+// Compile turns a validated scenario into a Plan and compiles its rules.
+// It returns every problem it finds at once (errors.Join), each naming the
+// scenario file, the line and column where known, and the key path.
+func Compile(sc *schema.Scenario, lim Limits) (*Plan, error) {
+	var errs []error
+	maxInflight := max(lim.MaxInflight, 1)
+	pl := &Plan{Scenario: sc, Repeats: max(sc.Repeats, 1)}
+	for i, ph := range sc.Phases {
+		p, err := compilePhase(i, ph, lim.Timeout)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: phases[%d]: %w", sc.File, i, err))
+			continue
+		}
+		if p.Inflight > maxInflight {
+			errs = append(errs, fmt.Errorf("%s: phases[%d].open.inflight: the driver carries at most %d request(s) per connection at a time; found %d (use more connections instead)", sc.File, i, maxInflight, p.Inflight))
+		}
+		pl.MaxConnections = max(pl.MaxConnections, p.Connections)
+		pl.Phases = append(pl.Phases, p)
+	}
+	warmup := map[string]bool{}
+	for _, p := range pl.Phases {
+		warmup[p.Name] = p.Warmup
+	}
+	compileRules := func(key string, in []schema.Rule) []*ScopedRule {
+		var out []*ScopedRule
+		for i, r := range in {
+			cr, err := rules.Compile(r.Expr)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s:%d:%d: %s[%d]: %w", sc.File, r.Line, r.Col, key, i, err))
+				continue
+			}
+			if w, ok := warmup[r.Phase]; r.Phase != "" && (!ok || w) {
+				// The loader rejects these too; a plan built by hand must not slip through.
+				errs = append(errs, fmt.Errorf("%s:%d:%d: %s[%d].phase: %q is not a measured phase (warmup phases are never judged)", sc.File, r.Line, r.Col, key, i, r.Phase))
+				continue
+			}
+			out = append(out, &ScopedRule{Source: r.Expr, Phase: r.Phase, Rule: cr})
+		}
+		return out
+	}
+	pl.Rules = compileRules("assert", sc.Assert)
+	if sc.Reconcile != nil {
+		pl.Expect = compileRules("reconcile.expect", sc.Reconcile.Expect)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+func compilePhase(i int, ph schema.Phase, timeout time.Duration) (PhasePlan, error) {
+	p := PhasePlan{
+		Index:            i,
+		Name:             ph.Name,
+		Warmup:           ph.Warmup,
+		Inflight:         1,
+		Duration:         time.Duration(ph.Duration),
+		Requests:         int64(ph.Requests),
+		Grace:            timeout,
+		ExpectedRequests: -1,
+		ExpectedDuration: -1,
+	}
+	if p.Name == "" {
+		p.Name = fmt.Sprintf("phase-%d", i+1)
+	}
+	switch {
+	case ph.Closed != nil:
+		p.Model = Closed
+		p.Connections = ph.Closed.Connections
+		p.ThinkTime = time.Duration(ph.Closed.ThinkTime)
+		if r := float64(ph.Closed.ExpectedRate); r > 0 {
+			// expected_rate is for the whole phase; each connection would
+			// send every connections/rate seconds.
+			p.ExpectedInterval = secs(float64(p.Connections) / r)
+		}
+	case ph.Ramp != nil:
+		p.Model = Closed
+		p.ThinkTime = time.Duration(ph.Ramp.ThinkTime)
+		st := ph.Ramp.Connections
+		if st.Step <= 0 || st.To <= st.From || st.Every <= 0 {
+			return p, fmt.Errorf("ramp.connections: a staircase needs from < to, step > 0 and every > 0; found from %d, to %d, step %d, every %s", st.From, st.To, st.Step, time.Duration(st.Every))
+		}
+		var at time.Duration
+		for n := st.From; ; n += st.Step {
+			n = min(n, st.To)
+			if n > 0 || len(p.Steps) > 0 {
+				p.Steps = append(p.Steps, Step{At: at, Connections: n})
+			}
+			if n == st.To {
+				break
+			}
+			at += time.Duration(st.Every)
+		}
+		if len(p.Steps) == 0 {
+			return p, fmt.Errorf("ramp.connections: the staircase never opens a connection")
+		}
+		p.Connections = st.To
+		if p.Duration == 0 && p.Requests == 0 {
+			// A bare staircase lasts until one step after its top stair.
+			p.Duration = at + time.Duration(st.Every)
+		}
+	case ph.Open != nil:
+		p.Model = Open
+		o := ph.Open
+		p.Connections = max(o.Connections, 1)
+		p.Inflight = max(o.Inflight, 1)
+		p.Drop = o.OnSaturation == "drop"
+		p.Arrivals = o.Arrivals
+		if p.Arrivals == "" {
+			p.Arrivals = "uniform"
+		}
+		p.Seed = o.Seed
+		p.Rate = RateCurve{From: float64(o.Rate.From), To: float64(o.Rate.To), Over: p.Duration}
+		if !o.Rate.Ramp {
+			p.Rate.To = p.Rate.From
+		}
+		if p.Rate.From < 0 || p.Rate.To < 0 || (p.Rate.From == 0 && p.Rate.To == 0) {
+			return p, fmt.Errorf("open.rate: must be positive; found %g/s", p.Rate.From)
+		}
+		if o.Rate.Ramp && p.Duration <= 0 {
+			return p, fmt.Errorf("open.rate: a rate ramp needs the phase's duration")
+		}
+		if o.Rate.Ramp && p.Rate.From == p.Rate.To {
+			return p, fmt.Errorf("open.rate: a ramp from %g/s to %g/s goes nowhere; write a constant rate", p.Rate.From, p.Rate.To)
+		}
+		if p.Rate.From == 0 && !o.Rate.Ramp {
+			return p, fmt.Errorf("open.rate: must be positive")
+		}
+	default:
+		return p, fmt.Errorf("a phase needs one of closed, open or ramp")
+	}
+	if p.Connections <= 0 {
+		return p, fmt.Errorf("connections: must be at least 1; found %d", p.Connections)
+	}
+	if p.Duration <= 0 && p.Requests <= 0 {
+		return p, fmt.Errorf("needs a bound: duration or requests")
+	}
+	p.ExpectedRequests, p.ExpectedDuration = expected(&p)
+	return p, nil
+}
+
+// expected computes the arrivals a phase will offer and how long it will
+// take, where the plan alone decides them.
+//   - open, by duration T: arrivals i with At(i) < T; for the uniform
+//     schedule that is ⌈Λ(T)⌉ (Λ the area under the rate curve), and the
+//     Poisson schedule's expectation is Λ(T).
+//   - open, by count n: n arrivals, the last at Λ⁻¹(n−1).
+//   - closed: the count is known only when bounded by it, the length only
+//     when bounded by time.
+func expected(p *PhasePlan) (int64, time.Duration) {
+	switch p.Model {
+	case Open:
+		n := int64(-1)
+		d := p.Duration
+		if p.Duration > 0 {
+			n = int64(math.Ceil(p.Rate.Count(p.Duration) - 1e-9))
+		}
+		if p.Requests > 0 && (n < 0 || p.Requests < n) {
+			n = p.Requests
+			d = p.Rate.Inverse(float64(n - 1))
+			if p.Duration > 0 {
+				d = min(d, p.Duration)
+			}
+		}
+		return n, d
+	default:
+		n, d := int64(-1), time.Duration(-1)
+		if p.Requests > 0 {
+			n = p.Requests
+		}
+		if p.Duration > 0 {
+			d = p.Duration
+		}
+		return n, d
+	}
+}
+
+// Describe renders the plan for `runner plan`: per phase the model,
+// connections, rate schedule, in-flight cap, bound, expected requests and
+// expected time, then the totals.
+func (pl *Plan) Describe() string {
+	var b strings.Builder
+	sc := pl.Scenario
+	fmt.Fprintf(&b, "plan for %s (%s): %d repeat(s) of %d phase(s)\n", sc.Name, sc.File, pl.Repeats, len(pl.Phases))
+	for _, p := range pl.Phases {
+		fmt.Fprintf(&b, "  phase %d %q", p.Index+1, p.Name)
+		if p.Warmup {
+			b.WriteString(" (warmup: recorded apart, never judged)")
+		}
+		b.WriteString("\n")
+		switch p.Model {
+		case Closed:
+			fmt.Fprintf(&b, "    model        closed, %d connection(s)", p.Connections)
+			if p.ThinkTime > 0 {
+				fmt.Fprintf(&b, ", think time %s", p.ThinkTime)
+			}
+			b.WriteString("\n")
+			if len(p.Steps) > 0 {
+				var s []string
+				for _, st := range p.Steps {
+					s = append(s, fmt.Sprintf("%d@%s", st.Connections, st.At))
+				}
+				fmt.Fprintf(&b, "    staircase    %s\n", strings.Join(s, " → "))
+			}
+		case Open:
+			fmt.Fprintf(&b, "    model        open, %d connection(s), in-flight cap %d per connection, on saturation %s\n",
+				p.Connections, p.Inflight, map[bool]string{false: "queue", true: "drop"}[p.Drop])
+			if p.Rate.From == p.Rate.To {
+				fmt.Fprintf(&b, "    rate         %s/s constant, %s arrivals\n", num(p.Rate.From), p.Arrivals)
+			} else {
+				fmt.Fprintf(&b, "    rate         %s/s → %s/s linear over %s, %s arrivals\n", num(p.Rate.From), num(p.Rate.To), p.Rate.Over, p.Arrivals)
+			}
+		}
+		var bound []string
+		if p.Duration > 0 {
+			bound = append(bound, "duration "+p.Duration.String())
+		}
+		if p.Requests > 0 {
+			bound = append(bound, fmt.Sprintf("%d requests", p.Requests))
+		}
+		fmt.Fprintf(&b, "    bound        %s (then in-flight requests get a grace of %s)\n", strings.Join(bound, " or "), p.Grace)
+		if p.ExpectedRequests >= 0 {
+			fmt.Fprintf(&b, "    expected     %d requests", p.ExpectedRequests)
+		} else {
+			b.WriteString("    expected     requests depend on the target (closed model)")
+		}
+		if p.ExpectedDuration >= 0 {
+			fmt.Fprintf(&b, " in %s\n", p.ExpectedDuration)
+		} else {
+			b.WriteString(", time depends on the target\n")
+		}
+	}
+	rep, tot := pl.ExpectedTotal()
+	if rep >= 0 {
+		fmt.Fprintf(&b, "expected time: %s per repeat, %s in all (plus dialling and end-of-phase grace)\n", rep, tot)
+	} else {
+		b.WriteString("expected time: depends on the target\n")
+	}
+	var total int64
+	for _, p := range pl.Phases {
+		if p.ExpectedRequests < 0 {
+			total = -1
+			break
+		}
+		total += p.ExpectedRequests
+	}
+	if total >= 0 {
+		fmt.Fprintf(&b, "expected requests: %d per repeat, %d in all\n", total, total*int64(pl.Repeats))
+	}
+	for _, r := range pl.Rules {
+		scope := "every measured phase"
+		if r.Phase != "" {
+			scope = "phase " + r.Phase
+		}
+		fmt.Fprintf(&b, "rule: %s  (%s, must hold in every repeat)\n", r.Source, scope)
+	}
+	return b.String()
+}
+
+func num(f float64) string {
+	if f == math.Trunc(f) {
+		return fmt.Sprintf("%d", int64(f))
+	}
+	return fmt.Sprintf("%.3g", f)
+}

@@ -1,0 +1,573 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/engine/measure"
+)
+
+// ErrNoConnection means not a single connection of a phase could be
+// established: the run cannot run (exit 3).
+var ErrNoConnection = errors.New("no connection to the target could be established")
+
+// errPhaseEnd is the cancellation cause of requests still open when a
+// phase's end-of-phase grace runs out.
+var errPhaseEnd = errors.New("phase ended: still in flight after the grace period")
+
+// Runner drives a plan through a driver. Its zero value is not usable:
+// Driver is required. A Runner runs one plan at a time.
+type Runner struct {
+	// Driver opens connections to the target.
+	Driver drivers.Driver
+	// Timeout bounds every request from its send; 0 means 10 s.
+	Timeout time.Duration
+	// Log receives one line per phase, never per request.
+	Log zerolog.Logger
+	// Counters, when non-nil, fetches the target's own counters; it is
+	// called before and after every phase and its deltas land in
+	// PhaseResult.Server. Its requests are never counted as the run's.
+	Counters func(ctx context.Context) (map[string]float64, error)
+	// OnPhase, when non-nil, is called with each finished phase before
+	// the next one starts, so results can be written as they come.
+	OnPhase func(*PhaseResult)
+	// DialConcurrency bounds simultaneous dials (handshakes); 0 means 8.
+	DialConcurrency int
+}
+
+// PhaseResult is what one (repeat, phase) measured.
+type PhaseResult struct {
+	// Repeat is 1-based.
+	Repeat int `json:"repeat"`
+	// Phase is the plan of the phase.
+	Phase *PhasePlan `json:"-"`
+	// Start is the wall-clock instant the barrier released the phase.
+	Start time.Time `json:"start"`
+	// Summary holds every count and distribution of the phase.
+	Summary *measure.Summary `json:"summary"`
+	// ConnectionsRequested and ConnectionsEstablished compare the plan's
+	// connections with those that were open when the phase started (for a
+	// ramp, at its top stair).
+	ConnectionsRequested   int `json:"connections_requested"`
+	ConnectionsEstablished int `json:"connections_established"`
+	// LatenessMax is how late the engine sent an arrival that was not
+	// waiting for a connection (scheduler lateness); large values mean the
+	// load generator fell behind its own schedule.
+	LatenessMax time.Duration `json:"lateness_max"`
+	// Server holds the deltas of the target's counters over the phase; nil
+	// when not fetched. ServerErr says why they are missing.
+	Server    map[string]float64 `json:"server,omitempty"`
+	ServerErr string             `json:"server_error,omitempty"`
+	// Interrupted is true when a signal stopped the phase early.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// Result is a whole run: every (repeat, phase) that ran, in order.
+type Result struct {
+	Phases []*PhaseResult `json:"phases"`
+	// Interrupted is true when the run was stopped by its context.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// Run executes every repeat of the plan. It returns the phases measured
+// so far together with an error when the run could not complete (no
+// connection at all, or fetching counters failed fatally). When ctx is
+// cancelled (Ctrl-C) the current phase stops at once, its requests in
+// flight end as cancelled, and Run returns with Result.Interrupted set and
+// a nil error: an interruption is a result, not a failure.
+func (r *Runner) Run(ctx context.Context, pl *Plan) (*Result, error) {
+	res := &Result{}
+	var seq atomic.Uint64
+	for rep := 1; rep <= pl.Repeats; rep++ {
+		pool := &pool{}
+		for i := range pl.Phases {
+			p := &pl.Phases[i]
+			pr, err := r.runPhase(ctx, rep, p, pool, &seq)
+			if pr != nil {
+				res.Phases = append(res.Phases, pr)
+				if r.OnPhase != nil {
+					r.OnPhase(pr)
+				}
+			}
+			if err != nil {
+				pool.close()
+				return res, err
+			}
+			if pr.Interrupted {
+				res.Interrupted = true
+				pool.close()
+				return res, nil
+			}
+		}
+		pool.close()
+	}
+	return res, nil
+}
+
+// pool holds a repeat's connections; phases of a repeat reuse them.
+type pool struct {
+	mu    sync.Mutex
+	conns []drivers.Conn // nil where a dial failed
+}
+
+func (p *pool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+	p.conns = nil
+}
+
+// reserve makes room for n slots without dialling them.
+func (p *pool) reserve(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.conns) < n {
+		p.conns = append(p.conns, nil)
+	}
+}
+
+func (p *pool) get(i int) drivers.Conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.conns[i]
+}
+
+func (p *pool) set(i int, c drivers.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.conns[i] = c
+}
+
+// grow dials every empty slot among the first n, at most conc at a time,
+// and reports how many dials succeeded and failed.
+func (p *pool) grow(ctx context.Context, d drivers.Driver, n, conc int) (ok, failed int) {
+	p.mu.Lock()
+	for len(p.conns) < n {
+		p.conns = append(p.conns, nil)
+	}
+	var empty []int
+	for i, c := range p.conns[:n] {
+		if c == nil {
+			empty = append(empty, i)
+		}
+	}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	var nok, nfail atomic.Int64
+	sem := make(chan struct{}, conc)
+	for _, i := range empty {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c, err := d.Dial(ctx)
+			if err != nil {
+				nfail.Add(1)
+				return
+			}
+			nok.Add(1)
+			p.set(i, c)
+		}()
+	}
+	wg.Wait()
+	return int(nok.Load()), int(nfail.Load())
+}
+
+// dialSlot dials slot i if it is empty; it reports whether a dial
+// succeeded or failed.
+func (p *pool) dialSlot(ctx context.Context, d drivers.Driver, i int) (ok, failed int) {
+	if p.get(i) != nil {
+		return 0, 0
+	}
+	c, err := d.Dial(ctx)
+	if err != nil {
+		return 0, 1
+	}
+	p.set(i, c)
+	return 1, 0
+}
+
+func (p *pool) established(n int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := 0
+	for _, c := range p.conns[:min(n, len(p.conns))] {
+		if c != nil {
+			k++
+		}
+	}
+	return k
+}
+
+// phaseRun is the state of one running phase, shared by its workers.
+type phaseRun struct {
+	r       *Runner
+	p       *PhasePlan
+	pool    *pool
+	seq     *atomic.Uint64
+	rec     *measure.Recorder
+	start   time.Time
+	timeout time.Duration
+
+	stop     chan struct{} // closed: no new request starts
+	stopOnce sync.Once
+	stopAt   atomic.Int64 // offset at which stop happened, ns
+	hard     context.Context
+	hardStop context.CancelCauseFunc
+
+	claimed atomic.Int64 // closed model: requests claimed against the count bound
+
+	mu        sync.Mutex // open model arrival source
+	sched     Schedule
+	next      int64 // next arrival index to claim
+	exhausted bool
+
+	backlog  atomic.Int64 // due arrivals that were never sent
+	lateness atomic.Int64 // max scheduler lateness, ns
+}
+
+const shards = 16
+
+func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool, seq *atomic.Uint64) (*PhaseResult, error) {
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	conc := r.DialConcurrency
+	if conc <= 0 {
+		conc = 8
+	}
+	var before map[string]float64
+	var counterErr error
+	if r.Counters != nil {
+		before, counterErr = r.Counters(ctx)
+	}
+
+	rec := measure.NewRecorder(shards, measure.Options{ExpectedInterval: p.ExpectedInterval})
+	first := p.Connections
+	if len(p.Steps) > 0 {
+		first = p.Steps[0].Connections
+	}
+	// Dial the phase's connections before the clock starts, a bounded
+	// number at a time; dialling is never part of the phase's time.
+	ok, failed := pool.grow(ctx, r.Driver, first, conc)
+	pool.reserve(p.Connections)
+	rec.AddConnectionsOpened(int64(ok))
+	rec.AddConnectFailures(int64(failed))
+	if pool.established(first) == 0 && ctx.Err() == nil {
+		return nil, fmt.Errorf("phase %q: %w (%d dial(s) failed)", p.Name, ErrNoConnection, failed)
+	}
+
+	hard, hardStop := context.WithCancelCause(ctx)
+	defer hardStop(nil)
+	ph := &phaseRun{
+		r: r, p: p, pool: pool, seq: seq, rec: rec, timeout: timeout,
+		stop: make(chan struct{}), hard: hard, hardStop: hardStop,
+	}
+	if p.Model == Open {
+		ph.sched = p.Schedule()
+	}
+	r.Log.Info().Int("repeat", rep).Str("phase", p.Name).Str("model", string(p.Model)).
+		Int("connections", p.Connections).Msg("phase start")
+
+	// The barrier: every worker waits on release, so the measured phase
+	// starts at one instant for all connections.
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	switch p.Model {
+	case Closed:
+		for k := 0; k < p.Connections; k++ {
+			var at time.Duration
+			for _, st := range p.Steps {
+				if st.Connections > k {
+					at = st.At
+					break
+				}
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); <-release; ph.closedWorker(k, at) }()
+		}
+	case Open:
+		for w := 0; w < p.Connections*p.Inflight; w++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); <-release; ph.openWorker(w, w/p.Inflight) }()
+		}
+	}
+	ph.start = time.Now()
+	wall := time.Now()
+	var timer *time.Timer
+	if p.Duration > 0 {
+		timer = time.AfterFunc(p.Duration, ph.endPhase)
+	}
+	close(release)
+
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		// Interrupted: stop starting, cancel what is in flight, and wait
+		// for the workers, which return promptly once cancelled.
+		ph.halt(context.Cause(ctx))
+		<-done
+	}
+	if timer != nil {
+		timer.Stop()
+	}
+	elapsed := time.Since(ph.start)
+	if d := p.Duration; d > 0 && elapsed < d && ctx.Err() == nil {
+		elapsed = d
+	}
+	interrupted := ctx.Err() != nil
+	ph.bookBacklog(elapsed, interrupted)
+
+	pr := &PhaseResult{
+		Repeat:                 rep,
+		Phase:                  p,
+		Start:                  wall,
+		Summary:                rec.Summary(elapsed),
+		ConnectionsRequested:   p.Connections,
+		ConnectionsEstablished: pool.established(p.Connections),
+		LatenessMax:            time.Duration(ph.lateness.Load()),
+		Interrupted:            interrupted,
+	}
+	if r.Counters != nil && !interrupted {
+		after, err := r.Counters(ctx)
+		switch {
+		case counterErr != nil:
+			pr.ServerErr = "before the phase: " + counterErr.Error()
+		case err != nil:
+			pr.ServerErr = "after the phase: " + err.Error()
+		default:
+			pr.Server = map[string]float64{}
+			for k, v := range after {
+				pr.Server[k] = v - before[k]
+			}
+		}
+	}
+	r.Log.Info().Int("repeat", rep).Str("phase", p.Name).Int64("requests", pr.Summary.Requests).
+		Dur("elapsed", elapsed).Bool("interrupted", interrupted).Msg("phase end")
+	return pr, nil
+}
+
+// endPhase is called when the phase's time is up: no new request starts,
+// and requests in flight get the grace period before they are cancelled.
+func (ph *phaseRun) endPhase() {
+	ph.stopOnce.Do(func() {
+		ph.stopAt.Store(int64(time.Since(ph.start)))
+		close(ph.stop)
+		time.AfterFunc(ph.p.Grace, func() { ph.hardStop(errPhaseEnd) })
+	})
+}
+
+// halt stops the phase at once with cause.
+func (ph *phaseRun) halt(cause error) {
+	ph.stopOnce.Do(func() {
+		ph.stopAt.Store(int64(time.Since(ph.start)))
+		close(ph.stop)
+	})
+	ph.hardStop(cause)
+}
+
+func (ph *phaseRun) stopped() bool {
+	select {
+	case <-ph.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits d or until ch closes; it reports whether d passed.
+func sleep(d time.Duration, ch <-chan struct{}) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ch:
+		return false
+	}
+}
+
+// conn returns connection k, dialling it if its slot is empty. A failed
+// dial is returned as the outcome of the request that needed it.
+func (ph *phaseRun) conn(ctx context.Context, k int) (drivers.Conn, drivers.Outcome, bool) {
+	if c := ph.pool.get(k); c != nil {
+		return c, drivers.Outcome{}, true
+	}
+	t0 := time.Now()
+	c, err := ph.r.Driver.Dial(ctx)
+	if err != nil {
+		cl, code := drivers.Classify(err)
+		if cl == drivers.Timeout || cl == drivers.Cancelled {
+			// A dial that ran out of time is still a failure to connect,
+			// unless the phase itself cancelled it.
+			if ph.hard.Err() == nil {
+				cl = drivers.Connect
+			}
+		}
+		return nil, drivers.Outcome{Class: cl, Code: code, Err: err, Connect: time.Since(t0)}, false
+	}
+	ph.pool.set(k, c)
+	return c, drivers.Outcome{Dialed: 1, Connect: time.Since(t0)}, true
+}
+
+// send performs one request on connection k and records it. intended is
+// the arrival's scheduled offset (closed model: the send itself).
+func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
+	seq := ph.seq.Add(1)
+	ctx, cancel := context.WithTimeout(ph.hard, ph.timeout)
+	defer cancel()
+	// The send is stamped before anything touches the wire (the dial
+	// included), so no part of the request's time is hidden (B02).
+	sent := time.Since(ph.start)
+	if closed {
+		intended = sent
+	}
+	c, out, ok := ph.conn(ctx, k)
+	if ok {
+		dial := out
+		out = c.Do(ctx, drivers.Request{Seq: seq})
+		out.Dialed += dial.Dialed
+		out.Connect += dial.Connect
+	}
+	done := time.Since(ph.start)
+	if !out.Responded && out.Class != drivers.OK && ph.hard.Err() != nil {
+		// The phase (grace over) or the user (Ctrl-C) cut this request
+		// short: that is not the target's error.
+		out.Class = drivers.Cancelled
+		out.Code = "phase-end"
+		if !errors.Is(context.Cause(ph.hard), errPhaseEnd) {
+			out.Code = "interrupted"
+		}
+	}
+	ph.rec.Record(shard, &measure.Result{Seq: seq, Intended: intended, Sent: sent, Done: done, Outcome: out})
+}
+
+// closedWorker is one connection of the closed model: it sends its next
+// request only after the previous response, plus think time. It starts at
+// offset at (the stair of a ramp that adds it).
+func (ph *phaseRun) closedWorker(k int, at time.Duration) {
+	if at > 0 {
+		if !sleep(at-time.Since(ph.start), ph.stop) {
+			return
+		}
+		// A stair's connection is dialled when its stair comes, outside
+		// any request's time.
+		ok, failed := ph.pool.dialSlot(ph.hard, ph.r.Driver, k)
+		ph.rec.AddConnectionsOpened(int64(ok))
+		ph.rec.AddConnectFailures(int64(failed))
+	}
+	for !ph.stopped() {
+		if n := ph.p.Requests; n > 0 && ph.claimed.Add(1) > n {
+			return
+		}
+		ph.rec.AddArrivals(1)
+		ph.send(k, k, 0, true)
+		if ph.p.ThinkTime > 0 && !sleep(ph.p.ThinkTime, ph.stop) {
+			return
+		}
+	}
+}
+
+// claim takes the next arrival of the open model's schedule. Arrivals are
+// claimed in order by whichever worker is free, so an arrival claimed
+// after its intended start found every worker busy at that instant.
+func (ph *phaseRun) claim() (int64, time.Duration, bool) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	if ph.exhausted {
+		return 0, 0, false
+	}
+	i := ph.next
+	at := ph.sched.At(i)
+	if (ph.p.Duration > 0 && at >= ph.p.Duration) || (ph.p.Requests > 0 && i >= ph.p.Requests) {
+		ph.exhausted = true
+		return 0, 0, false
+	}
+	ph.next++
+	return i, at, true
+}
+
+// openWorker is one in-flight slot of connection k in the open model.
+func (ph *phaseRun) openWorker(w, k int) {
+	for ph.hard.Err() == nil {
+		_, at, ok := ph.claim()
+		if !ok {
+			return
+		}
+		now := time.Since(ph.start)
+		if at > now {
+			if !sleep(at-now, ph.hard.Done()) {
+				if time.Since(ph.start) >= at {
+					ph.backlog.Add(1) // due, but the phase was halted first
+				}
+				return
+			}
+			// Lateness of our own scheduler: the arrival was not waiting
+			// for a connection, so any delay here is the generator's.
+			if late := int64(time.Since(ph.start) - at); late > ph.lateness.Load() {
+				ph.lateness.Store(late) // racy max: a report figure, not a count
+			}
+		} else if ph.p.Drop && at < now {
+			// Every slot was busy at the arrival's intended start.
+			ph.rec.AddArrivals(1)
+			ph.rec.AddDropped(1)
+			continue
+		}
+		ph.rec.AddArrivals(1)
+		ph.send(w, k, at, false)
+	}
+}
+
+// bookBacklog counts the open model's arrivals that came due before the
+// phase stopped but were never sent (still waiting for a connection when
+// the grace ran out, or halted by Ctrl-C), so that arrivals == requests +
+// dropped + cancelled always holds. They are dropped at a normal end (the
+// target could not absorb them) and cancelled when interrupted.
+func (ph *phaseRun) bookBacklog(elapsed time.Duration, interrupted bool) {
+	if ph.p.Model != Open {
+		return
+	}
+	due := elapsed
+	if interrupted {
+		due = time.Duration(ph.stopAt.Load())
+	}
+	n := ph.backlog.Load()
+	ph.mu.Lock()
+	for !ph.exhausted {
+		at := ph.sched.At(ph.next)
+		if at >= due || (ph.p.Duration > 0 && at >= ph.p.Duration) || (ph.p.Requests > 0 && ph.next >= ph.p.Requests) {
+			break
+		}
+		ph.next++
+		n++
+	}
+	ph.exhausted = true
+	ph.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	ph.rec.AddArrivals(n)
+	if interrupted {
+		ph.rec.AddCancelled(n)
+	} else {
+		ph.rec.AddDropped(n)
+	}
+}

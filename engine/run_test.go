@@ -1,0 +1,322 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/fake"
+	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/schema"
+)
+
+// phase builds a one-phase plan by hand (the loader is tested apart).
+func onePhase(t *testing.T, ph schema.Phase, timeout time.Duration) *Plan {
+	t.Helper()
+	sc := &schema.Scenario{Version: 1, Name: "t", File: "t.yaml", Phases: []schema.Phase{ph}, Repeats: 1}
+	pl, err := Compile(sc, Limits{MaxInflight: 64, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+func constService(d time.Duration) func(uint64) time.Duration {
+	return func(uint64) time.Duration { return d }
+}
+
+func run(t *testing.T, d drivers.Driver, pl *Plan, timeout time.Duration) *Result {
+	t.Helper()
+	r := &Runner{Driver: d, Timeout: timeout}
+	res, err := r.Run(context.Background(), pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Phases {
+		if err := p.Summary.Check(); err != nil {
+			t.Fatalf("phase %s: %v", p.Phase.Name, err)
+		}
+	}
+	return res
+}
+
+func dur(s string) schema.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return schema.Duration(d)
+}
+
+func constRate(r float64) schema.RateSpec { return schema.RateSpec{From: schema.Rate(r), To: schema.Rate(r)} }
+
+// B04 at the engine: the rate is global, never multiplied by connections.
+func TestField_B04_RateIsGlobal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(5 * time.Millisecond)}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 50}, Duration: dur("30s")}, 10*time.Second)
+		if got := pl.Phases[0].ExpectedRequests; got != 300 {
+			t.Fatalf("plan expects %d requests, want 300", got)
+		}
+		s := run(t, d, pl, 10*time.Second).Phases[0].Summary
+		if s.Arrivals != 300 || s.Requests != 300 || s.OK != 300 || d.Requests() != 300 {
+			t.Fatalf("arrivals %d requests %d ok %d target %d, want 300 each", s.Arrivals, s.Requests, s.OK, d.Requests())
+		}
+		if got := s.AchievedRate(); got < 9.99 || got > 10.01 {
+			t.Fatalf("achieved rate %.3f/s, want 10/s", got)
+		}
+		if p, _ := s.Response.Percentile(99); p != 5*time.Millisecond {
+			t.Fatalf("p99 %s, want 5ms: a healthy open model adds no queueing", p)
+		}
+	})
+}
+
+// B08: the request in flight when a closed phase's time is up finishes and
+// counts as ok; nothing at the end is booked as an error of the target.
+func TestField_B08_EndOfPhaseDrains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(150 * time.Millisecond)}
+		pl := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 1}, Duration: dur("1s")}, 10*time.Second)
+		pr := run(t, d, pl, 10*time.Second).Phases[0]
+		s := pr.Summary
+		// Sends at 0, 150, …, 900 ms: 7 requests, the last done at 1.05 s.
+		if s.OK != 7 || s.Errors != 0 || s.Requests != 7 {
+			t.Fatalf("ok %d errors %d requests %d, want 7/0/7", s.OK, s.Errors, s.Requests)
+		}
+		if s.Elapsed != 1050*time.Millisecond {
+			t.Fatalf("elapsed %s, want 1.05s", s.Elapsed)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(150 * time.Millisecond)}
+		pl := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 50}, Duration: dur("5s")}, 10*time.Second)
+		s := run(t, d, pl, 10*time.Second).Phases[0].Summary
+		// 34 rounds (0 … 4.95 s) of 50 connections.
+		if s.Errors != 0 || s.OK != 34*50 || s.OK+s.Errors+s.Cancelled != s.Requests {
+			t.Fatalf("ok %d errors %d cancelled %d requests %d", s.OK, s.Errors, s.Cancelled, s.Requests)
+		}
+	})
+}
+
+// Requests still open when the grace runs out are cancelled, never errors.
+func TestGraceExpiryCancels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: func(seq uint64) time.Duration {
+			if seq == 3 {
+				return time.Hour
+			}
+			return 400 * time.Millisecond
+		}}
+		pl := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 1}, Duration: dur("1s")}, 2*time.Second)
+		pr := run(t, d, pl, 2*time.Second).Phases[0]
+		s := pr.Summary
+		// Requests 1 and 2 take 0.8 s; request 3 starts at 0.8 s and is
+		// still open when the 2 s grace after the 1 s end runs out.
+		if s.OK != 2 || s.Errors != 0 || s.Cancelled != 1 || s.Timeouts != 0 {
+			t.Fatalf("ok %d errors %d cancelled %d timeouts %d, want 2/0/1/0", s.OK, s.Errors, s.Cancelled, s.Timeouts)
+		}
+		if s.Elapsed != 3*time.Second {
+			t.Fatalf("elapsed %s, want 3s (1 s phase + 2 s grace)", s.Elapsed)
+		}
+	})
+}
+
+// Open model above the target's capacity, queue mode: a single FIFO worker
+// with service time S = 10 ms offered 200/s. Arrival k (0-based) comes at
+// 5k ms and completes at 10(k+1) ms: response time 10 + 5k ms, known exactly.
+func TestOpenQueueCountsFromIntendedStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(10 * time.Millisecond), Serial: true}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(200), Connections: 1}, Duration: dur("1s")}, 10*time.Second)
+		s := run(t, d, pl, 10*time.Second).Phases[0].Summary
+		if s.Arrivals != 200 || s.Requests != 200 || s.OK != 200 || s.Dropped != 0 {
+			t.Fatalf("arrivals %d requests %d ok %d dropped %d", s.Arrivals, s.Requests, s.OK, s.Dropped)
+		}
+		// Nearest rank over 10+5k ms, k = 0..199: p50 is the 100th smallest
+		// (k = 99) = 505 ms; p90 the 180th (k = 179) = 905 ms; max 1005 ms.
+		for _, c := range []struct {
+			p    float64
+			want time.Duration
+		}{{50, 505 * time.Millisecond}, {90, 905 * time.Millisecond}, {100, 1005 * time.Millisecond}} {
+			got, _ := s.Response.Percentile(c.p)
+			if rel := float64(got-c.want) / float64(c.want); rel < 0 || rel > 0.001 {
+				t.Fatalf("p%g = %s, want %s", c.p, got, c.want)
+			}
+		}
+		// Service time is always S: the queue sits in the client.
+		if got := s.Service.Max(); got != 10*time.Millisecond {
+			t.Fatalf("service max %s, want 10ms", got)
+		}
+	})
+}
+
+// Drop mode: arrivals every 5 ms, service 10 ms, one slot: every other
+// arrival finds the slot busy and is dropped; nothing is lost.
+func TestOpenDropKeepsIdentity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(10 * time.Millisecond)}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(200), Connections: 1, OnSaturation: "drop"}, Duration: dur("1s")}, 10*time.Second)
+		s := run(t, d, pl, 10*time.Second).Phases[0].Summary
+		if s.Arrivals != 200 || s.Requests != 100 || s.Dropped != 100 {
+			t.Fatalf("arrivals %d requests %d dropped %d, want 200/100/100", s.Arrivals, s.Requests, s.Dropped)
+		}
+		if s.Requests+s.Dropped != s.Arrivals {
+			t.Fatalf("requests + dropped != arrivals")
+		}
+	})
+}
+
+// The in-flight cap is per connection: 2 connections × inflight 3 never
+// hold more than 6 requests at the target.
+func TestInflightCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(100 * time.Millisecond), Inflight: 8}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(1000), Connections: 2, Inflight: 3}, Duration: dur("1s")}, 10*time.Second)
+		s := run(t, d, pl, 10*time.Second).Phases[0].Summary
+		if d.PeakInflight() != 6 {
+			t.Fatalf("peak in flight %d, want 6", d.PeakInflight())
+		}
+		if s.Arrivals != 1000 || s.Requests+s.Dropped != s.Arrivals {
+			t.Fatalf("arrivals %d requests %d dropped %d", s.Arrivals, s.Requests, s.Dropped)
+		}
+	})
+}
+
+// The ramp is a staircase: 2 connections from 1 s, 4 from 2 s, for 3 s.
+func TestRampStaircase(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(100 * time.Millisecond)}
+		pl := onePhase(t, schema.Phase{Ramp: &schema.Ramp{Connections: schema.Staircase{From: 0, To: 4, Step: 2, Every: dur("1s")}}}, 10*time.Second)
+		p := pl.Phases[0]
+		if p.Duration != 3*time.Second || len(p.Steps) != 2 || p.Steps[0] != (Step{At: time.Second, Connections: 2}) {
+			t.Fatalf("plan %+v", p)
+		}
+		s := run(t, d, pl, 10*time.Second).Phases[0].Summary
+		// 2 connections × 10 requests in [1 s, 2 s), 4 × 10 in [2 s, 3 s).
+		if s.OK != 60 || d.Dials() != 4 || s.ConnectionsOpened != 4 {
+			t.Fatalf("ok %d dials %d opened %d, want 60/4/4", s.OK, d.Dials(), s.ConnectionsOpened)
+		}
+	})
+}
+
+// A phase bounded by count sends exactly that many requests.
+func TestRequestsBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: func(seq uint64) time.Duration { return time.Duration(seq) * time.Millisecond }}
+		pl := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 200}, Requests: 1006}, 10*time.Second)
+		s := run(t, d, pl, 10*time.Second).Phases[0].Summary
+		if s.Requests != 1006 || s.OK != 1006 || d.Requests() != 1006 {
+			t.Fatalf("requests %d ok %d target %d, want 1006", s.Requests, s.OK, d.Requests())
+		}
+	})
+}
+
+// Warmup and repeats: each (repeat, phase) is measured on its own.
+func TestRepeatsAndWarmup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(10 * time.Millisecond)}
+		sc := &schema.Scenario{Version: 1, Name: "t", File: "t.yaml", Repeats: 3, Phases: []schema.Phase{
+			{Name: "warm", Warmup: true, Closed: &schema.Closed{Connections: 2}, Duration: dur("1s")},
+			{Name: "steady", Open: &schema.Open{Rate: constRate(50), Connections: 2}, Duration: dur("2s")},
+		}}
+		pl, err := Compile(sc, Limits{Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := run(t, d, pl, time.Second)
+		if len(res.Phases) != 6 {
+			t.Fatalf("%d phase results, want 6", len(res.Phases))
+		}
+		for i, pr := range res.Phases {
+			if pr.Repeat != i/2+1 || pr.Phase.Warmup != (i%2 == 0) {
+				t.Fatalf("result %d is repeat %d phase %s", i, pr.Repeat, pr.Phase.Name)
+			}
+			if !pr.Phase.Warmup && pr.Summary.OK != 100 {
+				t.Fatalf("steady ok %d, want 100", pr.Summary.OK)
+			}
+		}
+		// One connection pair per repeat, reused by both phases.
+		if d.Dials() != 6 {
+			t.Fatalf("dials %d, want 6", d.Dials())
+		}
+	})
+}
+
+// Ctrl-C: the phase stops at once, requests in flight end as cancelled,
+// no later phase runs, and the identity holds.
+func TestInterruptStopsPromptly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(300 * time.Millisecond)}
+		sc := &schema.Scenario{Version: 1, Name: "t", File: "t.yaml", Repeats: 2, Phases: []schema.Phase{
+			{Name: "a", Open: &schema.Open{Rate: constRate(100), Connections: 10, Inflight: 4}, Duration: dur("10s")},
+			{Name: "b", Closed: &schema.Closed{Connections: 1}, Duration: dur("10s")},
+		}}
+		pl, err := Compile(sc, Limits{Timeout: 5 * time.Second, MaxInflight: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		time.AfterFunc(2505*time.Millisecond, func() { cancel(errors.New("interrupt")) })
+		t0 := time.Now()
+		d.Inflight = 4
+		res, err := (&Runner{Driver: d, Timeout: 5 * time.Second}).Run(ctx, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(t0); took != 2505*time.Millisecond {
+			t.Fatalf("run took %s after a 2.5 s interrupt", took)
+		}
+		if !res.Interrupted || len(res.Phases) != 1 || !res.Phases[0].Interrupted {
+			t.Fatalf("interrupted %v, %d phases", res.Interrupted, len(res.Phases))
+		}
+		s := res.Phases[0].Summary
+		if err := s.Check(); err != nil {
+			t.Fatal(err)
+		}
+		// Arrivals at 0, 10, …, 2500 ms: 251; those sent in the last 300 ms
+		// (2210 … 2500: 30) were cut short.
+		if s.Arrivals != 251 || s.Cancelled != 30 || s.OK != 221 || s.Errors != 0 {
+			t.Fatalf("arrivals %d ok %d cancelled %d errors %d", s.Arrivals, s.OK, s.Cancelled, s.Errors)
+		}
+	})
+}
+
+// Not a single connection: the run cannot run.
+func TestNoConnectionAtAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{DialFail: func(int64) error { return fake.ErrRefused }}
+		pl := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 3}, Duration: dur("1s")}, time.Second)
+		_, err := (&Runner{Driver: d}).Run(context.Background(), pl)
+		if !errors.Is(err, ErrNoConnection) {
+			t.Fatalf("err %v, want ErrNoConnection", err)
+		}
+	})
+}
+
+// Some connections fail: they are counted, and each request on a missing
+// connection tries to dial and ends as a connect error.
+func TestPartialConnections(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(100 * time.Millisecond), DialFail: func(n int64) error {
+			if n > 1 {
+				return fake.ErrRefused
+			}
+			return nil
+		}}
+		pl := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 2}, Requests: 4}, time.Second)
+		pr := run(t, d, pl, time.Second).Phases[0]
+		s := pr.Summary
+		if pr.ConnectionsEstablished != 1 || s.ConnectFailures != 1 {
+			t.Fatalf("established %d connect failures %d, want 1 and 1", pr.ConnectionsEstablished, s.ConnectFailures)
+		}
+		connect := s.ErrorsByClass[string(drivers.Connect)]
+		if s.Requests != 4 || connect < 1 || connect+s.OK != 4 || connect != s.Errors {
+			t.Fatalf("requests %d ok %d errors %v", s.Requests, s.OK, s.ErrorsByClass)
+		}
+	})
+}
+
+var _ = measure.Result{}

@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Schedule gives the intended start of every arrival of an open-model
+// phase as an offset from the phase start. Arrivals are numbered from 0.
+type Schedule interface {
+	// At returns the intended offset of arrival i, non-decreasing in i.
+	// Callers must ask for arrivals in increasing order (Poisson schedules
+	// draw their gaps sequentially).
+	At(i int64) time.Duration
+}
+
+// RateCurve is an arrival rate that moves linearly from From to To
+// (arrivals per second) over Over. From == To is a constant rate.
+type RateCurve struct {
+	From, To float64
+	Over     time.Duration
+}
+
+// Count is the expected number of arrivals in [0, t): the area under the
+// rate curve, Λ(t) = r0·t + (r1−r0)·t²/(2T), clamped to the ramp.
+func (c RateCurve) Count(t time.Duration) float64 {
+	s := t.Seconds()
+	if c.From == c.To || c.Over <= 0 {
+		return c.From * s
+	}
+	T := c.Over.Seconds()
+	if s > T {
+		s = T
+	}
+	return c.From*s + (c.To-c.From)*s*s/(2*T)
+}
+
+// Inverse returns the time t at which Λ(t) = u, solving the quadratic
+// a·t² + b·t − u = 0 with a = (r1−r0)/(2T), b = r0 in the cancellation-free
+// form t = 2u / (b + √(b² + 4au)). Past the end of a ramp the rate stays To.
+func (c RateCurve) Inverse(u float64) time.Duration {
+	if c.From == c.To || c.Over <= 0 {
+		return secs(u / c.From)
+	}
+	T := c.Over.Seconds()
+	if total := c.Count(c.Over); u > total {
+		if c.To <= 0 {
+			return time.Duration(math.MaxInt64)
+		}
+		return secs(T + (u-total)/c.To)
+	}
+	a := (c.To - c.From) / (2 * T)
+	b := c.From
+	d := b*b + 4*a*u
+	if d < 0 {
+		d = 0
+	}
+	den := b + math.Sqrt(d)
+	if den <= 0 {
+		return 0
+	}
+	return secs(2 * u / den)
+}
+
+func secs(s float64) time.Duration {
+	if s >= float64(math.MaxInt64)/1e9 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(math.Round(s * 1e9))
+}
+
+// Uniform spaces arrivals evenly in the rate curve's own time:
+// At(i) = Λ⁻¹(i). For a constant rate r this is i/r, computed from the
+// arrival count, never by adding gaps, so it cannot drift.
+type Uniform struct{ Curve RateCurve }
+
+// At implements Schedule.
+func (u Uniform) At(i int64) time.Duration { return u.Curve.Inverse(float64(i)) }
+
+// Poisson draws exponential gaps with mean 1 (a unit-rate Poisson process)
+// from a seeded generator and maps each point through Λ⁻¹, which gives a
+// Poisson process with the curve's (possibly ramping) rate: At(i) =
+// Λ⁻¹(E₁ + … + E_i), E ~ Exp(1). The same seed gives the same arrivals.
+// At is safe for concurrent use.
+type Poisson struct {
+	Curve RateCurve
+
+	mu   sync.Mutex
+	rng  *rand.Rand
+	next int64   // next arrival index whose point is not drawn yet
+	sum  float64 // unit-rate point of arrival next-1
+}
+
+// NewPoisson returns a Poisson schedule seeded with seed.
+func NewPoisson(c RateCurve, seed int64) *Poisson {
+	return &Poisson{Curve: c, rng: rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))}
+}
+
+// At implements Schedule. Arrival 0 comes at the first drawn point, so a
+// phase does not start with a burst at offset 0.
+func (p *Poisson) At(i int64) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i < p.next-1 {
+		// Rewinding would need the history; schedules are read in order.
+		i = p.next - 1
+	}
+	for p.next <= i {
+		p.sum += p.rng.ExpFloat64()
+		p.next++
+	}
+	return p.Curve.Inverse(p.sum)
+}

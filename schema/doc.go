@@ -1,0 +1,20 @@
+// Package schema is the first stage of the pipeline: it turns a scenario
+// YAML file into a validated Scenario that the engine compiles into a plan.
+//
+// Loading is strict. The file is walked as a YAML node tree, not decoded
+// blindly, so that every problem of the file is reported at once with its
+// position, its key path, what was expected and what was found: unknown or
+// misplaced keys (with a nearest-key suggestion), duplicate keys, wrong
+// types, values without units, impossible values and rules scoped to
+// phases that do not exist or are never judged. Rule expressions themselves
+// are compiled later by the engine.
+//
+// Values carry explicit units: durations `250us|5ms|2s|1m`, rates
+// `N/s|N/m`, sizes `B|KiB|MiB|GiB`. Scalar values may use `${NAME}` and
+// `${NAME:-default}` to read the environment; the values read into string
+// fields are listed in Scenario.Secrets so that reports can redact them.
+//
+// The package also generates scenario.schema.json, the JSON Schema that
+// editors use to complete and check scenario files; a test keeps it in
+// sync with the Go types.
+package schema

@@ -1,0 +1,5 @@
+// Package targets starts reference targets, servers with known behaviour
+// that scenarios load (`runner serve KIND`), as separate child processes:
+// the load generator and the target never share a process, a heap or a
+// scheduler. The servers themselves live in subpackages (httptarget).
+package targets
