@@ -11,8 +11,9 @@
 //
 // Values carry explicit units: durations `250us|5ms|2s|1m`, rates
 // `N/s|N/m`, sizes `B|KiB|MiB|GiB`. Scalar values may use `${NAME}` and
-// `${NAME:-default}` to read the environment; the values read into string
-// fields are listed in Scenario.Secrets so that reports can redact them.
+// `${NAME:-default}` to read the environment (`$$` is a literal `$`); the
+// values read into string fields are listed in Scenario.Secrets so that
+// reports can redact them.
 //
 // The package also generates scenario.schema.json, the JSON Schema that
 // editors use to complete and check scenario files; a test keeps it in

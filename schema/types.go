@@ -72,8 +72,8 @@ type HTTP struct {
 	// Timeout bounds each request from send to the last response byte; default 10s.
 	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 	// Success is an expr rule over `status` (int), `headers` (map of
-	// canonical name to first value) and `body` (string); default
-	// `status >= 200 && status < 300`.
+	// canonical name to first value) and `body` (string); default: a 2xx
+	// status or 304 Not Modified (a successful conditional GET; B14).
 	Success string `yaml:"success,omitempty" json:"success,omitempty"`
 	// TLS configures https:// targets.
 	TLS *TLS `yaml:"tls,omitempty" json:"tls,omitempty"`
@@ -145,14 +145,18 @@ type Open struct {
 // RateSpec is a constant rate or a linear ramp between two rates.
 // When Ramp is false, From is the constant rate and To equals From.
 type RateSpec struct {
+	// From is the rate at the start of the phase (the constant rate when Ramp is false).
 	From Rate `json:"from"`
-	To   Rate `json:"to"`
+	// To is the rate at the end of the phase's duration.
+	To Rate `json:"to"`
+	// Ramp is true when the file wrote {from, to}.
 	Ramp bool `json:"-"`
 }
 
 // Ramp is a staircase of connections in the closed model:
 // from, from+step, … up to `to`, one step every `every`.
 type Ramp struct {
+	// Connections is the staircase of connections (virtual users).
 	Connections Staircase `yaml:"connections" json:"connections"`
 	// ThinkTime is as in Closed.
 	ThinkTime Duration `yaml:"think_time,omitempty" json:"think_time,omitempty"`
@@ -162,9 +166,13 @@ type Ramp struct {
 // The phase lasts ceil((To-From)/Step) steps of Every unless the phase
 // sets its own Duration, in which case it holds at To until the end.
 type Staircase struct {
-	From  int      `yaml:"from" json:"from" jsonschema:"minimum=0"`
-	To    int      `yaml:"to" json:"to" jsonschema:"minimum=1"`
-	Step  int      `yaml:"step" json:"step" jsonschema:"minimum=1"`
+	// From is the count on the first step, ≥ 0.
+	From int `yaml:"from" json:"from" jsonschema:"minimum=0"`
+	// To is the count on the last step, > From.
+	To int `yaml:"to" json:"to" jsonschema:"minimum=1"`
+	// Step is added on each step, ≥ 1.
+	Step int `yaml:"step" json:"step" jsonschema:"minimum=1"`
+	// Every is the time between steps, > 0.
 	Every Duration `yaml:"every" json:"every"`
 }
 
@@ -181,6 +189,7 @@ type Reconcile struct {
 // answered with a flat JSON object of numbers. Fetches are never counted
 // as requests of the run.
 type Fetch struct {
+	// Path is the request path of the counters, e.g. /stats.
 	Path string `yaml:"path" json:"path"`
 }
 

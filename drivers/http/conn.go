@@ -1,0 +1,408 @@
+package http
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	nethttp "net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+)
+
+// errClosed is the error of a Do on a connection after Close.
+var errClosed = errors.New("connection closed by the client")
+
+// past is a deadline that has already expired: setting it makes blocked
+// reads and writes return at once.
+var past = time.Unix(1, 0)
+
+// conn is one HTTP/1.x connection. It carries one request at a time. When
+// the server (or keep-alive off) ends the connection, the next Do dials a
+// new one and reports it in Outcome.Dialed.
+type conn struct {
+	d *Driver
+
+	// mu guards nc, closed and gen against Close and the cancellation
+	// callback; Do itself is the only writer of nc.
+	mu     sync.Mutex
+	nc     net.Conn // nil between a close and the next re-dial
+	closed bool
+	gen    uint64 // bumped at the end of every Do, so a late callback is a no-op
+
+	cr   countingReader
+	br   *bufio.Reader
+	wbuf []byte
+	vec  [2][]byte
+	req  *nethttp.Request // only its Method matters to ReadResponse
+	body bytes.Buffer     // response body, kept only when the rule reads it
+}
+
+var _ drivers.Conn = (*conn)(nil)
+
+func newConn(d *Driver) *conn {
+	c := &conn{
+		d:    d,
+		req:  &nethttp.Request{Method: d.method},
+		wbuf: make([]byte, 0, 512),
+	}
+	c.br = bufio.NewReaderSize(&c.cr, 16<<10)
+	return c
+}
+
+// attach makes nc the live connection; false when Close came first.
+func (c *conn) attach(nc net.Conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.nc = nc
+	c.cr.r = nc
+	c.br.Reset(&c.cr)
+	return true
+}
+
+// drop closes the live connection; the next Do re-dials.
+func (c *conn) drop() {
+	c.mu.Lock()
+	if c.nc != nil {
+		c.nc.Close()
+		c.nc = nil
+	}
+	c.mu.Unlock()
+}
+
+// Close closes the connection and makes a concurrent Do return promptly
+// with Class Cancelled. Later Do calls return Cancelled without dialling.
+// Safe to call more than once and concurrently with Do.
+func (c *conn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if c.nc != nil {
+		return c.nc.Close()
+	}
+	return nil
+}
+
+// Do sends one request and reads its whole response. See drivers.Conn.
+//
+// The deadline of every read and write is ctx's deadline (or Do's start
+// plus the request timeout when ctx has none). Cancelling ctx sets a past
+// deadline on the socket, so Do returns promptly even mid-read.
+// Any failure closes the connection, since it may be out of sync; so does
+// a response that asks to close, and every response when keep-alive is
+// off. A non-2xx status or a failed rule keeps it.
+func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) {
+	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		out.Class, out.Err = ctxClass(ctx), fmt.Errorf("before send: %w", context.Cause(ctx))
+		return out
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = start.Add(c.d.timeout)
+	}
+
+	if c.nc == nil {
+		if c.isClosed() {
+			out.Class, out.Err = drivers.Cancelled, errClosed
+			return out
+		}
+		nc, tcp, err := c.d.dial(ctx)
+		out.Connect = time.Since(start)
+		if tcp {
+			out.Dialed = 1
+		}
+		if err != nil {
+			return c.dialFailed(ctx, err, out)
+		}
+		if !c.attach(nc) {
+			nc.Close()
+			out.Class, out.Err = drivers.Cancelled, errClosed
+			return out
+		}
+	}
+	nc := c.nc
+
+	if err := nc.SetDeadline(deadline); err != nil {
+		return c.failed(ctx, "set deadline", err, out)
+	}
+	if ctx.Done() != nil {
+		c.mu.Lock()
+		gen := c.gen
+		c.mu.Unlock()
+		stop := context.AfterFunc(ctx, func() { c.interrupt(gen) })
+		defer stop()
+	}
+	defer c.endDo()
+
+	// Write the whole request: head (+ Content-Length) + body.
+	seq := r.Seq
+	d := c.d
+	w := d.head.render(c.wbuf[:0], seq)
+	bodyLen := len(d.filler)
+	if d.filler == nil {
+		bodyLen = d.body.size(seq)
+	}
+	if d.sendLen {
+		w = append(w, "Content-Length: "...)
+		w = strconv.AppendInt(w, int64(bodyLen), 10)
+		w = append(w, '\r', '\n')
+	}
+	w = append(w, '\r', '\n')
+	if d.filler == nil {
+		w = d.body.render(w, seq)
+	}
+	c.wbuf = w
+	var err error
+	if d.filler == nil {
+		var n int
+		n, err = nc.Write(w)
+		out.BytesOut = int64(n)
+	} else {
+		c.vec[0], c.vec[1] = w, d.filler
+		bufs := net.Buffers(c.vec[:])
+		out.BytesOut, err = bufs.WriteTo(nc)
+		c.vec[0], c.vec[1] = nil, nil
+	}
+	if err != nil {
+		return c.failed(ctx, "write request", err, out)
+	}
+
+	// Read the response. BytesIn counts what this response consumed from
+	// the socket: bytes read minus those still buffered, before and after.
+	in0 := c.cr.n - int64(c.br.Buffered())
+	c.cr.first, c.cr.eof = time.Time{}, false
+	resp, err := c.readResponse()
+	if !c.cr.first.IsZero() {
+		out.FirstByte = c.cr.first.Sub(start)
+	}
+	if err != nil {
+		out.BytesIn = c.cr.n - int64(c.br.Buffered()) - in0
+		return c.failed(ctx, "read response", err, out)
+	}
+	err = c.readBody(resp)
+	out.BytesIn = c.cr.n - int64(c.br.Buffered()) - in0
+	if err != nil {
+		return c.failed(ctx, "read response body", err, out)
+	}
+
+	// The exchange is complete: the connection is in sync.
+	out.Responded = true
+	out.Class, out.Code, out.Err = c.judge(resp)
+
+	// Keep the connection only if both sides want it and nothing is left
+	// in the buffer (bytes past the response mean we lost the framing).
+	if !d.keepAlive || resp.Close || resp.StatusCode == nethttp.StatusSwitchingProtocols || c.br.Buffered() > 0 {
+		c.drop()
+	}
+	return out
+}
+
+// readResponse reads the status line and headers of the final response,
+// skipping 1xx interim responses (100 Continue, 103 Early Hints).
+func (c *conn) readResponse() (*nethttp.Response, error) {
+	// Peek first: a connection closed before any byte is io.EOF here,
+	// while ReadResponse would turn it into io.ErrUnexpectedEOF.
+	if _, err := c.br.Peek(1); err != nil {
+		return nil, err
+	}
+	for {
+		resp, err := nethttp.ReadResponse(c.br, c.req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != nethttp.StatusSwitchingProtocols {
+			continue
+		}
+		return resp, nil
+	}
+}
+
+// readBody reads the body to its end (HEAD, 1xx, 204 and 304 have none;
+// ReadResponse knows it from the request method and status, RFC 9112
+// §6.3). It keeps up to MaxRuleBody bytes only when the rule reads body.
+func (c *conn) readBody(resp *nethttp.Response) error {
+	defer resp.Body.Close()
+	if c.d.rule != nil && c.d.rule.needBody {
+		c.body.Reset()
+		if _, err := c.body.ReadFrom(io.LimitReader(resp.Body, MaxRuleBody)); err != nil {
+			return err
+		}
+	}
+	_, err := io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+// judge classes a complete response: the success rule if there is one,
+// else defaultSuccess. Failures carry the status as their code.
+func (c *conn) judge(resp *nethttp.Response) (drivers.Class, string, error) {
+	status := resp.StatusCode
+	r := c.d.rule
+	if r == nil {
+		if defaultSuccess(status) {
+			return drivers.OK, "", nil
+		}
+		return drivers.Status, strconv.Itoa(status), fmt.Errorf("status %d", status)
+	}
+	env := ruleEnv{Status: status}
+	if r.needHeaders {
+		env.Headers = make(map[string]string, len(resp.Header))
+		for k, v := range resp.Header {
+			if len(v) > 0 {
+				env.Headers[k] = v[0]
+			}
+		}
+	}
+	if r.needBody {
+		env.Body = c.body.String()
+	}
+	ok, err := r.eval(env)
+	if err != nil {
+		return drivers.RuleFailed, strconv.Itoa(status), err
+	}
+	if !ok {
+		return drivers.RuleFailed, strconv.Itoa(status), fmt.Errorf("status %d: success rule `%s` is false", status, r.src)
+	}
+	return drivers.OK, "", nil
+}
+
+// defaultSuccess is the success rule when the scenario sets none: any 2xx,
+// and 304 Not Modified, which answers a conditional request the scenario
+// chose to send and says the client's copy is current (RFC 9110 §15.4.5).
+func defaultSuccess(status int) bool {
+	return status >= 200 && status <= 299 || status == nethttp.StatusNotModified
+}
+
+// failed ends a request that broke after the connection was up: the
+// connection is closed (it may be out of sync) and the error classed.
+func (c *conn) failed(ctx context.Context, stage string, err error, out drivers.Outcome) drivers.Outcome {
+	c.drop()
+	out.Err = fmt.Errorf("%s: %w", stage, err)
+	switch {
+	case ctx.Err() != nil:
+		// Our own cancellation callback or deadline cut the I/O short.
+		out.Class = ctxClass(ctx)
+		if out.Class == drivers.Cancelled {
+			out.Err = fmt.Errorf("%s: %w", stage, context.Cause(ctx))
+		}
+		return out
+	case c.isClosed():
+		out.Class = drivers.Cancelled
+		return out
+	}
+	out.Class, out.Code = drivers.Classify(err)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// Some bytes of the response came, then the connection ended:
+		// truncated headers or a body shorter than declared.
+		out.Class, out.Code = drivers.ShortRead, ""
+	case out.Class == drivers.Reset && out.Code == "" && !isNetError(err):
+		// Not a transport error: the response is malformed, or it was cut
+		// mid-line and the parser saw the stump (then it is short).
+		out.Class = drivers.BadFrame
+		if c.cr.eof {
+			out.Class = drivers.ShortRead
+		}
+	}
+	return out
+}
+
+// dialFailed ends a request whose re-dial failed: class Connect with the
+// code of drivers.Classify, or Cancelled.
+func (c *conn) dialFailed(ctx context.Context, err error, out drivers.Outcome) drivers.Outcome {
+	out.Err = fmt.Errorf("connect: %w", err)
+	if errors.Is(ctx.Err(), context.Canceled) || c.isClosed() {
+		out.Class = drivers.Cancelled
+		return out
+	}
+	class, code := drivers.Classify(err)
+	switch class {
+	case drivers.Cancelled:
+		out.Class = drivers.Cancelled
+		return out
+	case drivers.Timeout:
+		if code == "" {
+			code = drivers.CodeConnectTimeout
+		}
+	case drivers.EOF:
+		code = "EOF"
+	}
+	out.Class, out.Code = drivers.Connect, code
+	return out
+}
+
+// interrupt is the cancellation callback of Do number gen: it unblocks
+// the socket unless that Do has already returned.
+func (c *conn) interrupt(gen uint64) {
+	c.mu.Lock()
+	if c.gen == gen && c.nc != nil {
+		c.nc.SetDeadline(past)
+	}
+	c.mu.Unlock()
+}
+
+// endDo retires the current Do's cancellation callback.
+func (c *conn) endDo() {
+	c.mu.Lock()
+	c.gen++
+	c.mu.Unlock()
+}
+
+func (c *conn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// ctxClass is the class of a request whose ctx ended: Timeout for its
+// deadline, Cancelled for anything else (end of phase, interrupt).
+func ctxClass(ctx context.Context) drivers.Class {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return drivers.Timeout
+	}
+	return drivers.Cancelled
+}
+
+// isNetError reports whether err came from the socket rather than from
+// parsing.
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+// countingReader counts the bytes read from the socket, notes when the
+// first byte of the current response arrived and whether the peer ended
+// the stream.
+type countingReader struct {
+	r     io.Reader
+	n     int64
+	first time.Time
+	eof   bool
+}
+
+// Read implements io.Reader.
+func (cr *countingReader) Read(p []byte) (int, error) {
+	n, err := cr.r.Read(p)
+	if n > 0 {
+		if cr.first.IsZero() {
+			cr.first = time.Now()
+		}
+		cr.n += int64(n)
+	}
+	if err == io.EOF {
+		cr.eof = true
+	}
+	return n, err
+}

@@ -1,0 +1,14 @@
+// Package http is the HTTP/1.x driver: it turns one drivers.Request into
+// one request on the wire and says how it ended (drivers.Outcome).
+//
+// The driver owns its connections (net.Dialer, optional TLS) instead of
+// using net/http's Transport, so that keep-alive, re-dials and the count
+// of connections opened are exactly what the scenario asks for and can be
+// reconciled with the target's own count. It writes the request bytes
+// itself from templates split once at New, and parses responses with
+// net/http's ReadResponse, which applies the RFC rules for bodies (none
+// after HEAD, 1xx, 204 or 304). One request at a time per connection: no
+// pipelining, and no retries: a kept-alive connection the server closed
+// without notice costs the request an eof or reset outcome, and the next
+// request re-dials.
+package http

@@ -1,0 +1,377 @@
+package http
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/schema"
+)
+
+// Defaults applied by New when a schema.HTTP field is zero. Load normally
+// fills them in already; New repeats them so a hand-built config works.
+const (
+	DefaultMethod  = "GET"
+	DefaultPath    = "/"
+	DefaultVersion = "1.1"
+	DefaultTimeout = 10 * time.Second
+	// MaxRuleBody is the most response body bytes a success rule sees in
+	// `body`; the rest is read and discarded.
+	MaxRuleBody = 1 << 20
+	// userAgent is sent unless the scenario sets its own User-Agent header.
+	userAgent = "runner"
+)
+
+// Driver speaks HTTP/1.x to one target. It owns its TCP (and TLS)
+// connections so that keep-alive and the connections opened are exactly
+// what the scenario says; it never pipelines and never retries.
+// A Driver is immutable after New apart from its counter; Dial is safe for
+// concurrent use.
+type Driver struct {
+	addr     string      // host:port dialled
+	tls      *tls.Config // nil for http://
+	insecure bool
+	timeout  time.Duration
+	dialer   net.Dialer
+
+	method    string
+	head      template // request line and headers, without Content-Length and the blank line
+	body      template // body text; unused when filler is set
+	filler    []byte   // body_size filler bytes, sent as is
+	sendLen   bool     // send Content-Length (a body, or a method that expects one)
+	keepAlive bool     // ask to keep the connection open
+
+	rule *rule // nil: success is 2xx
+
+	opened atomic.Int64
+}
+
+var _ drivers.Driver = (*Driver)(nil)
+
+// New builds a driver for cfg against baseURL (http:// or https://, with
+// an optional path prefix that is put before cfg.Path). Zero fields of
+// cfg mean the documented defaults (GET, "/", HTTP/1.1, keep-alive,
+// 10 s). Templates are split and the success rule is compiled here, so
+// no request is ever parsed at run time. Without a success rule a
+// response succeeds when its status is 2xx or 304 Not Modified.
+//
+// Every request carries Host (from the URL unless the scenario sets it),
+// User-Agent "runner" (unless set), the scenario's headers in name order,
+// Connection when keep-alive differs from the version's default, and
+// Content-Length when there is a body (or for POST, PUT and PATCH).
+// Connection, Content-Length and Transfer-Encoding belong to the driver
+// and are rejected in cfg.Headers.
+//
+// New reports every problem it finds at once (errors.Join): a bad URL or
+// scheme, an unknown HTTP version, a malformed method, path or header, a
+// template action other than {{seq}}, a success rule that does not
+// compile to a bool (the message quotes the rule), and an unreadable or
+// empty tls.ca_file.
+func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
+	var errs []error
+	d := &Driver{
+		method:    cfg.Method,
+		timeout:   time.Duration(cfg.Timeout),
+		keepAlive: cfg.KeepAlive == nil || *cfg.KeepAlive,
+	}
+	if d.method == "" {
+		d.method = DefaultMethod
+	}
+	if d.timeout <= 0 {
+		d.timeout = DefaultTimeout
+	}
+	d.dialer.Timeout = d.timeout
+
+	u, err := url.Parse(baseURL)
+	var prefix, host string
+	switch {
+	case err != nil:
+		errs = append(errs, fmt.Errorf("target url: %w", err))
+	case u.Scheme != "http" && u.Scheme != "https":
+		errs = append(errs, fmt.Errorf("target url %q: scheme must be http or https", baseURL))
+	case u.Hostname() == "":
+		errs = append(errs, fmt.Errorf("target url %q: no host", baseURL))
+	case u.RawQuery != "" || u.Fragment != "":
+		errs = append(errs, fmt.Errorf("target url %q: query and fragment belong in driver.http.path", baseURL))
+	case u.User != nil:
+		errs = append(errs, fmt.Errorf("target url %q: user info is not supported; send an Authorization header", baseURL))
+	default:
+		host = u.Host
+		port := u.Port()
+		if port == "" {
+			port = "80"
+			if u.Scheme == "https" {
+				port = "443"
+			}
+		}
+		d.addr = net.JoinHostPort(u.Hostname(), port)
+		prefix = strings.TrimSuffix(u.EscapedPath(), "/")
+		if u.Scheme == "https" {
+			conf, err := tlsConfig(cfg.TLS, u.Hostname())
+			if err != nil {
+				errs = append(errs, err)
+			}
+			d.tls = conf
+			d.insecure = cfg.TLS != nil && cfg.TLS.InsecureSkipVerify
+		}
+	}
+
+	version := cfg.Version
+	if version == "" {
+		version = DefaultVersion
+	}
+	if version != "1.1" && version != "1.0" {
+		errs = append(errs, fmt.Errorf("version %q: want 1.1 or 1.0", version))
+	}
+	if !isToken(d.method) {
+		errs = append(errs, fmt.Errorf("method %q: not an HTTP token", d.method))
+	}
+
+	path := cfg.Path
+	if path == "" {
+		path = DefaultPath
+	}
+	pathT, err := parseTemplate(path)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("path: %w", err))
+	} else if !strings.HasPrefix(path, "/") && !(path == "*" && prefix == "") {
+		errs = append(errs, fmt.Errorf("path %q: must start with /", path))
+	} else if err := pathT.each(checkPath); err != nil {
+		errs = append(errs, fmt.Errorf("path %q: %w", path, err))
+	}
+
+	// Request line and Host.
+	d.head = literal(d.method + " " + prefix)
+	d.head.concat(pathT)
+	d.head.concat(literal(" HTTP/" + version + "\r\n"))
+	if _, ok := headerKey(cfg.Headers, "Host"); !ok {
+		d.head.concat(literal("Host: " + host + "\r\n"))
+	}
+	if _, ok := headerKey(cfg.Headers, "User-Agent"); !ok {
+		d.head.concat(literal("User-Agent: " + userAgent + "\r\n"))
+	}
+
+	// Scenario headers, in name order so every request is byte-identical
+	// but for {{seq}}.
+	names := make([]string, 0, len(cfg.Headers))
+	for name := range cfg.Headers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		value := cfg.Headers[name]
+		switch {
+		case !isToken(name):
+			errs = append(errs, fmt.Errorf("header %q: not an HTTP token", name))
+			continue
+		case strings.EqualFold(name, "Connection"):
+			errs = append(errs, fmt.Errorf("header %q: set by the driver from keep_alive", name))
+			continue
+		case strings.EqualFold(name, "Content-Length") || strings.EqualFold(name, "Transfer-Encoding"):
+			errs = append(errs, fmt.Errorf("header %q: set by the driver from body or body_size", name))
+			continue
+		}
+		vt, err := parseTemplate(value)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("header %s: %w", name, err))
+			continue
+		}
+		if err := vt.each(checkHeaderValue); err != nil {
+			errs = append(errs, fmt.Errorf("header %s: %w", name, err))
+			continue
+		}
+		d.head.concat(literal(name + ": "))
+		d.head.concat(vt)
+		d.head.concat(literal("\r\n"))
+	}
+
+	// Keep-alive: HTTP/1.1 keeps by default and says `close` to opt out;
+	// HTTP/1.0 closes by default and says `keep-alive` to opt in, as ab -k.
+	switch {
+	case version == "1.1" && !d.keepAlive:
+		d.head.concat(literal("Connection: close\r\n"))
+	case version == "1.0" && d.keepAlive:
+		d.head.concat(literal("Connection: keep-alive\r\n"))
+	}
+
+	// Body.
+	switch {
+	case cfg.BodySize < 0:
+		errs = append(errs, fmt.Errorf("body_size %d: must not be negative", cfg.BodySize))
+	case cfg.BodySize > 0:
+		d.filler = make([]byte, cfg.BodySize)
+		for i := range d.filler {
+			d.filler[i] = 'x'
+		}
+		d.sendLen = true
+	case cfg.Body != "":
+		bt, err := parseTemplate(cfg.Body)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("body: %w", err))
+		}
+		d.body = bt
+		d.sendLen = true
+	default:
+		d.body = literal("")
+		// RFC 9110 §8.6: a user agent sends Content-Length: 0 for a method
+		// that expects content and has none; some servers demand it.
+		d.sendLen = d.method == "POST" || d.method == "PUT" || d.method == "PATCH"
+	}
+
+	if cfg.Success != "" {
+		r, err := compileRule(cfg.Success)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		d.rule = r
+	}
+
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return d, nil
+}
+
+// tlsConfig builds the client TLS configuration: verification on, system
+// roots plus ca_file, HTTP/1.1 offered by ALPN.
+func tlsConfig(t *schema.TLS, host string) (*tls.Config, error) {
+	conf := &tls.Config{
+		ServerName: host,
+		NextProtos: []string{"http/1.1"},
+	}
+	if t == nil {
+		return conf, nil
+	}
+	if t.ServerName != "" {
+		conf.ServerName = t.ServerName
+	}
+	conf.InsecureSkipVerify = t.InsecureSkipVerify
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls.ca_file: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls.ca_file %s: no PEM certificate found", t.CAFile)
+		}
+		conf.RootCAs = pool
+	}
+	return conf, nil
+}
+
+// Dial opens one connection (TCP, then the TLS handshake for https://),
+// bounded by ctx and by the request timeout. It counts in Opened as soon
+// as the TCP connection is established, even when the TLS handshake then
+// fails, because the target has seen it. Errors are classified with
+// drivers.Classify: Connect with an errno name, "TLS", "DNS" or
+// "ETIMEDOUT"; Cancelled when ctx was cancelled. Dial is safe for
+// concurrent use.
+func (d *Driver) Dial(ctx context.Context) (drivers.Conn, error) {
+	nc, _, err := d.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := newConn(d)
+	c.attach(nc)
+	return c, nil
+}
+
+// Opened is the number of TCP connections this driver has established,
+// by Dial and by re-dials inside Do. It equals the target's count of
+// accepted connections. Safe for concurrent use.
+func (d *Driver) Opened() int64 { return d.opened.Load() }
+
+// MaxInflight is 1: an HTTP/1.x connection carries one request at a
+// time (no pipelining), so the engine never calls Do concurrently on one
+// connection.
+func (d *Driver) MaxInflight() int { return 1 }
+
+// Insecure reports whether certificate verification is off
+// (tls.insecure_skip_verify), so reports can say so.
+func (d *Driver) Insecure() bool { return d.insecure }
+
+// dial opens a connection. tcp reports whether the TCP connection was
+// established (and counted), even when the TLS handshake failed.
+func (d *Driver) dial(ctx context.Context) (nc net.Conn, tcp bool, err error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d.timeout)
+		defer cancel()
+	}
+	nc, err = d.dialer.DialContext(ctx, "tcp", d.addr)
+	if err != nil {
+		return nil, false, err
+	}
+	d.opened.Add(1)
+	if d.tls == nil {
+		return nc, true, nil
+	}
+	tc := tls.Client(nc, d.tls)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		return nil, true, fmt.Errorf("tls handshake with %s: %w", d.addr, err)
+	}
+	return tc, true, nil
+}
+
+// headerKey finds name in h case-insensitively.
+func headerKey(h map[string]string, name string) (string, bool) {
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// isToken reports whether s is an RFC 9110 token (method or header name).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// checkPath rejects bytes that would break the request line.
+func checkPath(s string) error {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == 0x7f {
+			return fmt.Errorf("byte %s is not allowed: escape it as %%XX", strconv.QuoteRune(rune(c)))
+		}
+	}
+	return nil
+}
+
+// checkHeaderValue rejects bytes that would split or end the header block.
+func checkHeaderValue(s string) error {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '\r' || c == '\n' || c == 0 {
+			return fmt.Errorf("byte %s is not allowed in a header value", strconv.QuoteRune(rune(c)))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+// Package sysinfo describes the machine and build a run happened on, for
+// the JSON report: a number means little without the machine behind it.
+package sysinfo
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// Version is the runner's version; the build may set it with
+// -ldflags "-X github.com/runner-dev/runner/internal/sysinfo.Version=v1.2.3".
+var Version = "dev"
+
+// Env is the environment of a run.
+type Env struct {
+	Hostname   string `json:"hostname"`
+	OS         string `json:"os"`
+	Arch       string `json:"arch"`
+	Kernel     string `json:"kernel,omitempty"`
+	CPUModel   string `json:"cpu_model,omitempty"`
+	Cores      int    `json:"cores"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	GoVersion  string `json:"go_version"`
+	Runner     string `json:"runner_version"`
+	// RunnerCommit is the VCS revision the binary was built from, when the
+	// build recorded it.
+	RunnerCommit string `json:"runner_commit,omitempty"`
+	// WorkdirCommit is `git rev-parse HEAD` in the working directory (the
+	// project under test), with "+dirty" when it has uncommitted changes.
+	WorkdirCommit string `json:"workdir_commit,omitempty"`
+}
+
+// Collect reads the environment. It never fails: unknown fields stay empty.
+func Collect() Env {
+	e := Env{
+		OS:         runtime.GOOS,
+		Arch:       runtime.GOARCH,
+		Cores:      runtime.NumCPU(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		GoVersion:  runtime.Version(),
+		Runner:     Version,
+	}
+	e.Hostname, _ = os.Hostname()
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		e.Kernel = strings.TrimSpace(string(b))
+	}
+	e.CPUModel = cpuModel()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				e.RunnerCommit = s.Value
+			}
+		}
+		if e.Runner == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			e.Runner = bi.Main.Version
+		}
+	}
+	e.WorkdirCommit = gitCommit()
+	return e
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func gitCommit() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		c += "+dirty"
+	}
+	return c
+}

@@ -1,0 +1,125 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"testing"
+
+	validator "github.com/santhosh-tekuri/jsonschema/v6"
+	"gopkg.in/yaml.v3"
+)
+
+const schemaFile = "scenario.schema.json"
+
+func TestJSONSchemaInSync(t *testing.T) {
+	want, err := JSONSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(schemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is out of date with the Go types in schema/; regenerate it with `go generate ./schema/` and commit it", schemaFile)
+	}
+}
+
+// compileSchema compiles the checked-in schema as an editor would.
+func compileSchema(t *testing.T) *validator.Schema {
+	t.Helper()
+	f, err := os.Open(schemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := validator.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := validator.NewCompiler()
+	if err := c.AddResource(schemaFile, doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile(schemaFile)
+	if err != nil {
+		t.Fatalf("the schema does not compile: %v", err)
+	}
+	return sch
+}
+
+// instance decodes YAML into the generic values a JSON Schema validator
+// takes (through JSON, so numbers are json.Number as the validator expects).
+func instance(t *testing.T, src string) any {
+	t.Helper()
+	var v any
+	if err := yaml.Unmarshal([]byte(src), &v); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := validator.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inst
+}
+
+// TestJSONSchemaValidates: the schema accepts valid scenarios and rejects
+// the common mistakes, agreeing with Parse on each.
+func TestJSONSchemaValidates(t *testing.T) {
+	sch := compileSchema(t)
+	quickstart, err := os.ReadFile("testdata/quickstart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := map[string]string{
+		"quickstart": string(quickstart),
+		"url and headers": `version: 1
+target: {url: "https://127.0.0.1:8443"}
+driver:
+  http: {method: POST, version: 1.0, keep_alive: false, body_size: 1KiB, headers: {X-Id: "42"}, tls: {insecure_skip_verify: true}}
+phases:
+  - {open: {rate: {from: 0/s, to: 600/m}, arrivals: poisson, on_saturation: drop}, duration: 1m30s}
+  - {closed: {connections: 2, think_time: 250us, expected_rate: 50/s}, requests: 100}
+`,
+		"units from the environment": head + `phases: [{open: {rate: "${RATE:-10/s}"}, duration: "${DUR:-5s}"}]`,
+	}
+	bad := map[string]string{
+		"unknown key":           head + "phases: [{arival_rate: 50/s, duration: 10s}]\n",
+		"misplaced key":         "version: 1\ntarget: {serve: http}\ndriver: {http: {phases: []}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
+		"rate without unit":     head + "phases: [{open: {rate: 10}, duration: 10s}]\n",
+		"duration without unit": head + "phases: [{open: {rate: 10/s}, duration: 30}]\n",
+		"size without unit":     "version: 1\ntarget: {serve: http}\ndriver: {http: {body_size: 512}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
+		"inflight five":         head + "phases: [{open: {rate: 10/s, inflight: five}, duration: 10s}]\n",
+		"no version":            "target: {serve: http}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
+		"version 2":             "version: 2\ntarget: {serve: http}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
+		"two models":            head + "phases: [{closed: {connections: 1}, open: {rate: 1/s}, duration: 1s}]\n",
+		"unbounded":             head + "phases: [{closed: {connections: 1}}]\n",
+		"url and serve":         "version: 1\ntarget: {serve: http, url: \"http://x:1\"}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
+		"no protocol":           "version: 1\ntarget: {serve: http}\ndriver: {}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
+		"poison arrivals":       head + "phases: [{open: {rate: 1/s, arrivals: poison}, duration: 1s}]\n",
+		"rule with extra key":   head + "phases: [{closed: {connections: 1}, duration: 1s}]\nassert: [{rule: errors == 0, phases: a}]\n",
+		"zero connections":      head + "phases: [{closed: {connections: 0}, duration: 1s}]\n",
+	}
+	env := func(name string) (string, bool) { return "", false } // defaults apply
+	for name, src := range good {
+		if err := sch.Validate(instance(t, src)); err != nil {
+			t.Errorf("%s: the schema rejects a valid scenario: %v", name, err)
+		}
+		if _, err := Parse(name, []byte(src), env); err != nil {
+			t.Errorf("%s: Parse rejects a valid scenario: %v", name, err)
+		}
+	}
+	for name, src := range bad {
+		if err := sch.Validate(instance(t, src)); err == nil {
+			t.Errorf("%s: the schema accepts an invalid scenario", name)
+		}
+		if _, err := Parse(name, []byte(src), env); err == nil {
+			t.Errorf("%s: Parse accepts an invalid scenario", name)
+		}
+	}
+}

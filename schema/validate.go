@@ -1,0 +1,446 @@
+package schema
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"net/url"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Closed sets of values; the JSON Schema's enums agree (see types.go).
+var (
+	serveKinds         = []string{"http"}
+	httpVersions       = []string{"1.1", "1.0"}
+	arrivalKinds       = []string{"uniform", "poisson"}
+	saturationPolicies = []string{"queue", "drop"}
+)
+
+// ok reports whether path was written in the file and decoded without a
+// problem, so that validation neither misses a value nor reports a bad
+// one twice.
+func (l *loader) ok(path string) bool {
+	return l.has(path) && !l.invalid[path]
+}
+
+// show renders the value at path for a message: quoted, or as the text
+// written in the file when it came from the environment (it may be secret).
+func (l *loader) show(path, value string) string {
+	if src, ok := l.sources[path]; ok {
+		return quote(src) + " (interpolated)"
+	}
+	return quote(value)
+}
+
+// validate checks what the types cannot say: exactly-one-of choices,
+// ranges, bounds, enumerations and references between parts of the file.
+// It also names unnamed phases, which rule scopes refer to.
+func (l *loader) validate(s *Scenario) {
+	if l.ok("version") && s.Version != 1 {
+		l.failf("version", "unsupported version %d; expected 1", s.Version)
+	}
+	if l.ok("name") {
+		l.checkName("name", s.Name)
+	}
+	if l.ok("repeats") && s.Repeats < 1 {
+		l.failf("repeats", "expected at least 1 repeat, found %d", s.Repeats)
+	}
+	l.validateTarget(&s.Target)
+	l.validateDriver(s)
+	l.validatePhases(s.Phases)
+	if s.Reconcile != nil {
+		if l.ok("reconcile.fetch.path") {
+			l.checkPath("reconcile.fetch.path", s.Reconcile.Fetch.Path)
+		}
+		if l.ok("reconcile.expect") && len(s.Reconcile.Expect) == 0 {
+			l.failf("reconcile.expect", "no rules; expected at least one, e.g. [server.requests == requests]")
+		}
+		l.validateRules("reconcile.expect", s.Reconcile.Expect, s.Phases)
+	}
+	l.validateRules("assert", s.Assert, s.Phases)
+	l.validateOutputs(s.Outputs)
+}
+
+func (l *loader) validateTarget(t *Target) {
+	if !l.ok("target") {
+		return
+	}
+	hasURL, hasServe := l.has("target.url"), l.has("target.serve")
+	switch {
+	case hasURL && hasServe:
+		l.failf("target", "both url and serve; expected exactly one: the url of a running server, or serve to spawn a reference target")
+	case !hasURL && !hasServe:
+		l.failf("target", "neither url nor serve; expected exactly one: the url of a running server (url: http://127.0.0.1:8080), or serve to spawn a reference target (serve: http)")
+	}
+	if l.ok("target.url") {
+		u, err := url.Parse(t.URL)
+		switch {
+		case err != nil || u.Scheme == "" || u.Host == "":
+			l.failf("target.url", "expected a URL such as http://127.0.0.1:8080, found %s", l.show("target.url", t.URL))
+		case u.Scheme != "http" && u.Scheme != "https":
+			l.failf("target.url", "unsupported scheme %s in %s; expected http or https", quote(u.Scheme), l.show("target.url", t.URL))
+		case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
+			l.failf("target.url", "the url names the server only, e.g. http://127.0.0.1:8080; put the request path in the driver (driver.http.path), found %s", l.show("target.url", t.URL))
+		}
+	}
+	if l.ok("target.serve") && !slices.Contains(serveKinds, t.Serve) {
+		l.failf("target.serve", "unknown reference target %s; %s", quote(t.Serve), oneOf(t.Serve, serveKinds))
+	}
+	if l.ok("target.args") && hasURL && !hasServe {
+		l.failf("target.args", "args apply only to a spawned reference target (serve), not to a url")
+	}
+}
+
+func (l *loader) validateDriver(s *Scenario) {
+	if !l.ok("driver") {
+		return
+	}
+	var set, all []string
+	d := reflect.ValueOf(s.Driver)
+	for _, f := range fieldsOf(d.Type()) {
+		all = append(all, f.key)
+		if !d.Field(f.index).IsNil() {
+			set = append(set, f.key)
+		}
+	}
+	switch {
+	case len(set) == 0 && len(l.nodes["driver"].Content) == 0:
+		l.failf("driver", "no protocol; expected one of: %s", strings.Join(all, ", "))
+	case len(set) > 1:
+		l.failf("driver", "more than one protocol (%s); expected exactly one", strings.Join(set, ", "))
+	}
+	if h := s.Driver.HTTP; h != nil {
+		l.validateHTTP(h, s.Target)
+	}
+}
+
+var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"}
+
+func (l *loader) validateHTTP(h *HTTP, t Target) {
+	const p = "driver.http"
+	if l.ok(p + ".method") {
+		switch upper := strings.ToUpper(h.Method); {
+		case !isToken(h.Method):
+			l.failf(p+".method", "expected an HTTP method such as GET or POST, found %s", l.show(p+".method", h.Method))
+		case upper != h.Method && slices.Contains(standardMethods, upper):
+			l.failf(p+".method", "methods are case-sensitive; did you mean %q?", upper)
+		}
+	}
+	if l.ok(p + ".path") {
+		l.checkPath(p+".path", h.Path)
+	}
+	if l.ok(p+".version") && !slices.Contains(httpVersions, h.Version) {
+		l.failf(p+".version", "expected \"1.1\" or \"1.0\", found %s (only HTTP/1.x is supported)", quote(h.Version))
+	}
+	if l.ok(p+".timeout") && h.Timeout <= 0 {
+		l.failf(p+".timeout", "expected a positive duration, found %s", h.Timeout)
+	}
+	if l.has(p+".body") && l.has(p+".body_size") {
+		l.failf(p+".body_size", "both body and body_size; expected at most one")
+	}
+	if l.ok(p+".body_size") && h.BodySize <= 0 {
+		l.failf(p+".body_size", "expected a positive size, found %s", h.BodySize)
+	}
+	if l.ok(p+".success") && strings.TrimSpace(h.Success) == "" {
+		l.failf(p+".success", "empty rule; leave success out to use the default (a successful status)")
+	}
+	seen := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(h.Headers)) {
+		path := p + ".headers." + name
+		switch {
+		case !isToken(name):
+			l.failf(path, "invalid header name %s; expected letters, digits and !#$%%&'*+-.^_`|~", quote(name))
+		case strings.ContainsAny(h.Headers[name], "\r\n\x00"):
+			l.failf(path, "header value contains a line break or NUL; expected a single line")
+		}
+		if other, dup := seen[strings.ToLower(name)]; dup {
+			l.failf(path, "header %s given twice (also as %s); header names are case-insensitive", quote(name), quote(other))
+		}
+		seen[strings.ToLower(name)] = name
+	}
+	if h.TLS != nil {
+		if l.ok(p+".tls.ca_file") && h.TLS.CAFile == "" {
+			l.failf(p+".tls.ca_file", "expected a PEM file name, found an empty string")
+		}
+		if u, err := url.Parse(t.URL); t.Serve != "" || err == nil && u.Scheme == "http" {
+			l.failf(p+".tls", "tls applies only to https:// targets")
+		}
+	}
+}
+
+// checkPath checks a request path: origin form, one line, no spaces.
+func (l *loader) checkPath(path, v string) {
+	switch {
+	case !strings.HasPrefix(v, "/"):
+		l.failf(path, "expected a path starting with \"/\", e.g. /hello; found %s", l.show(path, v))
+	case strings.IndexFunc(v, func(r rune) bool { return r == ' ' || unicode.IsControl(r) }) >= 0:
+		l.failf(path, "path contains a space or a control character; percent-encode it (space is %%20)")
+	}
+}
+
+// checkName checks a scenario or phase name, which goes into TSV rows and
+// file names.
+func (l *loader) checkName(path, v string) {
+	switch {
+	case strings.TrimSpace(v) == "":
+		l.failf(path, "expected a non-empty name")
+	case strings.IndexFunc(v, unicode.IsControl) >= 0:
+		l.failf(path, "name contains a tab, line break or other control character; it goes into TSV rows")
+	}
+}
+
+func (l *loader) validatePhases(phases []Phase) {
+	if l.ok("phases") && len(phases) == 0 {
+		l.failf("phases", "no phases; expected at least one, e.g. [{open: {rate: 100/s}, duration: 10s}]")
+	}
+	byName := map[string]int{}
+	for i := range phases {
+		ph, p := &phases[i], index("phases", i)
+		if l.ok(p + ".name") {
+			l.checkName(p+".name", ph.Name)
+		}
+		if ph.Name == "" {
+			ph.Name = fmt.Sprintf("phase-%d", i+1)
+		}
+		if j, dup := byName[ph.Name]; dup {
+			l.failf(p+".name", "duplicate phase name %s; phases[%d] has it too", quote(ph.Name), j)
+		} else {
+			byName[ph.Name] = i
+		}
+		if !l.ok(p) {
+			continue // not a mapping; already reported
+		}
+		var models []string
+		for _, m := range []string{"closed", "open", "ramp"} {
+			if l.has(p + "." + m) {
+				models = append(models, m)
+			}
+		}
+		switch len(models) {
+		case 0:
+			l.failf(p, "no load model; expected exactly one of closed, open or ramp")
+		case 1:
+		default:
+			l.failf(p, "more than one load model (%s); expected exactly one of closed, open or ramp", strings.Join(models, ", "))
+		}
+		if l.ok(p+".duration") && ph.Duration <= 0 {
+			l.failf(p+".duration", "expected a positive duration, found %s", ph.Duration)
+		}
+		if l.ok(p+".requests") && ph.Requests < 1 {
+			l.failf(p+".requests", "expected at least 1 request, found %d", ph.Requests)
+		}
+		if !l.has(p+".duration") && !l.has(p+".requests") && !l.has(p+".ramp") {
+			l.failf(p, "unbounded phase; expected duration (e.g. duration: 30s) or requests")
+		}
+		if ph.Closed != nil {
+			l.validateClosed(p+".closed", ph.Closed)
+		}
+		if ph.Open != nil {
+			l.validateOpen(p, ph.Open)
+		}
+		if ph.Ramp != nil {
+			l.validateRamp(p+".ramp", ph.Ramp)
+		}
+	}
+}
+
+func (l *loader) validateClosed(p string, c *Closed) {
+	if l.ok(p+".connections") && c.Connections < 1 {
+		l.failf(p+".connections", "expected at least 1 connection, found %d", c.Connections)
+	}
+	l.checkThinkTime(p+".think_time", c.ThinkTime)
+	if l.ok(p+".expected_rate") && c.ExpectedRate <= 0 {
+		l.failf(p+".expected_rate", "expected a positive rate, found %s", c.ExpectedRate)
+	}
+}
+
+func (l *loader) checkThinkTime(path string, d Duration) {
+	if l.ok(path) && d < 0 {
+		l.failf(path, "expected a duration of 0s or more, found %s", d)
+	}
+}
+
+// validateOpen checks the open model of phase p.
+func (l *loader) validateOpen(p string, o *Open) {
+	rate := p + ".open.rate"
+	switch {
+	case !o.Rate.Ramp:
+		if l.ok(rate) && o.Rate.From <= 0 {
+			l.failf(rate, "expected a positive rate, found %s", o.Rate.From)
+		}
+	case l.ok(rate+".from") && l.ok(rate+".to"):
+		for _, end := range []struct {
+			key string
+			r   Rate
+		}{{"from", o.Rate.From}, {"to", o.Rate.To}} {
+			if end.r < 0 {
+				l.failf(rate+"."+end.key, "expected a rate of 0/s or more, found %s", end.r)
+			}
+		}
+		if o.Rate.From == o.Rate.To {
+			l.failf(rate, "a ramp that goes nowhere: from and to are both %s; write rate: %s for a constant rate", o.Rate.From, o.Rate.From)
+		} else if !l.has(p + ".duration") {
+			l.failf(rate, "a rate ramp needs the phase's duration, over which the rate goes from %s to %s", o.Rate.From, o.Rate.To)
+		}
+	}
+	if l.ok(p+".open.connections") && o.Connections < 1 {
+		l.failf(p+".open.connections", "expected at least 1 connection, found %d", o.Connections)
+	}
+	if l.ok(p+".open.inflight") && o.Inflight < 1 {
+		l.failf(p+".open.inflight", "expected at least 1 request in flight per connection, found %d", o.Inflight)
+	}
+	if l.ok(p+".open.arrivals") && !slices.Contains(arrivalKinds, o.Arrivals) {
+		l.failf(p+".open.arrivals", "unknown arrivals %s; %s", quote(o.Arrivals), oneOf(o.Arrivals, arrivalKinds))
+	}
+	if l.ok(p+".open.on_saturation") && !slices.Contains(saturationPolicies, o.OnSaturation) {
+		l.failf(p+".open.on_saturation", "unknown on_saturation %s; %s", quote(o.OnSaturation), oneOf(o.OnSaturation, saturationPolicies))
+	}
+	if l.ok(p+".open.seed") && o.Seed == 0 {
+		l.failf(p+".open.seed", "expected a non-zero seed (leaving seed out means 1)")
+	}
+}
+
+func (l *loader) validateRamp(p string, r *Ramp) {
+	c, sc := r.Connections, p+".connections"
+	if l.ok(sc+".from") && c.From < 0 {
+		l.failf(sc+".from", "expected 0 or more connections, found %d", c.From)
+	}
+	if l.ok(sc+".to") && c.To < 1 {
+		l.failf(sc+".to", "expected at least 1 connection, found %d", c.To)
+	}
+	if l.ok(sc+".step") && c.Step < 1 {
+		l.failf(sc+".step", "expected a step of at least 1 connection, found %d", c.Step)
+	}
+	if l.ok(sc+".every") && c.Every <= 0 {
+		l.failf(sc+".every", "expected a positive duration, found %s", c.Every)
+	}
+	if l.ok(sc+".from") && l.ok(sc+".to") && c.From >= c.To {
+		l.failf(sc, "from %d is not below to %d; a ramp steps connections up", c.From, c.To)
+	} else if c.From < c.To && c.Step > 0 && c.Every > 0 {
+		// The staircase lasts ceil((to-from)/step) × every; keep it in range of a time.Duration.
+		steps := (int64(c.To) - int64(c.From) + int64(c.Step) - 1) / int64(c.Step)
+		if steps > math.MaxInt64/int64(c.Every) {
+			l.failf(sc, "the staircase lasts longer than %s; expected fewer steps or a shorter every", time.Duration(math.MaxInt64).Round(time.Hour))
+		}
+	}
+	l.checkThinkTime(p+".think_time", r.ThinkTime)
+}
+
+// validateRules checks the phase scopes of rules; the expressions are the
+// engine's to compile.
+func (l *loader) validateRules(path string, rules []Rule, phases []Phase) {
+	var names []string
+	byName := map[string]int{}
+	judged := 0
+	for i, ph := range phases {
+		if _, dup := byName[ph.Name]; !dup {
+			byName[ph.Name] = i
+			names = append(names, ph.Name)
+		}
+		if !ph.Warmup {
+			judged++
+		}
+	}
+	unscoped := false
+	for i, r := range rules {
+		p := index(path, i)
+		if r.Phase == "" {
+			unscoped = true
+			continue
+		}
+		if !l.ok(p + ".phase") {
+			continue
+		}
+		j, found := byName[r.Phase]
+		switch {
+		case !found:
+			l.failf(p+".phase", "unknown phase %s; %s", quote(r.Phase), oneOf(r.Phase, names))
+		case phases[j].Warmup:
+			l.failf(p+".phase", "phase %s is a warmup phase, and warmup phases are never judged; scope the rule to a measured phase", quote(r.Phase))
+		}
+	}
+	if unscoped && len(phases) > 0 && judged == 0 {
+		l.failf(path, "every phase is a warmup phase, so these rules would judge nothing; make a phase measured (warmup: false)")
+	}
+}
+
+var placeholder = regexp.MustCompile(`\{[^{}]*\}`)
+
+func (l *loader) validateOutputs(o Outputs) {
+	for _, out := range []struct{ key, file string }{{"tsv", o.TSV}, {"json", o.JSON}} {
+		path := "outputs." + out.key
+		if !l.ok(path) {
+			continue
+		}
+		for _, ph := range placeholder.FindAllString(out.file, -1) {
+			if ph != "{run_id}" && ph != "{scenario}" {
+				l.failf(path, "unknown placeholder %s; expected {run_id} or {scenario}", ph)
+			}
+		}
+	}
+	if o.TSV != "" && o.TSV == o.JSON {
+		l.failf("outputs.json", "tsv and json name the same file %s", quote(o.JSON))
+	}
+}
+
+// oneOf lists the valid values, leading with the nearest one to v.
+func oneOf(v string, valid []string) string {
+	list := "expected one of: " + strings.Join(valid, ", ")
+	for _, k := range valid {
+		if len(v) > len(k) && strings.HasPrefix(strings.ToLower(v), k) { // "dropped" for "drop"
+			return fmt.Sprintf("did you mean %q? (%s)", k, list)
+		}
+	}
+	if k, ok := nearest(v, valid, typoDistance(v)); ok {
+		return fmt.Sprintf("did you mean %q? (%s)", k, list)
+	}
+	return list
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110 §5.6.2), as
+// method and header names must be.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// fillDefaults writes the documented defaults into the fields left out.
+func fillDefaults(s *Scenario) {
+	if s.Repeats == 0 {
+		s.Repeats = 1
+	}
+	if h := s.Driver.HTTP; h != nil {
+		h.Method = cmp.Or(h.Method, "GET")
+		h.Path = cmp.Or(h.Path, "/")
+		h.Version = cmp.Or(h.Version, "1.1")
+		if h.KeepAlive == nil {
+			on := true
+			h.KeepAlive = &on
+		}
+		if h.Timeout == 0 {
+			h.Timeout = Duration(10 * time.Second)
+		}
+	}
+	for i := range s.Phases {
+		if o := s.Phases[i].Open; o != nil {
+			o.Connections = cmp.Or(o.Connections, 1)
+			o.Inflight = cmp.Or(o.Inflight, 1)
+			o.Arrivals = cmp.Or(o.Arrivals, "uniform")
+			o.Seed = cmp.Or(o.Seed, 1)
+			o.OnSaturation = cmp.Or(o.OnSaturation, "queue")
+		}
+	}
+}

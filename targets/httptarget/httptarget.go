@@ -1,0 +1,298 @@
+package httptarget
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	nethttp "net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of Config's zero fields.
+const (
+	DefaultListen      = "127.0.0.1:0"
+	DefaultErrorStatus = nethttp.StatusServiceUnavailable
+	// shutdownGrace bounds the graceful shutdown; then connections are
+	// closed. It stays under the 2 s the spawner waits before SIGKILL.
+	shutdownGrace = time.Second
+)
+
+// Config is the target's behaviour. The zero value is a plain target on a
+// free loopback port that answers every request at once with 200 "ok\n".
+//
+// Later truth knobs (worker count, periodic stall, …) will be added as
+// further fields whose zero value keeps today's behaviour.
+type Config struct {
+	// Listen is the TCP address to listen on; default 127.0.0.1:0 (a free port).
+	Listen string
+	// Delay is a fixed extra time before every counted request is answered
+	// (its service time); 0 answers at once.
+	Delay time.Duration
+	// ErrorEvery, when N > 0, answers every Nth counted request with
+	// ErrorStatus and an empty body. Requests are numbered globally, across
+	// connections, in arrival order, so exactly 1/N of them fail.
+	ErrorEvery int
+	// ErrorStatus is the status of ErrorEvery's failures, 200–599; default 503.
+	ErrorStatus int
+	// CloseAfter, when N > 0, answers the Nth counted request on each
+	// connection with `Connection: close` and closes the connection after it.
+	CloseAfter int
+}
+
+// flags registers cfg's fields on fs, with their current values as defaults.
+func (cfg *Config) flags(fs *flag.FlagSet) {
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "TCP address to listen on")
+	fs.DurationVar(&cfg.Delay, "delay", cfg.Delay, "fixed extra delay before each counted request is answered (e.g. 5ms)")
+	fs.IntVar(&cfg.ErrorEvery, "error-every", cfg.ErrorEvery, "answer every Nth counted request (global arrival order) with --error-status; 0 = never")
+	fs.IntVar(&cfg.ErrorStatus, "error-status", cfg.ErrorStatus, "status of the --error-every failures (200-599)")
+	fs.IntVar(&cfg.CloseAfter, "close-after", cfg.CloseAfter, "send Connection: close and close after N counted requests on a connection; 0 = never")
+}
+
+func defaults() Config {
+	return Config{Listen: DefaultListen, ErrorStatus: DefaultErrorStatus}
+}
+
+// ParseArgs parses the target's command line (the words of `target.args`
+// in a scenario), e.g. ["--delay", "5ms", "--error-every", "4"]. Flags
+// may start with - or --. An unknown flag, a malformed or out-of-range
+// value, or a positional argument is an error.
+func ParseArgs(args []string) (Config, error) {
+	cfg := defaults()
+	fs := flag.NewFlagSet("runner serve http", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg.flags(fs)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := cfg.validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Usage describes the flags ParseArgs accepts, one per line.
+func Usage() string {
+	cfg := defaults()
+	fs := flag.NewFlagSet("runner serve http", flag.ContinueOnError)
+	var b strings.Builder
+	fs.SetOutput(&b)
+	cfg.flags(fs)
+	fs.PrintDefaults()
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// withDefaults fills zero fields in.
+func (cfg Config) withDefaults() Config {
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	if cfg.ErrorStatus == 0 {
+		cfg.ErrorStatus = DefaultErrorStatus
+	}
+	return cfg
+}
+
+func (cfg Config) validate() error {
+	var errs []error
+	if cfg.Delay < 0 {
+		errs = append(errs, fmt.Errorf("delay %s: must not be negative", cfg.Delay))
+	}
+	if cfg.ErrorEvery < 0 {
+		errs = append(errs, fmt.Errorf("error-every %d: must not be negative", cfg.ErrorEvery))
+	}
+	if cfg.ErrorStatus < 200 || cfg.ErrorStatus > 599 {
+		errs = append(errs, fmt.Errorf("error-status %d: want 200-599", cfg.ErrorStatus))
+	}
+	if cfg.CloseAfter < 0 {
+		errs = append(errs, fmt.Errorf("close-after %d: must not be negative", cfg.CloseAfter))
+	}
+	return errors.Join(errs...)
+}
+
+// Serve listens on cfg.Listen, calls ready with the bound address
+// (host:port) once connections are accepted, and serves until ctx is
+// done; then it shuts down gracefully (in-flight requests get up to 1 s)
+// and returns nil. Errors: an invalid cfg, a failed listen, or the server
+// failing on its own.
+//
+// Endpoints:
+//   - GET /healthz: 200 "ok\n", not counted.
+//   - GET /stats: the counters as a flat JSON object of integers, not counted.
+//   - any other method or path: a counted request, answered 200 "ok\n"
+//     after Delay, or ErrorStatus with an empty body (ErrorEvery).
+//
+// Counters (/stats): requests (counted requests received), ok (2xx
+// answers), status_NNN per status answered (status_200 and the error
+// status are always present), connections (TCP connections accepted,
+// minus control connections), control_connections (those whose first
+// request was /healthz or /stats: the spawner's health checks and
+// reconciliation fetches, kept apart so that connections reconciles with
+// the client's connections opened), closed_by_server (connections closed
+// by CloseAfter). Counters are atomic and start at zero.
+func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	t := &target{cfg: cfg}
+	srv := &nethttp.Server{
+		Handler:           t,
+		ConnContext:       t.connContext,
+		ConnState:         t.connState,
+		ReadHeaderTimeout: time.Minute,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	<-errc // http.ErrServerClosed
+	return nil
+}
+
+// target is the handler and its counters.
+type target struct {
+	cfg Config
+
+	requests           atomic.Int64
+	ok                 atomic.Int64
+	status             [600]atomic.Int64
+	connections        atomic.Int64
+	controlConnections atomic.Int64
+	closedByServer     atomic.Int64
+}
+
+// connInfo is one connection's state, reached from its requests' context.
+type connInfo struct {
+	requests atomic.Int64 // requests of any kind seen on the connection
+	counted  atomic.Int64 // counted requests served on the connection
+	control  atomic.Bool  // its first request was /healthz or /stats
+}
+
+type connKey struct{}
+
+func (t *target) connContext(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, &connInfo{})
+}
+
+func (t *target) connState(_ net.Conn, s nethttp.ConnState) {
+	if s == nethttp.StateNew {
+		t.connections.Add(1)
+	}
+}
+
+var okBody = []byte("ok\n")
+
+// ServeHTTP routes /healthz and /stats, and counts everything else.
+func (t *target) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
+	ci, _ := r.Context().Value(connKey{}).(*connInfo)
+	control := r.URL.Path == "/healthz" || r.URL.Path == "/stats"
+	if ci != nil {
+		first := ci.requests.Add(1) == 1
+		switch {
+		case first && control:
+			// Decided before the stats snapshot below, so a fetch never
+			// counts its own connection.
+			ci.control.Store(true)
+			t.connections.Add(-1)
+			t.controlConnections.Add(1)
+		case !control && ci.control.CompareAndSwap(true, false):
+			// A control connection that now carries load counts after all.
+			t.connections.Add(1)
+			t.controlConnections.Add(-1)
+		}
+	}
+	switch {
+	case control && r.Method != nethttp.MethodGet && r.Method != nethttp.MethodHead:
+		w.Header().Set("Allow", "GET, HEAD")
+		nethttp.Error(w, "method not allowed", nethttp.StatusMethodNotAllowed)
+	case r.URL.Path == "/healthz":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write(okBody)
+	case r.URL.Path == "/stats":
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(t.stats())
+	default:
+		t.serveCounted(w, r, ci)
+	}
+}
+
+// serveCounted answers one counted request. Its number (global arrival
+// order) is taken on arrival, before the delay, so ErrorEvery is exact
+// whatever the concurrency.
+func (t *target) serveCounted(w nethttp.ResponseWriter, r *nethttp.Request, ci *connInfo) {
+	n := t.requests.Add(1)
+	if ci != nil && t.cfg.CloseAfter > 0 && ci.counted.Add(1) == int64(t.cfg.CloseAfter) {
+		w.Header().Set("Connection", "close")
+		t.closedByServer.Add(1)
+	}
+	io.Copy(io.Discard, r.Body)
+	if d := t.cfg.Delay; d > 0 {
+		timer := time.NewTimer(d)
+		select {
+		case <-timer.C:
+		case <-r.Context().Done():
+			timer.Stop()
+		}
+	}
+	status := nethttp.StatusOK
+	if e := t.cfg.ErrorEvery; e > 0 && n%int64(e) == 0 {
+		status = t.cfg.ErrorStatus
+	}
+	h := w.Header()
+	if status == nethttp.StatusOK {
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h.Set("Content-Length", "3")
+		w.WriteHeader(status)
+		w.Write(okBody)
+	} else {
+		h.Set("Content-Length", "0")
+		w.WriteHeader(status)
+	}
+	t.status[status].Add(1)
+	if status >= 200 && status <= 299 {
+		t.ok.Add(1)
+	}
+}
+
+// stats renders the counters as a flat JSON object with sorted keys.
+func (t *target) stats() []byte {
+	m := map[string]int64{
+		"requests":            t.requests.Load(),
+		"ok":                  t.ok.Load(),
+		"connections":         t.connections.Load(),
+		"control_connections": t.controlConnections.Load(),
+		"closed_by_server":    t.closedByServer.Load(),
+	}
+	for code := range t.status {
+		if v := t.status[code].Load(); v != 0 || code == nethttp.StatusOK || code == t.cfg.ErrorStatus {
+			m["status_"+strconv.Itoa(code)] = v
+		}
+	}
+	b, _ := json.Marshal(m) // a map of int64 always marshals
+	return append(b, '\n')
+}
