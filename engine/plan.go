@@ -186,6 +186,9 @@ func Compile(sc *schema.Scenario, lim Limits) (*Plan, error) {
 	return pl, nil
 }
 
+// maxSteps bounds a staircase, so that a typo cannot make the plan huge.
+const maxSteps = 10000
+
 func compilePhase(i int, ph schema.Phase, timeout time.Duration) (PhasePlan, error) {
 	p := PhasePlan{
 		Index:            i,
@@ -217,6 +220,9 @@ func compilePhase(i int, ph schema.Phase, timeout time.Duration) (PhasePlan, err
 		st := ph.Ramp.Connections
 		if st.Step <= 0 || st.To <= st.From || st.Every <= 0 {
 			return p, fmt.Errorf("ramp.connections: a staircase needs from < to, step > 0 and every > 0; found from %d, to %d, step %d, every %s", st.From, st.To, st.Step, time.Duration(st.Every))
+		}
+		if steps := (st.To - st.From + st.Step - 1) / st.Step; steps > maxSteps {
+			return p, fmt.Errorf("ramp.connections: %d stairs (from %d to %d by %d); at most %d", steps, st.From, st.To, st.Step, maxSteps)
 		}
 		var at time.Duration
 		for n := st.From; ; n += st.Step {

@@ -40,6 +40,16 @@ type Runner struct {
 	OnPhase func(*PhaseResult)
 	// DialConcurrency bounds simultaneous dials (handshakes); 0 means 8.
 	DialConcurrency int
+	// NewSleeper makes the open model's pacer clock; nil means
+	// NewPreciseSleeper. Tests under testing/synctest use NewTimerSleeper.
+	NewSleeper func() Sleeper
+}
+
+func (r *Runner) sleeper() Sleeper {
+	if r.NewSleeper != nil {
+		return r.NewSleeper()
+	}
+	return NewPreciseSleeper()
 }
 
 // PhaseResult is what one (repeat, phase) measured.
@@ -52,6 +62,10 @@ type PhaseResult struct {
 	Start time.Time `json:"start"`
 	// Summary holds every count and distribution of the phase.
 	Summary *measure.Summary `json:"summary"`
+	// Wall is the phase's wall-clock length including the end-of-phase
+	// drain; Summary.Elapsed is the phase's own length (its duration when
+	// bounded by time), the denominator of its rates.
+	Wall time.Duration `json:"wall"`
 	// ConnectionsRequested and ConnectionsEstablished compare the plan's
 	// connections with those that were open when the phase started (for a
 	// ramp, at its top stair).
@@ -61,6 +75,12 @@ type PhaseResult struct {
 	// waiting for a connection (scheduler lateness); large values mean the
 	// load generator fell behind its own schedule.
 	LatenessMax time.Duration `json:"lateness_max"`
+	// ClientCPU is this process's CPU time over the phase divided by its
+	// wall-clock time: 1.0 is one core fully busy (getrusage user+system).
+	ClientCPU float64 `json:"client_cpu"`
+	// GCPauseMax is the longest garbage-collector stop-the-world pause of
+	// this process during the phase.
+	GCPauseMax time.Duration `json:"gc_pause_max"`
 	// Server holds the deltas of the target's counters over the phase; nil
 	// when not fetched. ServerErr says why they are missing.
 	Server    map[string]float64 `json:"server,omitempty"`
@@ -228,14 +248,9 @@ type phaseRun struct {
 	hardStop context.CancelCauseFunc
 
 	claimed atomic.Int64 // closed model: requests claimed against the count bound
+	byCount atomic.Bool  // the phase ended because its request count was reached
 
-	mu        sync.Mutex // open model arrival source
-	sched     Schedule
-	next      int64 // next arrival index to claim
-	exhausted bool
-
-	backlog  atomic.Int64 // due arrivals that were never sent
-	lateness atomic.Int64 // max scheduler lateness, ns
+	lateness time.Duration // max scheduler lateness; written by the pacer only
 }
 
 const shards = 16
@@ -255,7 +270,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		before, counterErr = r.Counters(ctx)
 	}
 
-	rec := measure.NewRecorder(shards, measure.Options{ExpectedInterval: p.ExpectedInterval})
+	rec := measure.NewRecorder(shards, measure.Options{ExpectedInterval: p.ExpectedInterval, Duration: p.Duration + p.Grace})
 	first := p.Connections
 	if len(p.Steps) > 0 {
 		first = p.Steps[0].Connections
@@ -275,9 +290,6 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	ph := &phaseRun{
 		r: r, p: p, pool: pool, seq: seq, rec: rec, timeout: timeout,
 		stop: make(chan struct{}), hard: hard, hardStop: hardStop,
-	}
-	if p.Model == Open {
-		ph.sched = p.Schedule()
 	}
 	r.Log.Info().Int("repeat", rep).Str("phase", p.Name).Str("model", string(p.Model)).
 		Int("connections", p.Connections).Msg("phase start")
@@ -300,11 +312,15 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 			go func() { defer wg.Done(); <-release; ph.closedWorker(k, at) }()
 		}
 	case Open:
+		arrivals := make(chan time.Duration)
 		for w := 0; w < p.Connections*p.Inflight; w++ {
 			wg.Add(1)
-			go func() { defer wg.Done(); <-release; ph.openWorker(w, w/p.Inflight) }()
+			go func() { defer wg.Done(); <-release; ph.openWorker(w, w/p.Inflight, arrivals) }()
 		}
+		wg.Add(1)
+		go func() { defer wg.Done(); <-release; ph.pace(arrivals) }()
 	}
+	usage := sample()
 	ph.start = time.Now()
 	wall := time.Now()
 	var timer *time.Timer
@@ -317,6 +333,13 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		// An open phase's workers end after its last arrival; the phase
+		// itself lasts until its duration is up.
+		if p.Duration > 0 && !ph.byCount.Load() {
+			if !sleep(p.Duration-time.Since(ph.start), ctx.Done()) {
+				ph.halt(context.Cause(ctx))
+			}
+		}
 	case <-ctx.Done():
 		// Interrupted: stop starting, cancel what is in flight, and wait
 		// for the workers, which return promptly once cancelled.
@@ -326,21 +349,29 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	if timer != nil {
 		timer.Stop()
 	}
-	elapsed := time.Since(ph.start)
-	if d := p.Duration; d > 0 && elapsed < d && ctx.Err() == nil {
+	wallElapsed := time.Since(ph.start)
+	// A phase bounded by time lasts its duration: the rates of the phase
+	// are per second of it, and requests that drained in the grace period
+	// count in the phase in which they were intended. A phase bounded by
+	// count, or interrupted, lasts until its last request ended.
+	elapsed := wallElapsed
+	if d := p.Duration; d > 0 && ctx.Err() == nil && !ph.byCount.Load() {
 		elapsed = d
 	}
 	interrupted := ctx.Err() != nil
-	ph.bookBacklog(elapsed, interrupted)
+	cpu, gcMax := usage.since(elapsed)
 
 	pr := &PhaseResult{
 		Repeat:                 rep,
 		Phase:                  p,
 		Start:                  wall,
+		Wall:                   wallElapsed,
 		Summary:                rec.Summary(elapsed),
 		ConnectionsRequested:   p.Connections,
 		ConnectionsEstablished: pool.established(p.Connections),
-		LatenessMax:            time.Duration(ph.lateness.Load()),
+		LatenessMax:            ph.lateness,
+		ClientCPU:              cpu,
+		GCPauseMax:             gcMax,
 		Interrupted:            interrupted,
 	}
 	if r.Counters != nil && !interrupted {
@@ -452,9 +483,10 @@ func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 		// The phase (grace over) or the user (Ctrl-C) cut this request
 		// short: that is not the target's error.
 		out.Class = drivers.Cancelled
-		out.Code = "phase-end"
-		if !errors.Is(context.Cause(ph.hard), errPhaseEnd) {
-			out.Code = "interrupted"
+		out.Code = "interrupted"
+		if errors.Is(context.Cause(ph.hard), errPhaseEnd) {
+			out.Code = "phase-end"
+			ph.rec.AddCancelledAtEnd(1)
 		}
 	}
 	ph.rec.Record(shard, &measure.Result{Seq: seq, Intended: intended, Sent: sent, Done: done, Outcome: out})
@@ -476,6 +508,7 @@ func (ph *phaseRun) closedWorker(k int, at time.Duration) {
 	}
 	for !ph.stopped() {
 		if n := ph.p.Requests; n > 0 && ph.claimed.Add(1) > n {
+			ph.byCount.Store(true)
 			return
 		}
 		ph.rec.AddArrivals(1)
@@ -486,88 +519,90 @@ func (ph *phaseRun) closedWorker(k int, at time.Duration) {
 	}
 }
 
-// claim takes the next arrival of the open model's schedule. Arrivals are
-// claimed in order by whichever worker is free, so an arrival claimed
-// after its intended start found every worker busy at that instant.
-func (ph *phaseRun) claim() (int64, time.Duration, bool) {
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
-	if ph.exhausted {
-		return 0, 0, false
-	}
-	i := ph.next
-	at := ph.sched.At(i)
-	if (ph.p.Duration > 0 && at >= ph.p.Duration) || (ph.p.Requests > 0 && i >= ph.p.Requests) {
-		ph.exhausted = true
-		return 0, 0, false
-	}
-	ph.next++
-	return i, at, true
-}
-
-// openWorker is one in-flight slot of connection k in the open model.
-func (ph *phaseRun) openWorker(w, k int) {
-	for ph.hard.Err() == nil {
-		_, at, ok := ph.claim()
-		if !ok {
+// pace is the open model's clock: it dispatches every arrival at its
+// intended start, computed from the schedule (never from the previous
+// dispatch, so a late dispatch cannot shift the schedule), to whichever
+// in-flight slot is free. In queue mode it waits for a free slot, and the
+// arrival's response time keeps counting from its intended start; in drop
+// mode an arrival that finds no free slot at that instant is dropped.
+func (ph *phaseRun) pace(out chan<- time.Duration) {
+	defer close(out)
+	sl := ph.r.sleeper()
+	defer sl.Close()
+	sched := ph.p.Schedule()
+	for i := int64(0); ; i++ {
+		if ph.p.Requests > 0 && i >= ph.p.Requests {
+			ph.byCount.Store(true)
 			return
 		}
-		now := time.Since(ph.start)
-		if at > now {
-			if !sleep(at-now, ph.hard.Done()) {
-				if time.Since(ph.start) >= at {
-					ph.backlog.Add(1) // due, but the phase was halted first
-				}
-				return
-			}
-			// Lateness of our own scheduler: the arrival was not waiting
-			// for a connection, so any delay here is the generator's.
-			if late := int64(time.Since(ph.start) - at); late > ph.lateness.Load() {
-				ph.lateness.Store(late) // racy max: a report figure, not a count
-			}
-		} else if ph.p.Drop && at < now {
-			// Every slot was busy at the arrival's intended start.
-			ph.rec.AddArrivals(1)
-			ph.rec.AddDropped(1)
-			continue
+		at := sched.At(i)
+		if ph.p.Duration > 0 && at >= ph.p.Duration {
+			return
+		}
+		early := at > time.Since(ph.start)
+		if !sl.Until(ph.start.Add(at), ph.hard.Done()) {
+			return // halted before the arrival was due: it never happened
+		}
+		if early {
+			// Lateness of our own clock: the arrival was not waiting for
+			// a slot, so any delay here is the generator's.
+			ph.lateness = max(ph.lateness, time.Since(ph.start)-at)
 		}
 		ph.rec.AddArrivals(1)
-		ph.send(w, k, at, false)
+		if ph.p.Drop {
+			select {
+			case out <- at:
+			default:
+				ph.rec.AddDropped(1) // every slot busy at the intended start
+			}
+			continue
+		}
+		select {
+		case out <- at:
+		case <-ph.hard.Done():
+			ph.unsent(sched, i)
+			return
+		}
 	}
 }
 
-// bookBacklog counts the open model's arrivals that came due before the
-// phase stopped but were never sent (still waiting for a connection when
-// the grace ran out, or halted by Ctrl-C), so that arrivals == requests +
-// dropped + cancelled always holds. They are dropped at a normal end (the
-// target could not absorb them) and cancelled when interrupted.
-func (ph *phaseRun) bookBacklog(elapsed time.Duration, interrupted bool) {
-	if ph.p.Model != Open {
-		return
+// unsent books arrival i, which came due but was never sent, and every
+// later arrival that came due before the phase stopped, so that
+// arrivals == requests + dropped + cancelled-unsent always holds. They are
+// dropped when the grace ran out (the target could not absorb them) and
+// cancelled when the run was interrupted. Arrival i is already counted.
+func (ph *phaseRun) unsent(sched Schedule, i int64) {
+	due := time.Duration(ph.stopAt.Load())
+	if ph.p.Duration > 0 {
+		due = min(due, ph.p.Duration)
 	}
-	due := elapsed
-	if interrupted {
-		due = time.Duration(ph.stopAt.Load())
-	}
-	n := ph.backlog.Load()
-	ph.mu.Lock()
-	for !ph.exhausted {
-		at := ph.sched.At(ph.next)
-		if at >= due || (ph.p.Duration > 0 && at >= ph.p.Duration) || (ph.p.Requests > 0 && ph.next >= ph.p.Requests) {
+	n := int64(1)
+	for j := i + 1; ph.p.Requests <= 0 || j < ph.p.Requests; j++ {
+		if sched.At(j) >= due {
 			break
 		}
-		ph.next++
 		n++
 	}
-	ph.exhausted = true
-	ph.mu.Unlock()
-	if n == 0 {
-		return
-	}
-	ph.rec.AddArrivals(n)
-	if interrupted {
-		ph.rec.AddCancelled(n)
-	} else {
+	ph.rec.AddArrivals(n - 1)
+	if errors.Is(context.Cause(ph.hard), errPhaseEnd) {
 		ph.rec.AddDropped(n)
+	} else {
+		ph.rec.AddCancelled(n)
+	}
+}
+
+// openWorker is one in-flight slot of connection k: it sends the arrivals
+// the pacer hands it, one at a time.
+func (ph *phaseRun) openWorker(w, k int, in <-chan time.Duration) {
+	for {
+		select {
+		case at, ok := <-in:
+			if !ok {
+				return
+			}
+			ph.send(w, k, at, false)
+		case <-ph.hard.Done():
+			return
+		}
 	}
 }

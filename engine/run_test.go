@@ -9,7 +9,6 @@ import (
 
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/drivers/fake"
-	"github.com/runner-dev/runner/engine/measure"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -30,7 +29,7 @@ func constService(d time.Duration) func(uint64) time.Duration {
 
 func run(t *testing.T, d drivers.Driver, pl *Plan, timeout time.Duration) *Result {
 	t.Helper()
-	r := &Runner{Driver: d, Timeout: timeout}
+	r := &Runner{Driver: d, Timeout: timeout, NewSleeper: NewTimerSleeper}
 	res, err := r.Run(context.Background(), pl)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +50,9 @@ func dur(s string) schema.Duration {
 	return schema.Duration(d)
 }
 
-func constRate(r float64) schema.RateSpec { return schema.RateSpec{From: schema.Rate(r), To: schema.Rate(r)} }
+func constRate(r float64) schema.RateSpec {
+	return schema.RateSpec{From: schema.Rate(r), To: schema.Rate(r)}
+}
 
 // B04 at the engine: the rate is global, never multiplied by connections.
 func TestField_B04_RateIsGlobal(t *testing.T) {
@@ -86,8 +87,8 @@ func TestField_B08_EndOfPhaseDrains(t *testing.T) {
 		if s.OK != 7 || s.Errors != 0 || s.Requests != 7 {
 			t.Fatalf("ok %d errors %d requests %d, want 7/0/7", s.OK, s.Errors, s.Requests)
 		}
-		if s.Elapsed != 1050*time.Millisecond {
-			t.Fatalf("elapsed %s, want 1.05s", s.Elapsed)
+		if s.Elapsed != time.Second || pr.Wall != 1050*time.Millisecond {
+			t.Fatalf("elapsed %s wall %s, want 1s and 1.05s", s.Elapsed, pr.Wall)
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
@@ -110,16 +111,18 @@ func TestGraceExpiryCancels(t *testing.T) {
 			}
 			return 400 * time.Millisecond
 		}}
+		// A grace (2 s) shorter than the request timeout (10 s), so that
+		// the grace, not the timeout, ends request 3.
 		pl := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 1}, Duration: dur("1s")}, 2*time.Second)
-		pr := run(t, d, pl, 2*time.Second).Phases[0]
+		pr := run(t, d, pl, 10*time.Second).Phases[0]
 		s := pr.Summary
 		// Requests 1 and 2 take 0.8 s; request 3 starts at 0.8 s and is
 		// still open when the 2 s grace after the 1 s end runs out.
-		if s.OK != 2 || s.Errors != 0 || s.Cancelled != 1 || s.Timeouts != 0 {
+		if s.OK != 2 || s.Errors != 0 || s.Cancelled != 1 || s.CancelledAtEnd != 1 || s.Timeouts != 0 {
 			t.Fatalf("ok %d errors %d cancelled %d timeouts %d, want 2/0/1/0", s.OK, s.Errors, s.Cancelled, s.Timeouts)
 		}
-		if s.Elapsed != 3*time.Second {
-			t.Fatalf("elapsed %s, want 3s (1 s phase + 2 s grace)", s.Elapsed)
+		if s.Elapsed != time.Second || pr.Wall != 3*time.Second {
+			t.Fatalf("elapsed %s wall %s, want 1s and 3s (1 s phase + 2 s grace)", s.Elapsed, pr.Wall)
 		}
 	})
 }
@@ -147,17 +150,18 @@ func TestOpenQueueCountsFromIntendedStart(t *testing.T) {
 			}
 		}
 		// Service time is always S: the queue sits in the client.
-		if got := s.Service.Max(); got != 10*time.Millisecond {
+		if got, _ := s.Service.Max(); got != 10*time.Millisecond {
 			t.Fatalf("service max %s, want 10ms", got)
 		}
 	})
 }
 
-// Drop mode: arrivals every 5 ms, service 10 ms, one slot: every other
-// arrival finds the slot busy and is dropped; nothing is lost.
+// Drop mode: arrivals every 5 ms, service 9 ms, one slot: every other
+// arrival finds the slot busy and is dropped; nothing is lost. (9 ms, not
+// 10: a completion and an arrival at the same instant would race.)
 func TestOpenDropKeepsIdentity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := &fake.Driver{Service: constService(10 * time.Millisecond)}
+		d := &fake.Driver{Service: constService(9 * time.Millisecond)}
 		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(200), Connections: 1, OnSaturation: "drop"}, Duration: dur("1s")}, 10*time.Second)
 		s := run(t, d, pl, 10*time.Second).Phases[0].Summary
 		if s.Arrivals != 200 || s.Requests != 100 || s.Dropped != 100 {
@@ -188,16 +192,17 @@ func TestInflightCap(t *testing.T) {
 // The ramp is a staircase: 2 connections from 1 s, 4 from 2 s, for 3 s.
 func TestRampStaircase(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := &fake.Driver{Service: constService(100 * time.Millisecond)}
+		d := &fake.Driver{Service: constService(95 * time.Millisecond)}
 		pl := onePhase(t, schema.Phase{Ramp: &schema.Ramp{Connections: schema.Staircase{From: 0, To: 4, Step: 2, Every: dur("1s")}}}, 10*time.Second)
 		p := pl.Phases[0]
 		if p.Duration != 3*time.Second || len(p.Steps) != 2 || p.Steps[0] != (Step{At: time.Second, Connections: 2}) {
 			t.Fatalf("plan %+v", p)
 		}
 		s := run(t, d, pl, 10*time.Second).Phases[0].Summary
-		// 2 connections × 10 requests in [1 s, 2 s), 4 × 10 in [2 s, 3 s).
-		if s.OK != 60 || d.Dials() != 4 || s.ConnectionsOpened != 4 {
-			t.Fatalf("ok %d dials %d opened %d, want 60/4/4", s.OK, d.Dials(), s.ConnectionsOpened)
+		// Sends every 95 ms until 3 s: the 2 connections of the first stair
+		// (from 1 s) send 22 each, the 2 of the second (from 2 s) 11 each.
+		if s.OK != 66 || d.Dials() != 4 || s.ConnectionsOpened != 4 {
+			t.Fatalf("ok %d dials %d opened %d, want 66/4/4", s.OK, d.Dials(), s.ConnectionsOpened)
 		}
 	})
 }
@@ -262,7 +267,7 @@ func TestInterruptStopsPromptly(t *testing.T) {
 		time.AfterFunc(2505*time.Millisecond, func() { cancel(errors.New("interrupt")) })
 		t0 := time.Now()
 		d.Inflight = 4
-		res, err := (&Runner{Driver: d, Timeout: 5 * time.Second}).Run(ctx, pl)
+		res, err := (&Runner{Driver: d, Timeout: 5 * time.Second, NewSleeper: NewTimerSleeper}).Run(ctx, pl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,7 +294,7 @@ func TestNoConnectionAtAll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &fake.Driver{DialFail: func(int64) error { return fake.ErrRefused }}
 		pl := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 3}, Duration: dur("1s")}, time.Second)
-		_, err := (&Runner{Driver: d}).Run(context.Background(), pl)
+		_, err := (&Runner{Driver: d, NewSleeper: NewTimerSleeper}).Run(context.Background(), pl)
 		if !errors.Is(err, ErrNoConnection) {
 			t.Fatalf("err %v, want ErrNoConnection", err)
 		}
@@ -318,5 +323,3 @@ func TestPartialConnections(t *testing.T) {
 		}
 	})
 }
-
-var _ = measure.Result{}

@@ -30,7 +30,21 @@ const (
 // every default filled in (see Parse). Environment variables come from
 // the process. A file that cannot be read is a plain error wrapping the
 // os error; an invalid file is an *Errors listing every problem.
-func Load(path string) (*Scenario, error) {
+func Load(path string) (*Scenario, error) { return LoadWith(path, Options{}) }
+
+// Options adjust loading. The zero value means the defaults.
+type Options struct {
+	// Env looks up `${NAME}` variables; nil means os.LookupEnv.
+	Env func(string) (string, bool)
+	// CheckRule, when non-nil, compiles a rule expression (of `assert` and
+	// `reconcile.expect`); its error is reported among the file's other
+	// problems at the rule's line and column. The schema package does not
+	// know the rule language: the engine supplies it.
+	CheckRule func(expr string) error
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, o Options) (*Scenario, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("load scenario: %w", err)
@@ -40,7 +54,7 @@ func Load(path string) (*Scenario, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load scenario: %w", err)
 	}
-	return Parse(path, data, nil)
+	return ParseWith(path, data, o)
 }
 
 // Parse decodes and validates the scenario in data; name is the file name
@@ -55,12 +69,19 @@ func Load(path string) (*Scenario, error) {
 // If the scenario is invalid, Parse returns a nil Scenario and an *Errors
 // holding every problem found, in file order. Parse never panics.
 func Parse(name string, data []byte, env func(string) (string, bool)) (s *Scenario, err error) {
+	return ParseWith(name, data, Options{Env: env})
+}
+
+// ParseWith is Parse with options.
+func ParseWith(name string, data []byte, o Options) (s *Scenario, err error) {
+	env := o.Env
 	if env == nil {
 		env = os.LookupEnv
 	}
 	l := &loader{
 		file:    name,
 		env:     env,
+		check:   o.CheckRule,
 		seen:    map[Error]bool{},
 		nodes:   map[string]*yaml.Node{},
 		invalid: map[string]bool{},
@@ -90,6 +111,7 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (s *Scenar
 type loader struct {
 	file      string
 	env       func(string) (string, bool)
+	check     func(string) error
 	errs      []*Error
 	seen      map[Error]bool // problems recorded, by position, path template and message
 	truncated bool
@@ -580,6 +602,12 @@ func (l *loader) rule(n *yaml.Node, path string, r *Rule) {
 		r.Expr, r.Line, r.Col = sc.value, n.Line, n.Column
 		if strings.TrimSpace(sc.value) == "" {
 			l.errorf(n, path, "empty rule; expected an expression such as p99 < 20ms")
+			return
+		}
+		if l.check != nil {
+			if err := l.check(sc.value); err != nil {
+				l.errorf(n, path, "%v", err)
+			}
 		}
 	}
 	switch n.Kind {

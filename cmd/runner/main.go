@@ -1,13 +1,48 @@
+// Command runner runs declarative load-test scenarios: it loads a YAML
+// scenario, compiles it into a plan, drives the target, measures honestly
+// and gives a verdict as its exit code.
 package main
 
 import (
-	_ "github.com/HdrHistogram/hdrhistogram-go"
-	_ "github.com/expr-lang/expr"
-	_ "github.com/invopop/jsonschema"
-	_ "github.com/rs/zerolog"
-	_ "github.com/santhosh-tekuri/jsonschema/v6"
-	_ "github.com/spf13/cobra"
-	_ "gopkg.in/yaml.v3"
+	"context"
+	"fmt"
+	"io"
+	"os"
 )
 
-func main() {}
+// Exit codes (DESIGN.md §5). A failed rule wins over inconclusive.
+const (
+	exitPass         = 0 // every rule holds
+	exitFail         = 1 // a rule failed
+	exitInvalid      = 2 // invalid scenario or usage
+	exitCouldNotRun  = 3 // target unreachable, aborted, crashed target, client limits
+	exitInconclusive = 4 // the measurement cannot support a verdict
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process: tests call it with their own
+// arguments and writers and read the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	code := exitPass
+	root := newRoot(stdout, stderr, &code)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		if ec, ok := err.(exitError); ok {
+			return int(ec)
+		}
+		// Cobra's own errors (unknown command or flag, wrong argument
+		// count) are usage errors.
+		root.PrintErrln("runner:", err)
+		return exitInvalid
+	}
+	return code
+}
+
+// exitError lets a subcommand end with a specific exit code after it has
+// printed its own message.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	httpdriver "github.com/runner-dev/runner/drivers/http"
+	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/engine/rules"
+	"github.com/runner-dev/runner/internal/limits"
+	"github.com/runner-dev/runner/internal/sysinfo"
+	"github.com/runner-dev/runner/reports"
+	"github.com/runner-dev/runner/targets"
+)
+
+// runFlags override a scenario's outputs and logging.
+type runFlags struct {
+	tsv, json string
+	logLevel  string
+	quiet     bool
+}
+
+// forceExit ends the process on a second signal; tests replace it.
+var forceExit = os.Exit
+
+func newRunCmd(stdout, stderr io.Writer, code *int) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run FILE...",
+		Short: "Run scenarios against their targets and judge the rules",
+		Long: `run validates every FILE first (nothing is sent if any is invalid), then runs
+each in turn: spawns its reference target if it names one, dials the
+connections, runs every phase of every repeat, prints the summary and the
+rules with their observed values, appends TSV rows and writes the JSON report.
+
+Exit code: 0 every rule holds, 1 a rule failed, 2 invalid scenario or usage,
+3 the run could not complete (target unreachable, interrupted, client limits),
+4 inconclusive (e.g. a p99 rule over fewer than 1000 samples). With several
+files the worst outcome wins: 3, then 1, then 4.
+
+Ctrl-C stops the load at once, writes what was measured (marked interrupted)
+and exits 3; a second Ctrl-C exits immediately.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, files []string) error {
+			type compiled struct {
+				file string
+				pl   *engine.Plan
+			}
+			var todo []compiled
+			bad := false
+			for _, file := range files {
+				_, pl, err := compile(file)
+				if err != nil {
+					printErrors(stderr, err)
+					bad = true
+					continue
+				}
+				todo = append(todo, compiled{file, pl})
+			}
+			if bad {
+				return exitError(exitInvalid)
+			}
+			level, err := zerolog.ParseLevel(f.logLevel)
+			if err != nil {
+				fmt.Fprintf(stderr, "runner run: --log-level: %v\n", err)
+				return exitError(exitInvalid)
+			}
+			log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05"}).Level(level).With().Timestamp().Logger()
+
+			ctx, stop := interruptible(cmd.Context(), stderr)
+			defer stop()
+			worst := exitPass
+			for _, c := range todo {
+				ec := runOne(ctx, c.pl, f, log, stdout, stderr)
+				worst = worse(worst, ec)
+				if ctx.Err() != nil {
+					break
+				}
+			}
+			*code = worst
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&f.tsv, "tsv", "", "append TSV rows to this file (overrides outputs.tsv)")
+	cmd.Flags().StringVar(&f.json, "json", "", "write the JSON report to this file (overrides outputs.json; {run_id} and {scenario} expand)")
+	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error, disabled")
+	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the rules and the verdict")
+	return cmd
+}
+
+// worse combines exit codes of several runs: 3, then 2, then 1, then 4, then 0.
+func worse(a, b int) int {
+	rank := map[int]int{exitPass: 0, exitInconclusive: 1, exitFail: 2, exitInvalid: 3, exitCouldNotRun: 4}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// interruptible returns a context cancelled by the first SIGINT or
+// SIGTERM; a second one forces the process out with exit 3.
+func interruptible(parent context.Context, stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-ch:
+			fmt.Fprintf(stderr, "runner: %s: stopping the load and writing what was measured (again to force)\n", s)
+			cancel(fmt.Errorf("interrupted by %s", s))
+		case <-done:
+			return
+		}
+		select {
+		case s := <-ch:
+			fmt.Fprintf(stderr, "runner: %s again: exiting now\n", s)
+			forceExit(exitCouldNotRun)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// newRunID names a run: UTC time plus random bits, sortable and unique
+// across concurrent runs.
+func newRunID() string {
+	var b [3]byte
+	rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// runOne runs one compiled scenario and returns its exit code.
+func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger, stdout, stderr io.Writer) int {
+	sc := pl.Scenario
+	rep := &reports.Run{
+		RunID:    newRunID(),
+		Tool:     "runner",
+		Scenario: sc,
+		Plan:     pl,
+		Env:      sysinfo.Collect(),
+		Started:  time.Now(),
+		Result:   &engine.Result{},
+	}
+	tsvPath := pick(f.tsv, sc.Outputs.TSV)
+	jsonPath := pick(f.json, sc.Outputs.JSON)
+	tsvPath, jsonPath = rep.Expand(tsvPath), rep.Expand(jsonPath)
+
+	fail := func(format string, a ...any) int {
+		rep.Error = fmt.Sprintf(format, a...)
+		fmt.Fprintln(stderr, "runner:", rep.Error)
+		finish(rep, jsonPath, stderr)
+		return exitCouldNotRun
+	}
+
+	// Client limits come before any traffic (DESIGN.md §10).
+	if _, err := limits.Descriptors(pl.MaxConnections); err != nil {
+		return fail("%s: %v", sc.File, err)
+	}
+	if err := limits.Ports(pl.MaxConnections); err != nil {
+		return fail("%s: %v", sc.File, err)
+	}
+
+	base := sc.Target.URL
+	var proc *targets.Process
+	if sc.Target.Serve != "" {
+		exe, err := targets.Self()
+		if err != nil {
+			return fail("find the runner executable to spawn the target: %v", err)
+		}
+		proc, err = targets.Spawn(ctx, exe, sc.Target.Serve, sc.Target.Args, stderr, 10*time.Second)
+		if err != nil {
+			return fail("%s: target: %v", sc.File, err)
+		}
+		defer proc.Stop()
+		base = proc.URL
+		rep.TargetSpawned = "runner serve " + sc.Target.Serve + " " + strings.Join(sc.Target.Args, " ")
+	}
+	rep.Target = base
+
+	d, err := httpdriver.New(*sc.Driver.HTTP, base)
+	if err != nil {
+		return fail("%s: driver.http: %v", sc.File, err)
+	}
+	rep.Insecure = d.Insecure()
+	r := &engine.Runner{
+		Driver:  d,
+		Timeout: time.Duration(sc.Driver.HTTP.Timeout),
+		Log:     log,
+	}
+	if sc.Reconcile != nil {
+		r.Counters = fetchCounters(base, sc.Reconcile.Fetch.Path)
+	}
+	r.OnPhase = func(pr *engine.PhaseResult) {
+		rep.Result.Phases = append(rep.Result.Phases, pr)
+		if tsvPath != "" {
+			if err := reports.AppendTSV(tsvPath, rep.Rows(pr)); err != nil {
+				fmt.Fprintln(stderr, "runner: tsv:", err)
+			}
+		}
+		// The JSON is rewritten whole after every phase (temporary file,
+		// then rename), so even a killed run leaves a parseable report.
+		writeJSON(rep, jsonPath, stderr)
+	}
+	res, runErr := r.Run(ctx, pl)
+	rep.Result.Interrupted = res.Interrupted
+	rep.Ended = time.Now()
+	if proc != nil && proc.Exited() {
+		runErr = errors.Join(runErr, errors.New("the spawned target exited during the run"))
+	}
+	rep.Verdict = engine.Judge(pl, rep.Result)
+	rep.Warnings = engine.Checks(pl, rep.Result)
+	if runErr != nil {
+		rep.Error = runErr.Error()
+	}
+	finish(rep, jsonPath, stderr)
+	reports.Console(stdout, rep, !f.quiet)
+
+	switch {
+	case runErr != nil:
+		fmt.Fprintf(stderr, "runner: %s: could not complete: %v\n", sc.File, runErr)
+		return exitCouldNotRun
+	case rep.Result.Interrupted:
+		return exitCouldNotRun
+	}
+	switch rep.Verdict.Status {
+	case rules.Fail:
+		return exitFail
+	case rules.Inconclusive, rules.Error:
+		return exitInconclusive
+	}
+	return exitPass
+}
+
+func pick(flag, scenario string) string {
+	if flag != "" {
+		return flag
+	}
+	return scenario
+}
+
+func finish(rep *reports.Run, jsonPath string, stderr io.Writer) {
+	if rep.Ended.IsZero() {
+		rep.Ended = time.Now()
+	}
+	writeJSON(rep, jsonPath, stderr)
+}
+
+func writeJSON(rep *reports.Run, path string, stderr io.Writer) {
+	if path == "" {
+		return
+	}
+	if err := reports.WriteJSON(path, rep); err != nil {
+		fmt.Fprintln(stderr, "runner: json:", err)
+	}
+}
+
+// fetchCounters reads the target's counters: GET base+path answering a
+// JSON object whose numeric fields are counters. Nested objects flatten
+// with dots. Its connection is its own: never counted as the run's.
+func fetchCounters(base, path string) func(context.Context) (map[string]float64, error) {
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	return func(ctx context.Context) (map[string]float64, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
+		}
+		var v map[string]any
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
+			return nil, fmt.Errorf("GET %s: not a JSON object: %w", path, err)
+		}
+		out := map[string]float64{}
+		flattenCounters("", v, out)
+		return out, nil
+	}
+}
+
+func flattenCounters(prefix string, v map[string]any, out map[string]float64) {
+	for k, x := range v {
+		switch x := x.(type) {
+		case float64:
+			out[prefix+k] = x
+		case map[string]any:
+			flattenCounters(prefix+k+".", x, out)
+		}
+	}
+}

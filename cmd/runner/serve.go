@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runner-dev/runner/targets"
+	"github.com/runner-dev/runner/targets/httptarget"
+)
+
+func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
+	serve := &cobra.Command{
+		Use:   "serve KIND [flags]",
+		Short: "Run a reference target with known behaviour (kinds: http)",
+		Long: `serve runs a reference target: a server whose behaviour is known exactly, so
+that measured numbers can be checked against analytical ones. Scenarios with
+target: {serve: KIND, args: [...]} spawn it as a separate child process on a
+free loopback port; you can also run it by hand and point target.url at it.
+It prints "listening on URL" once ready and stops on SIGINT/SIGTERM.`,
+	}
+	serve.AddCommand(&cobra.Command{
+		Use:   "http [--listen ADDR] [--delay D] [--error-every N] [--error-status S] [--close-after N]",
+		Short: "HTTP/1.1 reference target: GET /healthz, GET /stats (JSON counters), every other path counted",
+		// The target parses its own flags, so `target.args` in a scenario
+		// and this command line take exactly the same words.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				if a == "-h" || a == "--help" {
+					fmt.Fprintln(stdout, cmd.Long+"\n\nUsage: runner "+cmd.Parent().Name()+" "+cmd.Use)
+					fmt.Fprintln(stdout, httptarget.Usage())
+					return nil
+				}
+			}
+			cfg, err := httptarget.ParseArgs(args)
+			if err != nil {
+				fmt.Fprintln(stderr, "runner serve http:", err)
+				return exitError(exitInvalid)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			err = httptarget.Serve(ctx, cfg, func(addr string) {
+				fmt.Fprintf(stdout, "%shttp://%s\n", targets.ReadyPrefix, addr)
+			})
+			if err != nil && ctx.Err() == nil {
+				fmt.Fprintln(stderr, "runner serve http:", err)
+				return exitError(exitCouldNotRun)
+			}
+			return nil
+		},
+	})
+	serve.Commands()[0].Long = `The http reference target answers every request except /healthz and /stats
+with 200 "ok" after a fixed delay; its knobs make it misbehave in known ways.
+GET /stats returns its counters as a flat JSON object (requests, ok,
+status_NNN, connections, ...), which reconcile.fetch reads.`
+	return serve
+}

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"runtime"
+
+	"github.com/runner-dev/runner/engine/rules"
+)
+
+// RuleResult is one rule judged on one phase across the repeats.
+type RuleResult struct {
+	// Source is the rule as written; Phase the phase it was judged on.
+	Source string `json:"rule"`
+	Phase  string `json:"phase"`
+	// Status is the worst over the repeats: a rule holds only if it holds
+	// in every repeat.
+	Status rules.Status `json:"status"`
+	// Repeats holds the verdict of each repeat that finished the phase,
+	// RepeatNumbers their 1-based numbers.
+	Repeats       []rules.Verdict `json:"repeats"`
+	RepeatNumbers []int           `json:"repeat_numbers"`
+	// Reason says why the rule did not pass.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Verdict is a judged run.
+type Verdict struct {
+	// Status is the worst of all rules and reconciliation checks; Pass
+	// when there are none.
+	Status rules.Status `json:"status"`
+	// Rules are the `assert` rules, per phase judged.
+	Rules []RuleResult `json:"rules"`
+	// Expect are the `reconcile.expect` rules, per phase judged.
+	Expect []RuleResult `json:"expect,omitempty"`
+}
+
+// Env builds the rule environment of one measured (repeat, phase).
+func Env(pr *PhaseResult) rules.Env {
+	cores := float64(runtime.GOMAXPROCS(0))
+	return rules.NewEnv(pr.Summary, rules.Extras{
+		Connections:            int64(pr.ConnectionsRequested),
+		ConnectionsEstablished: int64(pr.ConnectionsEstablished),
+		OfferedRate:            pr.Phase.OfferedRate(),
+		Server:                 pr.Server,
+		Client:                 &rules.ClientUsage{CPU: pr.ClientCPU / cores, GCPauseMax: pr.GCPauseMax},
+	})
+}
+
+// Judge judges every rule of the plan. An unscoped rule is judged on every
+// non-warmup phase, a scoped one on its phase; each on the repeats that
+// finished that phase (an interrupted phase is never judged). A phase that
+// no repeat finished makes its rules inconclusive.
+func Judge(pl *Plan, res *Result) *Verdict {
+	v := &Verdict{}
+	v.Rules = judgeAll(pl, res, pl.Rules)
+	v.Expect = judgeAll(pl, res, pl.Expect)
+	var all []rules.Status
+	for _, r := range append(append([]RuleResult(nil), v.Rules...), v.Expect...) {
+		all = append(all, r.Status)
+	}
+	v.Status = rules.Worst(all...)
+	return v
+}
+
+func judgeAll(pl *Plan, res *Result, rs []*ScopedRule) []RuleResult {
+	var out []RuleResult
+	for _, sr := range rs {
+		for i := range pl.Phases {
+			p := &pl.Phases[i]
+			if p.Warmup || (sr.Phase != "" && sr.Phase != p.Name) {
+				continue
+			}
+			var envs []rules.Env
+			var reps []int
+			for _, pr := range res.Phases {
+				if pr.Phase.Index == p.Index && !pr.Interrupted {
+					envs = append(envs, Env(pr))
+					reps = append(reps, pr.Repeat)
+				}
+			}
+			rr := RuleResult{Source: sr.Source, Phase: p.Name, RepeatNumbers: reps}
+			if len(envs) == 0 {
+				rr.Status = rules.Inconclusive
+				rr.Reason = "the phase did not complete in any repeat"
+			} else {
+				j := rules.Judge(sr.Rule, envs)
+				rr.Status, rr.Repeats, rr.Reason = j.Status, j.Repeats, j.Reason
+			}
+			out = append(out, rr)
+		}
+	}
+	return out
+}
+
+// JudgePhase judges the rules that apply to one finished (repeat, phase)
+// on that repeat alone, for the TSV's verdict column: "pass", "fail",
+// "inconclusive", "error", or "-" for a warmup phase, an interrupted one,
+// or one without rules.
+func JudgePhase(pl *Plan, pr *PhaseResult) string {
+	if pr.Phase.Warmup || pr.Interrupted {
+		return "-"
+	}
+	var st []rules.Status
+	env := []rules.Env{Env(pr)}
+	for _, sr := range append(append([]*ScopedRule(nil), pl.Rules...), pl.Expect...) {
+		if sr.Phase == "" || sr.Phase == pr.Phase.Name {
+			st = append(st, rules.Judge(sr.Rule, env).Status)
+		}
+	}
+	if len(st) == 0 {
+		return "-"
+	}
+	return rules.Worst(st...).String()
+}

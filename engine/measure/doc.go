@@ -1,0 +1,21 @@
+// Package measure is the recorder and statistics stage of the pipeline: the
+// engine hands it one Result per request, it books every request in exactly
+// one outcome and in HdrHistograms, and turns a phase into a Summary that
+// reports, rules and `runner merge` read.
+//
+// Times are time.Duration offsets on a monotonic clock from the phase
+// start. Response time = Done − Intended (what a user feels, DESIGN.md §1);
+// service time = Done − Sent. Latency distributions without a prefix cover
+// ok outcomes only; failed outcomes are kept per error class (DESIGN.md §10).
+//
+// Percentiles are nearest rank (DESIGN.md §1): for n samples and 0 < p ≤ 100,
+//
+//	rank = ⌈p/100 · n⌉,  pN = the rank-th smallest sample,
+//
+// computed by walking the histogram's buckets, never with HdrHistogram's
+// ValueAtQuantile, which rounds the rank.
+//
+// A Summary is self-contained and mergeable (DESIGN.md §11): it holds
+// counters, never ratios, and full histograms in HdrHistogram's V2 encoded
+// form, so summaries of the same phase from N generators merge losslessly.
+package measure

@@ -1,0 +1,281 @@
+package measure
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+)
+
+// Options configure a Recorder. The zero value records without CO
+// correction and with a timeline of up to MaxTimeline seconds.
+type Options struct {
+	// ExpectedInterval is the closed model's expected time between two
+	// requests of one connection (1 / expected_rate per connection). When
+	// > 0, response times of ok requests are also recorded with coordinated
+	// omission correction (HdrHistogram's RecordCorrectedValue) into
+	// Summary.Corrected, reported apart. Used at µs resolution.
+	ExpectedInterval time.Duration
+	// Duration is the phase's planned length including its drain grace;
+	// the timeline has ⌈Duration / 1 s⌉ seconds and completions after it
+	// are booked in its last second. Zero means up to MaxTimeline seconds.
+	Duration time.Duration
+}
+
+// MaxTimeline is the most seconds a Summary's timeline holds when
+// Options.Duration is zero (24 hours).
+const MaxTimeline = 24 * 60 * 60
+
+// unclassified is the error class booked for an outcome with an empty
+// Class: a driver bug, but never counted as ok.
+const unclassified = "unclassified"
+
+// Recorder books request results and engine counters for one phase of one
+// repeat. It is safe for concurrent use: Record takes the lock of one of N
+// shards chosen by the caller, so workers that use distinct shards never
+// contend; the Add counters are atomic. Summary merges the shards.
+type Recorder struct {
+	shards   []*shard
+	opts     Options
+	timeline int // seconds
+
+	arrivals, dropped, cancelledUnsent, cancelledAtEnd, connectFailures, connectionsOpened, late atomic.Int64
+}
+
+// shard is one lock's worth of recording state.
+type shard struct {
+	mu sync.Mutex
+
+	requests, ok, errors, cancelled, timeouts, responded int64
+	bytesIn, bytesOut, dialed                            int64
+	responseSum, inflightSum                             time.Duration
+
+	response, service, connect, firstByte Dist
+	corrected                             *Dist
+	failed                                map[string]*Dist
+	byClass, byCode                       map[string]int64
+	timeline                              []Second
+}
+
+// NewRecorder returns a Recorder with the given number of shards (at
+// least 1; e.g. GOMAXPROCS or the number of workers). Each shard
+// allocates its ok-path histograms (about 190 KiB each) up front so that
+// Record does not allocate on the ok path.
+func NewRecorder(shards int, opts Options) *Recorder {
+	shards = max(shards, 1)
+	r := &Recorder{shards: make([]*shard, shards), opts: opts, timeline: MaxTimeline}
+	if opts.Duration > 0 {
+		r.timeline = int(min((opts.Duration+time.Second-1)/time.Second, MaxTimeline))
+	}
+	for i := range r.shards {
+		s := &shard{
+			failed:  map[string]*Dist{},
+			byClass: map[string]int64{},
+			byCode:  map[string]int64{},
+		}
+		s.response.h, s.service.h = newHist(), newHist()
+		if opts.ExpectedInterval > 0 {
+			s.corrected = &Dist{h: newHist()}
+		}
+		if opts.Duration > 0 && r.timeline <= 3600 {
+			s.timeline = make([]Second, 0, r.timeline)
+		}
+		r.shards[i] = s
+	}
+	return r
+}
+
+// Record books one request's result in shard (taken modulo the number of
+// shards; any int is valid). Every result is exactly one outcome: ok,
+// cancelled (drivers.Cancelled: at phase end or on interrupt — never an
+// error, never ok), or an error of its class. It does not allocate on the
+// ok path.
+func (r *Recorder) Record(shard int, res *Result) {
+	if res == nil {
+		return
+	}
+	s := r.shards[uint(shard)%uint(len(r.shards))]
+	s.mu.Lock()
+	s.record(res, r.opts.ExpectedInterval, r.timeline)
+	s.mu.Unlock()
+}
+
+func (s *shard) record(res *Result, interval time.Duration, timeline int) {
+	o := &res.Outcome
+	resp, svc := res.ResponseTime(), res.ServiceTime()
+	s.requests++
+	s.bytesIn += o.BytesIn
+	s.bytesOut += o.BytesOut
+	s.dialed += int64(o.Dialed)
+	s.inflightSum = addSat(s.inflightSum, svc)
+	if o.Responded {
+		s.responded++
+		s.responseSum = addSat(s.responseSum, resp)
+	}
+	if o.Connect > 0 {
+		s.connect.record(o.Connect)
+	}
+	if o.FirstByte > 0 {
+		s.firstByte.record(o.FirstByte)
+	}
+	switch o.Class {
+	case drivers.OK:
+		s.ok++
+		s.response.record(resp)
+		s.service.record(svc)
+		if s.corrected != nil {
+			s.corrected.recordCorrected(resp, interval)
+		}
+		sec := s.second(res.Done, timeline)
+		sec.OK++
+		sec.ResponseSum = addSat(sec.ResponseSum, resp)
+		sec.ResponseMax = max(sec.ResponseMax, resp)
+	case drivers.Cancelled:
+		s.cancelled++
+	default:
+		class := string(o.Class)
+		if class == "" {
+			class = unclassified
+		}
+		code := o.Code
+		if code == "" {
+			code = class
+		}
+		s.errors++
+		s.byClass[class]++
+		s.byCode[code]++
+		if o.Class == drivers.Timeout {
+			s.timeouts++
+		}
+		f := s.failed[class]
+		if f == nil {
+			f = &Dist{}
+			s.failed[class] = f
+		}
+		f.record(resp)
+		s.second(res.Done, timeline).Errors++
+	}
+}
+
+// second returns the timeline entry of completion time done, growing the
+// timeline as needed; done outside [0, timeline s) is booked in the first
+// or last second.
+func (s *shard) second(done time.Duration, timeline int) *Second {
+	i := 0
+	if done > 0 {
+		i = int(min(done/time.Second, time.Duration(timeline-1)))
+	}
+	if i >= len(s.timeline) {
+		if i >= cap(s.timeline) {
+			grown := make([]Second, len(s.timeline), min(max(2*cap(s.timeline), i+1, 16), timeline))
+			copy(grown, s.timeline)
+			s.timeline = grown
+		}
+		s.timeline = s.timeline[:i+1]
+	}
+	return &s.timeline[i]
+}
+
+// addSat returns a+b for non-negative durations, saturated at the largest
+// Duration instead of wrapping.
+func addSat(a, b time.Duration) time.Duration {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// AddArrivals books n scheduled arrivals. Book one per arrival in the open
+// model and one per request in the closed model, so that
+// Arrivals == Requests + Dropped + CancelledUnsent always holds
+// (DESIGN.md §3).
+func (r *Recorder) AddArrivals(n int64) { r.arrivals.Add(n) }
+
+// AddDropped books n arrivals dropped because every connection was at its
+// in-flight cap (`on_saturation: drop`). They were never sent.
+func (r *Recorder) AddDropped(n int64) { r.dropped.Add(n) }
+
+// AddCancelled books n arrivals that were cancelled before they were sent
+// (still waiting for a connection when the run was interrupted). They
+// count in Cancelled and CancelledUnsent, not in Requests: they never
+// reached a driver. Requests cancelled in flight are recorded with Record
+// and Class drivers.Cancelled instead.
+func (r *Recorder) AddCancelled(n int64) { r.cancelledUnsent.Add(n) }
+
+// AddCancelledAtEnd marks n of the cancelled requests as cancelled because
+// the drain grace ran out at phase end (as opposed to an interrupt). Each
+// of them must also be recorded with Record and Class drivers.Cancelled;
+// this counter only splits Cancelled, it adds no outcome.
+func (r *Recorder) AddCancelledAtEnd(n int64) { r.cancelledAtEnd.Add(n) }
+
+// AddConnectFailures books n connections that could not be dialled at the
+// barrier (before any request waited on them).
+func (r *Recorder) AddConnectFailures(n int64) { r.connectFailures.Add(n) }
+
+// AddConnectionsOpened books n connections dialled at the barrier.
+// Connections dialled inside requests come from Outcome.Dialed.
+func (r *Recorder) AddConnectionsOpened(n int64) { r.connectionsOpened.Add(n) }
+
+// AddLate books n responses that arrived after their request had already
+// ended as a timeout. They are not outcomes: the request stays a timeout.
+func (r *Recorder) AddLate(n int64) { r.late.Add(n) }
+
+// Summary merges the shards into a new Summary of a phase that lasted
+// elapsed (wall clock; the denominator of every rate). It may be called
+// while recording goes on (for progress): each shard is consistent in
+// itself, but the identities Check verifies hold only once the phase is
+// over and every result is recorded.
+func (r *Recorder) Summary(elapsed time.Duration) *Summary {
+	s := newSummary()
+	s.Elapsed = elapsed
+	if r.opts.ExpectedInterval > 0 {
+		s.Corrected = &Dist{}
+	}
+	for _, sh := range r.shards {
+		sh.mu.Lock()
+		s.Requests += sh.requests
+		s.OK += sh.ok
+		s.Errors += sh.errors
+		s.Cancelled += sh.cancelled
+		s.Timeouts += sh.timeouts
+		s.Responded += sh.responded
+		s.BytesIn += sh.bytesIn
+		s.BytesOut += sh.bytesOut
+		s.Reconnects += sh.dialed
+		s.ResponseSum = addSat(s.ResponseSum, sh.responseSum)
+		s.InflightSum = addSat(s.InflightSum, sh.inflightSum)
+		s.Response.add(&sh.response)
+		s.Service.add(&sh.service)
+		s.ConnectTime.add(&sh.connect)
+		s.FirstByte.add(&sh.firstByte)
+		if sh.corrected != nil {
+			s.Corrected.add(sh.corrected)
+		}
+		for c, n := range sh.byClass {
+			s.ErrorsByClass[c] += n
+		}
+		for c, n := range sh.byCode {
+			s.ErrorsByCode[c] += n
+		}
+		for c, d := range sh.failed {
+			if s.Failed[c] == nil {
+				s.Failed[c] = &Dist{}
+			}
+			s.Failed[c].add(d)
+		}
+		s.Timeline = mergeTimeline(s.Timeline, sh.timeline)
+		sh.mu.Unlock()
+	}
+	s.Arrivals = r.arrivals.Load()
+	s.Dropped = r.dropped.Load()
+	s.CancelledUnsent = r.cancelledUnsent.Load()
+	s.Cancelled += s.CancelledUnsent
+	s.CancelledAtEnd = r.cancelledAtEnd.Load()
+	s.ConnectFailures = r.connectFailures.Load()
+	s.ConnectionsOpened = r.connectionsOpened.Load() + s.Reconnects
+	s.Late = r.late.Load()
+	s.seal()
+	return s
+}

@@ -1,0 +1,420 @@
+package measure
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+)
+
+// Summary is everything measured in one phase of one repeat (or of one
+// segment of it). It is self-contained and mergeable (DESIGN.md §11):
+// counters rather than ratios, exact sums, and full histograms that encode
+// to JSON in HdrHistogram's V2 form. Derived metrics are methods.
+//
+// Identities (Check): every sent request ends in exactly one outcome, and
+// every arrival is sent, dropped or cancelled before it was sent:
+//
+//	Requests == OK + Errors + (Cancelled − CancelledUnsent)
+//	Arrivals == Requests + Dropped + CancelledUnsent
+//
+// so Arrivals == OK + Errors + Dropped + Cancelled (DESIGN.md §10).
+//
+// A Summary is not safe for concurrent mutation; its read methods are safe
+// for concurrent use. Copying a Summary by value shares its histograms: use
+// Clone before merging into a copy.
+type Summary struct {
+	// Elapsed is the phase's wall-clock length: the denominator of every rate.
+	Elapsed time.Duration `json:"elapsed_ns"`
+
+	// Arrivals is the number of arrivals scheduled (open model) or requests
+	// started (closed model).
+	Arrivals int64 `json:"arrivals"`
+	// Requests is the number of requests sent (recorded with Record),
+	// whatever their outcome.
+	Requests int64 `json:"requests"`
+	// OK is the number of requests that ended ok.
+	OK int64 `json:"ok"`
+	// Errors is the number of requests that ended in an error class.
+	Errors int64 `json:"errors"`
+	// Dropped is the number of arrivals never sent because every
+	// connection was at its in-flight cap (`on_saturation: drop`).
+	Dropped int64 `json:"dropped"`
+	// Cancelled is the number of arrivals that ended cancelled: requests
+	// still open after the end-of-phase grace or interrupted in flight, and
+	// arrivals an interrupt caught before they were sent (CancelledUnsent).
+	// Neither error nor ok.
+	Cancelled int64 `json:"cancelled"`
+	// CancelledUnsent is the part of Cancelled that was never sent.
+	CancelledUnsent int64 `json:"cancelled_unsent"`
+	// CancelledAtEnd is the part of Cancelled that the end-of-phase grace
+	// cut off in flight (as booked with Recorder.AddCancelledAtEnd).
+	CancelledAtEnd int64 `json:"cancelled_at_end"`
+	// Timeouts is the number of errors of class timeout (also in Errors).
+	Timeouts int64 `json:"timeouts"`
+	// Late is the number of responses that arrived after their request had
+	// timed out. Not outcomes: those requests count as timeouts.
+	Late int64 `json:"late"`
+	// ErrorsByClass counts errors per drivers.Class ("timeout", "status", …).
+	ErrorsByClass map[string]int64 `json:"errors_by_class"`
+	// ErrorsByCode counts errors per Outcome.Code as the driver gave it
+	// ("503", "EADDRNOTAVAIL", "RATE_LIMITED"); errors without a code count
+	// under their class name.
+	ErrorsByCode map[string]int64 `json:"errors_by_code"`
+
+	// ConnectionsOpened is the number of connections dialled: at the
+	// barrier plus inside requests (Reconnects).
+	ConnectionsOpened int64 `json:"connections_opened"`
+	// Reconnects is Σ Outcome.Dialed: connections requests had to open
+	// (re-dials after a close, or every request without keep-alive).
+	Reconnects int64 `json:"reconnects"`
+	// ConnectFailures is the number of barrier dials that failed.
+	ConnectFailures int64 `json:"connect_failures"`
+	// BytesIn and BytesOut are Σ Outcome.BytesIn and Σ Outcome.BytesOut.
+	BytesIn  int64 `json:"bytes_in"`
+	BytesOut int64 `json:"bytes_out"`
+
+	// Response is the response time (Done − Intended) of ok requests.
+	Response Dist `json:"response"`
+	// Service is the service time (Done − Sent) of ok requests.
+	Service Dist `json:"service"`
+	// Corrected is Response recorded with coordinated-omission correction
+	// (closed model with an expected rate); nil when not asked for.
+	Corrected *Dist `json:"corrected,omitempty"`
+	// Failed holds the response times of failed requests per error class.
+	Failed map[string]*Dist `json:"failed"`
+	// ConnectTime is Outcome.Connect of every request that dialled.
+	ConnectTime Dist `json:"connect_time"`
+	// FirstByte is Outcome.FirstByte of every request that got a byte.
+	FirstByte Dist `json:"first_byte"`
+
+	// Responded is the number of requests with a complete response
+	// (Outcome.Responded: ok, status and rule-failed outcomes).
+	Responded int64 `json:"responded"`
+	// ResponseSum is Σ response time over the Responded requests.
+	ResponseSum time.Duration `json:"response_sum_ns"`
+	// InflightSum is Σ service time over all requests. A request is in
+	// flight exactly during [Sent, Done), so InflightSum is the integral of
+	// the in-flight count over time and InflightSum / Elapsed is the exact
+	// mean in-flight count over the phase.
+	InflightSum time.Duration `json:"inflight_sum_ns"`
+
+	// Timeline holds one entry per second of completion time (Done) from
+	// the phase start, at most the phase length (Options.Duration).
+	Timeline []Second `json:"timeline"`
+}
+
+// Second is one second of a Summary's timeline, by completion time.
+type Second struct {
+	// OK and Errors count the requests that completed in this second.
+	OK     int64 `json:"ok"`
+	Errors int64 `json:"errors"`
+	// ResponseSum and ResponseMax are the sum and the largest response
+	// time of the ok requests that completed in this second.
+	ResponseSum time.Duration `json:"response_sum_ns"`
+	ResponseMax time.Duration `json:"response_max_ns"`
+}
+
+// Mean is the mean response time of the second's ok requests; ok is false
+// when there were none.
+func (s Second) Mean() (v time.Duration, ok bool) {
+	if s.OK == 0 {
+		return 0, false
+	}
+	return s.ResponseSum / time.Duration(s.OK), true
+}
+
+func newSummary() *Summary {
+	return &Summary{
+		ErrorsByClass: map[string]int64{},
+		ErrorsByCode:  map[string]int64{},
+		Failed:        map[string]*Dist{},
+	}
+}
+
+// seal builds the percentile indexes of every distribution.
+func (s *Summary) seal() {
+	s.Response.seal()
+	s.Service.seal()
+	s.ConnectTime.seal()
+	s.FirstByte.seal()
+	if s.Corrected != nil {
+		s.Corrected.seal()
+	}
+	for _, d := range s.Failed {
+		if d != nil {
+			d.seal()
+		}
+	}
+}
+
+// FailedAll is the response-time distribution of all failed requests,
+// every error class merged.
+func (s *Summary) FailedAll() *Dist {
+	all := &Dist{}
+	for _, c := range slices.Sorted(maps.Keys(s.Failed)) {
+		all.add(s.Failed[c])
+	}
+	all.seal()
+	return all
+}
+
+func mergeTimeline(dst, src []Second) []Second {
+	if len(src) > len(dst) {
+		dst = append(dst, make([]Second, len(src)-len(dst))...)
+	}
+	for i, x := range src {
+		d := &dst[i]
+		d.OK += x.OK
+		d.Errors += x.Errors
+		d.ResponseSum = addSat(d.ResponseSum, x.ResponseSum)
+		d.ResponseMax = max(d.ResponseMax, x.ResponseMax)
+	}
+	return dst
+}
+
+// Merge adds o to s losslessly. Both must be summaries of the same phase
+// over the same wall-clock window, e.g. the segments of one phase run by N
+// generators (DESIGN.md §11): counters and sums add, histograms merge
+// bucket by bucket, timelines add second by second, and Elapsed is the
+// longer of the two. Never merge repeats to average them: each repeat is
+// judged on its own. A nil o is a no-op.
+func (s *Summary) Merge(o *Summary) {
+	if o == nil {
+		return
+	}
+	if o == s {
+		o = o.Clone()
+	}
+	s.Elapsed = max(s.Elapsed, o.Elapsed)
+	s.Arrivals += o.Arrivals
+	s.Requests += o.Requests
+	s.OK += o.OK
+	s.Errors += o.Errors
+	s.Dropped += o.Dropped
+	s.Cancelled += o.Cancelled
+	s.CancelledUnsent += o.CancelledUnsent
+	s.CancelledAtEnd += o.CancelledAtEnd
+	s.Timeouts += o.Timeouts
+	s.Late += o.Late
+	s.ErrorsByClass = addCounts(s.ErrorsByClass, o.ErrorsByClass)
+	s.ErrorsByCode = addCounts(s.ErrorsByCode, o.ErrorsByCode)
+	s.ConnectionsOpened += o.ConnectionsOpened
+	s.Reconnects += o.Reconnects
+	s.ConnectFailures += o.ConnectFailures
+	s.BytesIn += o.BytesIn
+	s.BytesOut += o.BytesOut
+	s.Response.add(&o.Response)
+	s.Service.add(&o.Service)
+	s.ConnectTime.add(&o.ConnectTime)
+	s.FirstByte.add(&o.FirstByte)
+	if o.Corrected != nil {
+		if s.Corrected == nil {
+			s.Corrected = &Dist{}
+		}
+		s.Corrected.add(o.Corrected)
+	}
+	if s.Failed == nil {
+		s.Failed = map[string]*Dist{}
+	}
+	for c, d := range o.Failed {
+		if d == nil {
+			continue
+		}
+		if s.Failed[c] == nil {
+			s.Failed[c] = &Dist{}
+		}
+		s.Failed[c].add(d)
+	}
+	s.Responded += o.Responded
+	s.ResponseSum = addSat(s.ResponseSum, o.ResponseSum)
+	s.InflightSum = addSat(s.InflightSum, o.InflightSum)
+	s.Timeline = mergeTimeline(s.Timeline, o.Timeline)
+	s.seal()
+}
+
+func addCounts(dst, src map[string]int64) map[string]int64 {
+	if dst == nil {
+		dst = map[string]int64{}
+	}
+	for k, v := range src {
+		dst[k] += v
+	}
+	return dst
+}
+
+// Clone returns an independent deep copy of s.
+func (s *Summary) Clone() *Summary {
+	c := *s
+	c.ErrorsByClass = maps.Clone(s.ErrorsByClass)
+	c.ErrorsByCode = maps.Clone(s.ErrorsByCode)
+	c.Response = *s.Response.Clone()
+	c.Service = *s.Service.Clone()
+	c.ConnectTime = *s.ConnectTime.Clone()
+	c.FirstByte = *s.FirstByte.Clone()
+	if s.Corrected != nil {
+		c.Corrected = s.Corrected.Clone()
+	}
+	if s.Failed != nil {
+		c.Failed = make(map[string]*Dist, len(s.Failed))
+		for k, d := range s.Failed {
+			if d != nil {
+				c.Failed[k] = d.Clone()
+			}
+		}
+	}
+	c.Timeline = slices.Clone(s.Timeline)
+	return &c
+}
+
+// Check verifies the identities a finished phase's Summary must satisfy
+// and returns every violation joined, or nil:
+//
+//	Requests == OK + Errors + Cancelled − CancelledUnsent  (one outcome per request)
+//	Arrivals == Requests + Dropped + CancelledUnsent       (nothing silently lost)
+//	Errors == Σ ErrorsByClass == Σ ErrorsByCode
+//	Timeouts == ErrorsByClass["timeout"]
+//	CancelledUnsent + CancelledAtEnd ≤ Cancelled, Responded ≤ Requests,
+//	Reconnects ≤ ConnectionsOpened
+//	Response and Service hold OK samples; Failed[c] holds ErrorsByClass[c]
+//	Σ Timeline OK == OK and Σ Timeline Errors == Errors
+//	Corrected (when present) holds at least OK samples
+func (s *Summary) Check() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{
+		{"arrivals", s.Arrivals}, {"requests", s.Requests}, {"ok", s.OK}, {"errors", s.Errors},
+		{"dropped", s.Dropped}, {"cancelled", s.Cancelled}, {"cancelled_unsent", s.CancelledUnsent},
+		{"cancelled_at_end", s.CancelledAtEnd},
+		{"timeouts", s.Timeouts}, {"late", s.Late}, {"connections_opened", s.ConnectionsOpened},
+		{"reconnects", s.Reconnects}, {"connect_failures", s.ConnectFailures}, {"responded", s.Responded},
+	} {
+		if c.v < 0 {
+			bad("%s is negative: %d", c.name, c.v)
+		}
+	}
+	if s.Requests != s.OK+s.Errors+s.Cancelled-s.CancelledUnsent {
+		bad("requests %d != ok %d + errors %d + cancelled %d - cancelled_unsent %d", s.Requests, s.OK, s.Errors, s.Cancelled, s.CancelledUnsent)
+	}
+	if s.Arrivals != s.Requests+s.Dropped+s.CancelledUnsent {
+		bad("arrivals %d != requests %d + dropped %d + cancelled_unsent %d", s.Arrivals, s.Requests, s.Dropped, s.CancelledUnsent)
+	}
+	if n := sumCounts(s.ErrorsByClass); n != s.Errors {
+		bad("errors %d != Σ errors by class %d", s.Errors, n)
+	}
+	if n := sumCounts(s.ErrorsByCode); n != s.Errors {
+		bad("errors %d != Σ errors by code %d", s.Errors, n)
+	}
+	if n := s.ErrorsByClass[string(drivers.Timeout)]; n != s.Timeouts {
+		bad("timeouts %d != errors of class timeout %d", s.Timeouts, n)
+	}
+	if s.CancelledUnsent+s.CancelledAtEnd > s.Cancelled {
+		bad("cancelled_unsent %d + cancelled_at_end %d > cancelled %d", s.CancelledUnsent, s.CancelledAtEnd, s.Cancelled)
+	}
+	if s.Responded > s.Requests {
+		bad("responded %d > requests %d", s.Responded, s.Requests)
+	}
+	if s.Reconnects > s.ConnectionsOpened {
+		bad("reconnects %d > connections_opened %d", s.Reconnects, s.ConnectionsOpened)
+	}
+	if n := s.Response.Count(); n != s.OK {
+		bad("response distribution holds %d samples, ok is %d", n, s.OK)
+	}
+	if n := s.Service.Count(); n != s.OK {
+		bad("service distribution holds %d samples, ok is %d", n, s.OK)
+	}
+	for _, c := range slices.Sorted(maps.Keys(s.Failed)) {
+		if d := s.Failed[c]; d != nil && d.Count() != s.ErrorsByClass[c] {
+			bad("failed[%s] holds %d samples, errors of class %s are %d", c, d.Count(), c, s.ErrorsByClass[c])
+		}
+	}
+	for _, c := range slices.Sorted(maps.Keys(s.ErrorsByClass)) {
+		if n := s.ErrorsByClass[c]; n > 0 && s.Failed[c] == nil {
+			bad("failed[%s] missing for %d errors", c, n)
+		}
+	}
+	var tok, terr int64
+	for _, x := range s.Timeline {
+		tok += x.OK
+		terr += x.Errors
+	}
+	if tok != s.OK || terr != s.Errors {
+		bad("timeline holds %d ok and %d errors, want %d and %d", tok, terr, s.OK, s.Errors)
+	}
+	if s.Corrected != nil && s.Corrected.Count() < s.OK {
+		bad("corrected distribution holds %d samples, fewer than ok %d", s.Corrected.Count(), s.OK)
+	}
+	return errors.Join(errs...)
+}
+
+func sumCounts(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func perSecond(n float64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return n / d.Seconds()
+}
+
+// Throughput is OK / Elapsed in responses per second (DESIGN.md §1):
+// failures never count. 0 when Elapsed ≤ 0.
+func (s *Summary) Throughput() float64 { return perSecond(float64(s.OK), s.Elapsed) }
+
+// CompletedRate is Responded / Elapsed per second: every complete
+// response, ok or not. It is λ in Little's law. 0 when Elapsed ≤ 0.
+func (s *Summary) CompletedRate() float64 { return perSecond(float64(s.Responded), s.Elapsed) }
+
+// AchievedRate is Requests / Elapsed per second: requests actually sent.
+// 0 when Elapsed ≤ 0.
+func (s *Summary) AchievedRate() float64 { return perSecond(float64(s.Requests), s.Elapsed) }
+
+// ErrorRate is Errors / Requests, a fraction in [0, 1]; ok is false when
+// no request was sent.
+func (s *Summary) ErrorRate() (rate float64, ok bool) {
+	if s.Requests <= 0 {
+		return 0, false
+	}
+	return float64(s.Errors) / float64(s.Requests), true
+}
+
+// InflightMean is the mean number of requests in flight over the phase,
+// exactly InflightSum / Elapsed (see InflightSum). 0 when Elapsed ≤ 0.
+func (s *Summary) InflightMean() float64 { return perSecond(s.InflightSum.Seconds(), s.Elapsed) }
+
+// MeanResponded is W of Little's law: the mean response time over the
+// Responded requests, ResponseSum / Responded. ok is false when none
+// responded.
+func (s *Summary) MeanResponded() (w time.Duration, ok bool) {
+	if s.Responded <= 0 {
+		return 0, false
+	}
+	return s.ResponseSum / time.Duration(s.Responded), true
+}
+
+// LittleL is Little's law L = λ·W (J. D. C. Little, 1961): λ is the
+// completion rate Responded / Elapsed and W the MEAN response time over
+// the same responses (never a percentile; MeanResponded), so
+//
+//	L = (Responded / Elapsed) · (ResponseSum / Responded) = ResponseSum / Elapsed,
+//
+// the mean number of requests in the system. Compare it with InflightMean
+// or with the connections of a closed model. 0 when Elapsed ≤ 0 or nothing
+// responded (then L is undefined: check Responded before judging it).
+func (s *Summary) LittleL() float64 {
+	if s.Elapsed <= 0 || s.Responded <= 0 {
+		return 0
+	}
+	return s.ResponseSum.Seconds() / s.Elapsed.Seconds()
+}

@@ -1,0 +1,1074 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/compiler"
+	"github.com/expr-lang/expr/conf"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Rule is a compiled assertion. It is immutable and safe for concurrent use.
+type Rule struct {
+	src  string
+	rw   *rewritten
+	prog *vm.Program
+	top  *clause
+	refs []ref // every metric the rule reads, in order of first appearance
+}
+
+// clause is a node of a rule's boolean skeleton: and, or, not, or an atom
+// (any other condition), each atom compiled on its own so that a rule can
+// be judged with three-valued logic when some metric is unavailable.
+type clause struct {
+	op   string // "and", "or", "not", or "" for an atom
+	kids []*clause
+	prog *vm.Program
+	refs []ref
+	text string // the atom as written
+}
+
+// CompileError is a rule that does not compile: where and why.
+type CompileError struct {
+	// Rule is the rule's source as written.
+	Rule string
+	// Offset is the position in Rule in runes (0-based); Line and Column
+	// are the same position 1-based, Column counted in runes.
+	Offset, Line, Column int
+	// Msg says what is wrong, lower-case.
+	Msg string
+}
+
+// Error returns "column C: msg", or "line L, column C: msg" for a rule
+// that spans lines.
+func (e *CompileError) Error() string {
+	if strings.Contains(e.Rule, "\n") {
+		return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Column, e.Msg)
+	}
+	return fmt.Sprintf("column %d: %s", e.Column, e.Msg)
+}
+
+// Snippet returns the offending line of the rule with a caret under the
+// position, for consoles.
+func (e *CompileError) Snippet() string {
+	lines := strings.Split(e.Rule, "\n")
+	if e.Line < 1 || e.Line > len(lines) {
+		return ""
+	}
+	return lines[e.Line-1] + "\n" + strings.Repeat(" ", max(e.Column-1, 0)) + "^"
+}
+
+// String returns the rule's source as written.
+func (r *Rule) String() string {
+	if r == nil {
+		return ""
+	}
+	return r.src
+}
+
+// Metrics returns the metrics the rule reads, as written in rules
+// (e.g. "p99", "median(p99)", `errors_by["503"]`), in order of first
+// appearance.
+func (r *Rule) Metrics() []string {
+	if r == nil {
+		return nil
+	}
+	out := make([]string, len(r.refs))
+	for i, x := range r.refs {
+		out[i] = x.String()
+	}
+	return out
+}
+
+// Compile compiles one rule against the typed metrics environment, so that
+// unknown names, missing duration units and type errors are caught before
+// any traffic. Its error is a *CompileError. Compile never panics.
+func Compile(src string) (r *Rule, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = nil, &CompileError{Rule: src, Line: 1, Column: 1, Msg: fmt.Sprintf("internal error: %v", p)}
+		}
+	}()
+	rule, cerr := compile(src)
+	if cerr != nil {
+		return nil, cerr
+	}
+	return rule, nil
+}
+
+// compile is Compile without the recover, so that fuzzing sees panics.
+func compile(src string) (*Rule, *CompileError) {
+	if strings.TrimSpace(src) == "" {
+		return nil, &CompileError{Rule: src, Line: 1, Column: 1, Msg: "empty rule"}
+	}
+	rw, cerr := rewrite(src)
+	if cerr != nil {
+		return nil, cerr
+	}
+	tree, err := parser.Parse(rw.text)
+	if err != nil {
+		return nil, rw.exprError(err)
+	}
+	c := &checkState{rw: rw, lets: map[string]bool{}}
+	ast.Walk(&tree.Node, letCollector(c.lets))
+	u, cerr := c.check(tree.Node)
+	if cerr != nil {
+		return nil, cerr
+	}
+	if u != boolUnit && u != unknownUnit {
+		return nil, rw.errorAtText(startOf(tree.Node), "a rule must be true or false, e.g. p99 < 20ms; this one is a %s", u)
+	}
+	cfg := newConfig(rw)
+	checked, err := checker.ParseCheck(rw.text, cfg)
+	if err != nil {
+		return nil, rw.exprError(err)
+	}
+	prog, err := compiler.Compile(checked, cfg)
+	if err != nil {
+		return nil, rw.exprError(err)
+	}
+	r := &Rule{src: src, rw: rw, prog: prog}
+	r.top, err = buildClause(checked.Node, checked.Source, cfg, rw)
+	if err == nil && r.top.op == "" {
+		r.top.text = strings.TrimSpace(src) // one atom: the whole rule
+	}
+	if err != nil {
+		return nil, rw.exprError(err)
+	}
+	r.refs = readRefs(&checked.Node)
+	return r, nil
+}
+
+// exprError converts an error of expr's parser, checker or compiler into
+// a CompileError at the user's position.
+func (rw *rewritten) exprError(err error) *CompileError {
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		return rw.errorAtText(fe.From, "%s", fe.Message)
+	}
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return rw.errorAt(0, "%s", msg)
+}
+
+// newConfig is the expr configuration rules compile with: the typed env,
+// a boolean result, the front end's patches, approx, and the overloads
+// that let durations scale by numbers (p99 * 1.5, p99 / 2) and divide into
+// ratios (p99 / p50).
+func newConfig(rw *rewritten) *conf.Config {
+	durT := reflect.TypeFor[time.Duration]()
+	var mulTypes, divTypes []any
+	for _, n := range []any{int(0), int64(0), float64(0)} {
+		nt := reflect.TypeOf(n)
+		mulTypes = append(mulTypes,
+			reflect.New(reflect.FuncOf([]reflect.Type{durT, nt}, []reflect.Type{durT}, false)).Interface(),
+			reflect.New(reflect.FuncOf([]reflect.Type{nt, durT}, []reflect.Type{durT}, false)).Interface())
+		divTypes = append(divTypes,
+			reflect.New(reflect.FuncOf([]reflect.Type{durT, nt}, []reflect.Type{durT}, false)).Interface())
+	}
+	divTypes = append(divTypes, new(func(time.Duration, time.Duration) float64))
+	cfg := conf.CreateNew()
+	for _, opt := range []expr.Option{
+		expr.Env(root{}),
+		expr.AsBool(),
+		expr.Function("approx", approxFunc,
+			new(func(any, any) bool), new(func(any, any, any) bool)),
+		expr.Function(mulName, mulFunc, mulTypes...),
+		expr.Function(divName, divFunc, divTypes...),
+		expr.Patch(patcher{rw}),
+		expr.Operator("*", mulName),
+		expr.Operator("/", divName),
+	} {
+		opt(cfg)
+	}
+	cfg.Check()
+	return cfg
+}
+
+// The operator overloads' names cannot be written in a rule.
+const (
+	mulName = "duration*"
+	divName = "duration/"
+)
+
+// DefaultTolerance is the relative tolerance of a ≈ b.
+const DefaultTolerance = 0.05
+
+// approxFunc implements approx(a, b[, tol]) and a ≈ b:
+//
+//	|a − b| ≤ tol · max(|a|, |b|),  tol = 0.05 unless given,
+//
+// so the tolerance is relative to the larger magnitude, symmetric in a and
+// b, and 0 ≈ 0 holds. a and b are numbers or durations (durations compare
+// in nanoseconds); tol is a fraction ≥ 0. NaN is never approximately
+// anything.
+func approxFunc(args ...any) (any, error) {
+	if len(args) < 2 || len(args) > 3 {
+		return nil, fmt.Errorf("approx takes 2 or 3 arguments, got %d", len(args))
+	}
+	a, aok := toFloat(args[0])
+	b, bok := toFloat(args[1])
+	tol := DefaultTolerance
+	if len(args) == 3 {
+		t, ok := toFloat(args[2])
+		if !ok || t < 0 || math.IsNaN(t) {
+			return nil, fmt.Errorf("approx tolerance must be a number ≥ 0, got %v", args[2])
+		}
+		tol = t
+	}
+	if !aok || !bok {
+		return nil, fmt.Errorf("approx compares numbers or durations, got %T and %T", args[0], args[1])
+	}
+	return Approx(a, b, tol), nil
+}
+
+// Approx reports whether |a − b| ≤ tol · max(|a|, |b|): the definition of
+// a ≈ b (tol = DefaultTolerance) and approx(a, b, tol).
+func Approx(a, b, tol float64) bool {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return false
+	}
+	if a == b { // also equal infinities
+		return true
+	}
+	if math.IsInf(a, 0) || math.IsInf(b, 0) {
+		return false
+	}
+	return math.Abs(a-b) <= tol*math.Max(math.Abs(a), math.Abs(b))
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	case time.Duration:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case float32:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+// scaleDuration returns d·f rounded to the nanosecond, saturated.
+func scaleDuration(d time.Duration, f float64) time.Duration {
+	v := math.Round(float64(d) * f)
+	switch {
+	case math.IsNaN(v):
+		return 0
+	case v >= math.MaxInt64:
+		return math.MaxInt64
+	case v <= math.MinInt64:
+		return math.MinInt64
+	}
+	return time.Duration(v)
+}
+
+func mulFunc(args ...any) (any, error) {
+	if len(args) != 2 {
+		return nil, errors.New("multiplication takes 2 operands")
+	}
+	d, ok := args[0].(time.Duration)
+	f, fok := toFloat(args[1])
+	if !ok {
+		d, ok = args[1].(time.Duration)
+		f, fok = toFloat(args[0])
+	}
+	if !ok || !fok {
+		return nil, fmt.Errorf("cannot multiply %T by %T", args[0], args[1])
+	}
+	return scaleDuration(d, f), nil
+}
+
+func divFunc(args ...any) (any, error) {
+	if len(args) != 2 {
+		return nil, errors.New("division takes 2 operands")
+	}
+	d, ok := args[0].(time.Duration)
+	if !ok {
+		return nil, fmt.Errorf("cannot divide %T by %T", args[0], args[1])
+	}
+	if e, ok := args[1].(time.Duration); ok {
+		return float64(d) / float64(e), nil // a ratio; ±Inf or NaN when e is 0
+	}
+	f, ok := toFloat(args[1])
+	if !ok {
+		return nil, fmt.Errorf("cannot divide %T by %T", args[0], args[1])
+	}
+	if f == 0 {
+		return nil, errors.New("duration divided by zero")
+	}
+	return scaleDuration(d, 1/f), nil
+}
+
+// patcher rewrites the parsed expr tree before type checking: `==` tokens
+// that were `≈` become approx(a, b), duration literals become constants,
+// and median(x) / worst(x) become reads of the cross-repeat views.
+type patcher struct{ rw *rewritten }
+
+// Visit implements ast.Visitor.
+func (p patcher) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.BinaryNode:
+		if n.Operator == "==" && p.rw.approx[n.Location().From] {
+			callee := &ast.IdentifierNode{Value: "approx"}
+			callee.SetLocation(n.Location())
+			ast.Patch(node, &ast.CallNode{Callee: callee, Arguments: []ast.Node{n.Left, n.Right}})
+		}
+	case *ast.IntegerNode:
+		if d, ok := p.rw.durs[n.Location().From]; ok {
+			ast.Patch(node, &ast.ConstantNode{Value: d})
+		}
+	case *ast.UnaryNode:
+		// -20ms: the literal child is already a constant.
+		if k, ok := n.Node.(*ast.ConstantNode); ok && n.Operator == "-" {
+			if d, ok := k.Value.(time.Duration); ok {
+				ast.Patch(node, &ast.ConstantNode{Value: -d})
+			}
+		}
+	case *ast.BuiltinNode:
+		if view := viewOf(n.Name); view != "" && len(n.Arguments) == 1 {
+			ast.Patch(node, rebase(n.Arguments[0], view, n.Location()))
+		}
+	case *ast.CallNode:
+		if id, ok := n.Callee.(*ast.IdentifierNode); ok {
+			if view := viewOf(id.Value); view != "" && len(n.Arguments) == 1 {
+				ast.Patch(node, rebase(n.Arguments[0], view, n.Location()))
+			}
+		}
+	}
+}
+
+func viewOf(fn string) string {
+	switch fn {
+	case "median":
+		return viewMedian
+	case "worst":
+		return viewWorst
+	}
+	return ""
+}
+
+// rebase turns a metric reference x into view.x: p99 → median().p99,
+// service.p99 → median().service.p99.
+func rebase(n ast.Node, view string, loc file.Location) ast.Node {
+	var out ast.Node
+	switch n := n.(type) {
+	case *ast.IdentifierNode:
+		v := &ast.IdentifierNode{Value: view}
+		v.SetLocation(loc)
+		prop := &ast.StringNode{Value: n.Value}
+		prop.SetLocation(n.Location())
+		out = &ast.MemberNode{Node: v, Property: prop}
+	case *ast.MemberNode:
+		out = &ast.MemberNode{Node: rebase(n.Node, view, loc), Property: n.Property, Optional: n.Optional}
+	default:
+		return n
+	}
+	out.SetLocation(loc)
+	return out
+}
+
+// letCollector records the names of `let` variables.
+type letCollector map[string]bool
+
+// Visit implements ast.Visitor.
+func (l letCollector) Visit(node *ast.Node) {
+	if v, ok := (*node).(*ast.VariableDeclaratorNode); ok {
+		l[v.Name] = true
+	}
+}
+
+// checkState is the front end's own pass over the parsed tree: it knows
+// the metrics, so it can say "unknown metric p98; did you mean p95?" and
+// "p99 is a duration: write the unit", which expr's checker cannot.
+type checkState struct {
+	rw   *rewritten
+	lets map[string]bool
+}
+
+func (c *checkState) errAt(n ast.Node, format string, args ...any) *CompileError {
+	return c.rw.errorAtText(n.Location().From, format, args...)
+}
+
+// errAtStart is errAt at the first character of the subtree n.
+func (c *checkState) errAtStart(n ast.Node, format string, args ...any) *CompileError {
+	return c.rw.errorAtText(startOf(n), format, args...)
+}
+
+// startOf returns the text offset of the first token of the subtree n.
+func startOf(n ast.Node) int {
+	s := &spanVisitor{from: math.MaxInt, to: -1}
+	ast.Walk(&n, s)
+	if s.to < 0 {
+		return n.Location().From
+	}
+	return s.from
+}
+
+// path returns the constant path of a member chain: service.p99 →
+// [service p99], errors_by["503"] → [errors_by 503]; ok is false when a
+// property is computed or the chain does not start at an identifier.
+func path(n ast.Node) (p []string, ok bool) {
+	switch n := n.(type) {
+	case *ast.IdentifierNode:
+		return []string{n.Value}, true
+	case *ast.MemberNode:
+		base, ok := path(n.Node)
+		if !ok || n.Method {
+			return nil, false
+		}
+		s, ok := n.Property.(*ast.StringNode)
+		if !ok {
+			return nil, false
+		}
+		return append(base, s.Value), true
+	}
+	return nil, false
+}
+
+// resolution is what a constant path names.
+type resolution int
+
+const (
+	notFound resolution = iota
+	isMetric
+	isGroup
+)
+
+// resolve reads a path as a metric reference. It returns the reference,
+// whether the path names a metric or a group (a prefix such as `service`),
+// and for an unknown name a message.
+func resolve(p []string) (r ref, res resolution, msg string) {
+	r, res, msg, _ = resolveAt(p)
+	return r, res, msg
+}
+
+// resolveAt is resolve that also says at which segment of p an unknown
+// name is.
+func resolveAt(p []string) (r ref, res resolution, msg string, at int) {
+	if len(p) == 0 {
+		return ref{}, notFound, "empty name", 0
+	}
+	off := 0
+	if p[0] == viewMedian || p[0] == viewWorst || p[0] == "baseline" {
+		r.view = p[0]
+		p, off = p[1:], 1
+		if len(p) == 0 {
+			return r, isGroup, "", 0
+		}
+	}
+	head := p[0]
+	if _, ok := topLevel[head]; ok {
+		if len(p) > 1 {
+			return r, notFound, fmt.Sprintf("%s is a metric, it has no member %q", head, p[1]), off + 1
+		}
+		r.name = head
+		return r, isMetric, "", 0
+	}
+	if !slices.Contains(groups, head) || head == "baseline" {
+		known := append(slices.Clone(topNames), groups...)
+		return r, notFound, unknownMsg(head, known, "known metrics: "+strings.Join(topNames, " ")+
+			"; groups: service.* failed.* errors_by[code] server.* client.* target.* baseline.*"), off
+	}
+	r.group = head
+	if len(p) == 1 {
+		return r, isGroup, "", 0
+	}
+	r.name = p[1]
+	if len(p) > 2 {
+		return r, notFound, fmt.Sprintf("%s has no member %q", r, p[2]), off + 2
+	}
+	if names, ok := memberNames[head]; ok {
+		if _, ok := members[head][r.name]; !ok {
+			return r, notFound, unknownMsg(head+"."+r.name, prefixed(head, names),
+				head+".* has "+strings.Join(names, " ")), off + 1
+		}
+	}
+	return r, isMetric, "", 0
+}
+
+// segment returns the node of a member chain n (of count segments) that
+// holds segment k: the root identifier for 0, the k-th member after it.
+func segment(n ast.Node, k, count int) ast.Node {
+	for i := count - 1; i > k; i-- {
+		m, ok := n.(*ast.MemberNode)
+		if !ok {
+			return n
+		}
+		n = m.Node
+	}
+	if m, ok := n.(*ast.MemberNode); ok && k > 0 {
+		return m.Property
+	}
+	return n
+}
+
+func prefixed(group string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = group + "." + n
+	}
+	return out
+}
+
+func unknownMsg(name string, known []string, list string) string {
+	msg := fmt.Sprintf("unknown metric %q", name)
+	if s := suggest(name, known); len(s) > 0 {
+		msg += "; did you mean " + orList(s) + "?"
+	}
+	return msg + " (" + list + ")"
+}
+
+func orList(s []string) string {
+	if len(s) == 1 {
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// groupExample shows how a group is read.
+var groupExample = map[string]string{
+	"service": "service.p99", "failed": "failed.p99", "errors_by": `errors_by["503"]`,
+	"server": "server.<counter>", "client": "client.cpu", "target": "target.cpu", "baseline": "baseline.p99",
+}
+
+// check infers the unit of n and checks names, views and units.
+func (c *checkState) check(n ast.Node) (unit, *CompileError) {
+	switch n := n.(type) {
+	case *ast.IntegerNode:
+		if _, ok := c.rw.durs[n.Location().From]; ok {
+			return durationUnit, nil
+		}
+		return numberUnit, nil
+	case *ast.FloatNode:
+		return numberUnit, nil
+	case *ast.BoolNode:
+		return boolUnit, nil
+	case *ast.StringNode:
+		return stringUnit, nil
+	case *ast.IdentifierNode, *ast.MemberNode:
+		return c.checkRef(n)
+	case *ast.UnaryNode:
+		u, err := c.check(n.Node)
+		if err != nil {
+			return 0, err
+		}
+		switch n.Operator {
+		case "not", "!":
+			return boolUnit, nil
+		case "-":
+			if u == durationUnit && !c.isDurationLiteral(n.Node) {
+				return 0, c.errAt(n, "a duration cannot be negated; write 0s - %s", c.describe(n.Node))
+			}
+		}
+		return u, nil
+	case *ast.BinaryNode:
+		return c.checkBinary(n)
+	case *ast.BuiltinNode:
+		return c.checkCall(n, n.Name, n.Arguments)
+	case *ast.CallNode:
+		if id, ok := n.Callee.(*ast.IdentifierNode); ok {
+			if _, metric := topLevel[id.Value]; (metric || slices.Contains(groups, id.Value)) && !c.lets[id.Value] {
+				return 0, c.errAt(n, "%s is a metric, not a function", id.Value)
+			}
+			return c.checkCall(n, id.Value, n.Arguments)
+		}
+		if _, err := c.check(n.Callee); err != nil {
+			return 0, err
+		}
+		return c.checkAll(n.Arguments...)
+	case *ast.ConditionalNode:
+		if _, err := c.check(n.Cond); err != nil {
+			return 0, err
+		}
+		a, err := c.check(n.Exp1)
+		if err != nil {
+			return 0, err
+		}
+		b, err := c.check(n.Exp2)
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case a == b:
+			return a, nil
+		case a == durationUnit && b == numberUnit:
+			return 0, c.mixError(n, n.Exp1, n.Exp2)
+		case a == numberUnit && b == durationUnit:
+			return 0, c.mixError(n, n.Exp2, n.Exp1)
+		}
+		return unknownUnit, nil
+	case *ast.VariableDeclaratorNode:
+		if _, err := c.check(n.Value); err != nil {
+			return 0, err
+		}
+		return c.check(n.Expr)
+	case *ast.SequenceNode:
+		u := unknownUnit
+		for _, x := range n.Nodes {
+			var err *CompileError
+			if u, err = c.check(x); err != nil {
+				return 0, err
+			}
+		}
+		return u, nil
+	case *ast.ChainNode:
+		return c.check(n.Node)
+	case *ast.SliceNode:
+		return c.checkAll(n.Node, n.From, n.To)
+	case *ast.PredicateNode:
+		return c.checkAll(n.Node)
+	case *ast.ArrayNode:
+		return c.checkAll(n.Nodes...)
+	case *ast.MapNode:
+		return c.checkAll(n.Pairs...)
+	case *ast.PairNode:
+		return c.checkAll(n.Key, n.Value)
+	}
+	return unknownUnit, nil
+}
+
+// checkAll checks nodes whose units do not matter.
+func (c *checkState) checkAll(nodes ...ast.Node) (unit, *CompileError) {
+	for _, x := range nodes {
+		if x == nil {
+			continue
+		}
+		if _, err := c.check(x); err != nil {
+			return 0, err
+		}
+	}
+	return unknownUnit, nil
+}
+
+// checkRef checks an identifier or member chain against the metrics.
+func (c *checkState) checkRef(n ast.Node) (unit, *CompileError) {
+	p, ok := path(n)
+	if ok && c.lets[p[0]] {
+		return unknownUnit, nil
+	}
+	if !ok {
+		m := n.(*ast.MemberNode) // identifiers always have a path
+		bp, bok := path(m.Node)
+		if bok && !c.lets[bp[0]] {
+			r, res, msg := resolve(bp)
+			switch {
+			case res == notFound:
+				return 0, c.errAt(m.Node, "%s", msg)
+			case res == isGroup && (r.group == "errors_by" || r.group == "server") && !m.Method:
+				if _, err := c.check(m.Property); err != nil {
+					return 0, err
+				}
+				return numberUnit, nil
+			default:
+				return 0, c.errAt(m, "%s needs a constant name, e.g. %s", ref{view: r.view, group: r.group, name: r.name}, groupExample[r.group])
+			}
+		}
+		return c.checkAll(m.Node, m.Property)
+	}
+	r, res, msg, at := resolveAt(p)
+	switch res {
+	case notFound:
+		return 0, c.errAt(segment(n, at, len(p)), "%s", msg)
+	case isGroup:
+		if r.view == viewMedian || r.view == viewWorst {
+			return 0, c.errAt(n, "unknown metric %q", strings.Join(p, "."))
+		}
+		ex := groupExample[r.group]
+		if r.group == "" {
+			ex = groupExample["baseline"]
+		}
+		return 0, c.errAt(n, "%s is a group, not a metric: write e.g. %s", strings.Join(p, "."), ex)
+	}
+	if r.view == "baseline" && r.group == "baseline" {
+		return 0, c.errAt(n, "baseline.baseline is not a metric")
+	}
+	return r.def().unit, nil
+}
+
+func (c *checkState) isDurationLiteral(n ast.Node) bool {
+	i, ok := n.(*ast.IntegerNode)
+	if ok {
+		_, ok = c.rw.durs[i.Location().From]
+	}
+	return ok
+}
+
+// describe names a node for messages: the metric it reads, or its text.
+func (c *checkState) describe(n ast.Node) string {
+	switch x := n.(type) {
+	case *ast.BuiltinNode:
+		if v := viewOf(x.Name); v != "" && len(x.Arguments) == 1 {
+			return x.Name + "(" + c.describe(x.Arguments[0]) + ")"
+		}
+	case *ast.CallNode:
+		if id, ok := x.Callee.(*ast.IdentifierNode); ok && viewOf(id.Value) != "" && len(x.Arguments) == 1 {
+			return id.Value + "(" + c.describe(x.Arguments[0]) + ")"
+		}
+	case *ast.IntegerNode:
+		if d, ok := c.rw.durs[x.Location().From]; ok {
+			return d.String()
+		}
+		return strconv.Itoa(x.Value)
+	case *ast.FloatNode:
+		return strconv.FormatFloat(x.Value, 'f', -1, 64)
+	}
+	if p, ok := path(n); ok {
+		if r, res, _ := resolve(p); res == isMetric {
+			return r.String()
+		}
+		return strings.Join(p, ".")
+	}
+	return "this expression"
+}
+
+// mixError explains a duration used with a bare number.
+func (c *checkState) mixError(op ast.Node, dur, num ast.Node) *CompileError {
+	name := c.describe(dur)
+	switch num.(type) {
+	case *ast.IntegerNode, *ast.FloatNode:
+		return c.errAt(num, "%s is a duration: write the unit, e.g. %sms", name, c.describe(num))
+	}
+	return c.errAt(op, "%s is a duration and %s is a number: compare durations with durations (e.g. 20ms), or make a number with %s / 1ms",
+		name, c.describe(num), name)
+}
+
+func (c *checkState) checkBinary(n *ast.BinaryNode) (unit, *CompileError) {
+	l, err := c.check(n.Left)
+	if err != nil {
+		return 0, err
+	}
+	r, err := c.check(n.Right)
+	if err != nil {
+		return 0, err
+	}
+	mixed := func() *CompileError {
+		switch {
+		case l == durationUnit && r == numberUnit:
+			return c.mixError(n, n.Left, n.Right)
+		case l == numberUnit && r == durationUnit:
+			return c.mixError(n, n.Right, n.Left)
+		}
+		return nil
+	}
+	op := n.Operator
+	if op == "==" && c.rw.approx[n.Location().From] {
+		if err := mixed(); err != nil {
+			return 0, err
+		}
+		for i, u := range []unit{l, r} {
+			if u == boolUnit || u == stringUnit {
+				hint := ""
+				if un, ok := []ast.Node{n.Left, n.Right}[i].(*ast.UnaryNode); ok && (un.Operator == "not" || un.Operator == "!") {
+					hint = "; not binds tighter than ≈ (as it does than ==): write not (a ≈ b)"
+				}
+				return 0, c.errAt(n, "≈ compares numbers or durations, not a %s%s", u, hint)
+			}
+		}
+		return boolUnit, nil
+	}
+	switch op {
+	case "and", "&&", "or", "||", "in", "matches", "contains", "startsWith", "endsWith":
+		return boolUnit, nil
+	case "==", "!=", "<", ">", "<=", ">=":
+		if err := mixed(); err != nil {
+			return 0, err
+		}
+		return boolUnit, nil
+	case "+", "-":
+		if err := mixed(); err != nil {
+			return 0, err
+		}
+		if l == r {
+			return l, nil
+		}
+	case "*":
+		switch {
+		case l == durationUnit && r == durationUnit:
+			return 0, c.errAt(n, "cannot multiply two durations (%s * %s)", c.describe(n.Left), c.describe(n.Right))
+		case l == durationUnit || r == durationUnit:
+			return durationUnit, nil
+		case l == numberUnit && r == numberUnit:
+			return numberUnit, nil
+		}
+	case "/":
+		switch {
+		case l == durationUnit && r == durationUnit:
+			return numberUnit, nil
+		case l == durationUnit:
+			return durationUnit, nil
+		case r == durationUnit:
+			return 0, c.errAt(n, "cannot divide a number by a duration")
+		case l == numberUnit && r == numberUnit:
+			return numberUnit, nil
+		}
+	case "%", "**", "^":
+		if l == durationUnit || r == durationUnit {
+			return 0, c.errAt(n, "%s is not defined for durations", op)
+		}
+		if l == numberUnit && r == numberUnit {
+			return numberUnit, nil
+		}
+	case "??":
+		if l != unknownUnit {
+			return l, nil
+		}
+		return r, nil
+	}
+	return unknownUnit, nil
+}
+
+func (c *checkState) checkCall(n ast.Node, name string, args []ast.Node) (unit, *CompileError) {
+	if _, metric := topLevel[name]; metric && !c.lets[name] {
+		return 0, c.errAt(n, "%s is a metric, not a function", name)
+	}
+	switch name {
+	case "median", "worst":
+		return c.checkView(n, name, args)
+	case "approx":
+		if len(args) != 2 && len(args) != 3 {
+			return 0, c.errAt(n, "approx takes 2 or 3 arguments: approx(a, b) or approx(a, b, tolerance)")
+		}
+		var us []unit
+		for _, a := range args {
+			u, err := c.check(a)
+			if err != nil {
+				return 0, err
+			}
+			us = append(us, u)
+		}
+		switch {
+		case us[0] == durationUnit && us[1] == numberUnit:
+			return 0, c.mixError(n, args[0], args[1])
+		case us[0] == numberUnit && us[1] == durationUnit:
+			return 0, c.mixError(n, args[1], args[0])
+		}
+		if len(args) == 3 && us[2] != numberUnit && us[2] != unknownUnit {
+			return 0, c.errAt(args[2], "the tolerance of approx is a fraction, e.g. 0.1 for 10 %%")
+		}
+		if len(args) == 3 {
+			if f, ok := constNumber(args[2]); ok && f < 0 {
+				return 0, c.errAt(args[2], "the tolerance of approx must be ≥ 0")
+			}
+		}
+		return boolUnit, nil
+	case "abs":
+		if len(args) == 1 {
+			u, err := c.check(args[0])
+			if err == nil && u == durationUnit {
+				return 0, c.errAt(n, "abs is not defined for durations; compare both ways, e.g. p99 - p50 < 5ms and p50 - p99 < 5ms")
+			}
+			return u, err
+		}
+	case "max", "min":
+		if len(args) > 0 {
+			var first unit
+			for i, a := range args {
+				u, err := c.check(a)
+				if err != nil {
+					return 0, err
+				}
+				if i == 0 {
+					first = u
+				} else if (first == durationUnit && u == numberUnit) || (first == numberUnit && u == durationUnit) {
+					if first == durationUnit {
+						return 0, c.mixError(n, args[0], a)
+					}
+					return 0, c.mixError(n, a, args[0])
+				}
+			}
+			return first, nil
+		}
+	}
+	return c.checkAll(args...)
+}
+
+func constNumber(n ast.Node) (float64, bool) {
+	switch x := n.(type) {
+	case *ast.IntegerNode:
+		return float64(x.Value), true
+	case *ast.FloatNode:
+		return x.Value, true
+	case *ast.UnaryNode:
+		if f, ok := constNumber(x.Node); ok && x.Operator == "-" {
+			return -f, true
+		}
+	}
+	return 0, false
+}
+
+// checkView checks median(x) and worst(x): x must be one metric of this
+// run, and worst needs a metric with a direction.
+func (c *checkState) checkView(n ast.Node, name string, args []ast.Node) (unit, *CompileError) {
+	if len(args) != 1 {
+		return 0, c.errAt(n, "%s takes one metric, e.g. %s(p99)", name, name)
+	}
+	p, ok := path(args[0])
+	if !ok || c.lets[p[0]] {
+		return 0, c.errAtStart(args[0], "%s takes one metric, e.g. %s(p99), not an expression", name, name)
+	}
+	r, res, msg := resolve(p)
+	switch {
+	case res == notFound:
+		return 0, c.errAtStart(args[0], "%s", msg)
+	case r.view != "":
+		return 0, c.errAtStart(args[0], "%s takes a metric of this run, not %s", name, strings.Join(p, "."))
+	case res == isGroup:
+		return 0, c.errAtStart(args[0], "%s is a group, not a metric: write e.g. %s(%s)", strings.Join(p, "."), name, groupExample[r.group])
+	case r.name == "":
+		return 0, c.errAtStart(args[0], "%s needs a constant name", r.group)
+	}
+	def := r.def()
+	if name == "worst" && def.dir == neutral {
+		return 0, c.errAt(n, "%s has no better or worse direction, so worst(%s) means nothing; use median(%s) or a per-repeat rule", r, r, r)
+	}
+	return def.unit, nil
+}
+
+// refVisitor collects the metrics a checked tree reads, walking it with
+// ast.Walk: every identifier and member chain that resolves to a metric.
+type refVisitor struct {
+	refs    []ref
+	seen    map[ref]bool
+	callees map[ast.Node]bool
+}
+
+// Visit implements ast.Visitor.
+func (v *refVisitor) Visit(node *ast.Node) {
+	var r ref
+	switch n := (*node).(type) {
+	case *ast.IdentifierNode:
+		if v.callees[n] {
+			return
+		}
+		p, _ := path(n)
+		x, res, _ := resolve(p)
+		if res != isMetric {
+			return
+		}
+		r = x
+	case *ast.MemberNode:
+		if p, ok := path(n); ok {
+			x, res, _ := resolve(p)
+			if res != isMetric {
+				return
+			}
+			r = x
+		} else if bp, ok := path(n.Node); ok {
+			// A map group read with a computed key: errors_by[code].
+			x, res, _ := resolve(bp)
+			if res != isGroup || (x.group != "errors_by" && x.group != "server") {
+				return
+			}
+			r = x
+		} else {
+			return
+		}
+	default:
+		return
+	}
+	if !v.seen[r] {
+		v.seen[r] = true
+		v.refs = append(v.refs, r)
+	}
+}
+
+// readRefs returns the metrics the tree at node reads, in order of first
+// appearance. A first walk collects the callees of calls, which are
+// function names, not metrics.
+func readRefs(node *ast.Node) []ref {
+	callees := calleeVisitor{}
+	ast.Walk(node, callees)
+	v := &refVisitor{seen: map[ref]bool{}, callees: callees}
+	ast.Walk(node, v)
+	return v.refs
+}
+
+// calleeVisitor collects the callee nodes of calls.
+type calleeVisitor map[ast.Node]bool
+
+// Visit implements ast.Visitor.
+func (c calleeVisitor) Visit(node *ast.Node) {
+	if call, ok := (*node).(*ast.CallNode); ok {
+		c[call.Callee] = true
+	}
+}
+
+// buildClause splits a checked tree into its boolean skeleton and compiles
+// each atom on its own.
+func buildClause(n ast.Node, src file.Source, cfg *conf.Config, rw *rewritten) (*clause, error) {
+	switch x := n.(type) {
+	case *ast.BinaryNode:
+		op := map[string]string{"and": "and", "&&": "and", "or": "or", "||": "or"}[x.Operator]
+		if op != "" {
+			l, err := buildClause(x.Left, src, cfg, rw)
+			if err != nil {
+				return nil, err
+			}
+			r, err := buildClause(x.Right, src, cfg, rw)
+			if err != nil {
+				return nil, err
+			}
+			return &clause{op: op, kids: []*clause{l, r}}, nil
+		}
+	case *ast.UnaryNode:
+		if x.Operator == "not" || x.Operator == "!" {
+			k, err := buildClause(x.Node, src, cfg, rw)
+			if err != nil {
+				return nil, err
+			}
+			return &clause{op: "not", kids: []*clause{k}}, nil
+		}
+	}
+	prog, err := compiler.Compile(&parser.Tree{Node: n, Source: src}, cfg)
+	if err != nil {
+		return nil, err
+	}
+	node := n
+	return &clause{prog: prog, refs: readRefs(&node), text: atomText(n, rw)}, nil
+}
+
+// spanVisitor finds the text range a subtree covers.
+type spanVisitor struct{ from, to int }
+
+// Visit implements ast.Visitor.
+func (s *spanVisitor) Visit(node *ast.Node) {
+	loc := (*node).Location()
+	if loc.To <= loc.From {
+		return
+	}
+	s.from = min(s.from, loc.From)
+	s.to = max(s.to, loc.To)
+}
+
+// atomText returns an atom's source as written.
+func atomText(n ast.Node, rw *rewritten) string {
+	s := &spanVisitor{from: math.MaxInt, to: -1}
+	node := n
+	ast.Walk(&node, s)
+	if s.to > s.from {
+		if t := rw.extent(s.from, s.to); t != "" {
+			return t
+		}
+	}
+	return n.String()
+}

@@ -1,0 +1,80 @@
+// Package rules is the verdict stage of the pipeline: it compiles a
+// scenario's assertions (expr-lang rules over the metrics of DESIGN.md §4)
+// before any traffic, and judges them on each repeat's measure.Summary.
+//
+// # Language
+//
+// A rule is an expr-lang expression (https://expr-lang.org) that must be
+// true or false, over the metrics (see NewEnv for names and units), with
+// two extensions expr lacks, implemented by a small front end that
+// rewrites the source (skipping string literals and comments) and patches
+// expr's syntax tree:
+//
+//   - Duration literals: a decimal number directly followed by a unit
+//     (ns, us, µs, ms, s, m, h), possibly compound: 100ns 250us 20ms 1.5s
+//     2m 1h30m. They are time.Duration values, as are the latency metrics
+//     (p50 … stddev, service.*, failed.*, duration, client.gc_pause_max),
+//     so `p99 < 20ms` compares durations. A duration used with a bare
+//     number is a compile error: `p99 < 20` says "p99 is a duration: write
+//     the unit, e.g. 20ms". Durations add and subtract with durations,
+//     scale by numbers (p99 * 1.5, p99 / 2) and divide into a number
+//     (p99 / p50, p99 / 1ms).
+//
+//   - Approximate equality: `a ≈ b` holds when
+//
+//     |a − b| ≤ 0.05 · max(|a|, |b|)
+//
+//     i.e. within 5 % of the larger magnitude: symmetric, and 0 ≈ 0.
+//     `approx(a, b, tol)` takes the relative tolerance explicitly
+//     (tol ≥ 0; approx(a, b) is a ≈ b). a and b are both numbers or both
+//     durations. `≈` binds exactly like `==`: looser than arithmetic and
+//     tighter than and/or/&&/||, so `littleL ≈ connections and errors == 0`
+//     is `(littleL ≈ connections) and (errors == 0)` and `a + 1 ≈ b * 2` is
+//     `(a + 1) ≈ (b * 2)`. Like `==`, it binds looser than unary `not`:
+//     write `not (a ≈ b)`.
+//
+// Unknown names are compile errors that list what is known and suggest the
+// nearest name. Column numbers in errors point at the rule as written.
+//
+// # Repeats
+//
+// A rule holds only if it holds in every repeat (Judge). `median(x)` and
+// `worst(x)` read one metric across all repeats; they are rewritten at the
+// syntax-tree level into reads of values Judge computes before evaluating:
+//
+//   - worst(x) is the max of a lower-is-better metric and the min of a
+//     higher-is-better one:
+//     lower is better: p50 p90 p95 p99 p999 max min mean stddev, service.*,
+//     failed.*, errors, error_rate, errors_by[code], timeouts, late,
+//     dropped, cancelled, reconnects, connections_opened, inflight_mean,
+//     littleL, client.*, target.*;
+//     higher is better: requests, ok, samples, throughput, completed_rate,
+//     achieved_rate, connections_established;
+//     no direction (worst(x) is a compile error): arrivals, offered_rate,
+//     duration, connections, server.*.
+//   - median(x) is the middle value; with an even number of repeats the
+//     worse of the two middle values (the higher for metrics without a
+//     direction). It is always a measured value, never an average of
+//     percentiles (DESIGN.md §3).
+//
+// # Inconclusive
+//
+// A rule whose verdict the measurement cannot support is INCONCLUSIVE,
+// never passed:
+//
+//   - a percentile pN read from fewer than n ≥ 10 / (1 − N/100) samples,
+//     i.e. fewer than ten samples expected above it: p50 needs 20, p90 100,
+//     p95 200, p99 1000, p99.9 10000 (DESIGN.md §4 names the last two);
+//   - any latency statistic of an empty distribution ("n/a (0 samples)");
+//   - error_rate without requests, littleL without responses, rates of a
+//     phase of no duration, offered_rate in the closed model;
+//   - server.X that was not fetched, client.* and target.* not measured,
+//     baseline.* without a baseline;
+//   - median(x) or worst(x) when x is unavailable in any repeat.
+//
+// The metrics a rule reads are found by walking its syntax tree. Rules are
+// judged in three-valued logic over and/or/not, so a rule that is false
+// whatever the unavailable values are still FAILS (`errors == 0 and
+// p999 < 5ms` with errors = 3), one that is true whatever they are passes,
+// and only an open question is inconclusive.
+package rules

@@ -1,0 +1,662 @@
+package rules
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/runner-dev/runner/engine/measure"
+)
+
+// Status is a rule's verdict.
+type Status int
+
+// Verdicts, from best to worst as Worst orders them.
+const (
+	// Pass: the rule holds.
+	Pass Status = iota
+	// Inconclusive: the measurement cannot support a verdict (too few
+	// samples, a metric that was not measured).
+	Inconclusive
+	// Error: the rule could not be evaluated (a runtime error such as a
+	// division by zero). Compile catches everything else.
+	Error
+	// Fail: the rule does not hold.
+	Fail
+)
+
+// String returns "pass", "inconclusive", "error" or "fail".
+func (s Status) String() string {
+	switch s {
+	case Pass:
+		return "pass"
+	case Inconclusive:
+		return "inconclusive"
+	case Error:
+		return "error"
+	case Fail:
+		return "fail"
+	}
+	return "status(" + strconv.Itoa(int(s)) + ")"
+}
+
+// MarshalText encodes s as its String.
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText decodes what MarshalText wrote.
+func (s *Status) UnmarshalText(b []byte) error {
+	for _, c := range []Status{Pass, Inconclusive, Error, Fail} {
+		if string(b) == c.String() {
+			*s = c
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown status %q", b)
+}
+
+// Worst returns the worst of statuses: Fail > Error > Inconclusive > Pass.
+// A failed rule wins over an inconclusive one (DESIGN.md §5). No statuses
+// is Pass.
+func Worst(statuses ...Status) Status {
+	w := Pass
+	for _, s := range statuses {
+		w = max(w, s)
+	}
+	return w
+}
+
+// Verdict is one rule judged on one repeat.
+type Verdict struct {
+	// Status is the verdict.
+	Status Status `json:"status"`
+	// Observed lists the value of every metric the rule reads, in order of
+	// appearance, e.g. "p99=12.3ms errors=0"; unavailable values read
+	// "n/a (…)" and too-thin ones carry their sample count.
+	Observed string `json:"observed"`
+	// Reason says why a rule did not pass: the conditions that were false,
+	// what was missing, or the evaluation error. Empty on a plain pass.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Result is one rule judged across repeats.
+type Result struct {
+	// Status is the worst of the repeats' statuses: the rule holds only if
+	// it holds in every repeat.
+	Status Status `json:"status"`
+	// Repeats holds each repeat's verdict, in order.
+	Repeats []Verdict `json:"repeats"`
+	// Reason summarises the repeats that did not pass.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ClientUsage is the load generator's own resource use in a phase.
+type ClientUsage struct {
+	// CPU is the process's CPU use as a fraction of the machine (0..1).
+	CPU float64
+	// GCPauseMax is the longest garbage-collection pause.
+	GCPauseMax time.Duration
+}
+
+// TargetUsage is the target process's resource use in a phase.
+type TargetUsage struct {
+	// CPU is the target's CPU use as a fraction of the machine (0..1).
+	CPU float64
+	// CPUMaxThread is the busiest thread's CPU use as a fraction of one core.
+	CPUMaxThread float64
+	// RSS is the resident set size in bytes.
+	RSS int64
+}
+
+// Extras are the metrics a Summary does not hold. Zero values mean "not
+// measured" where the doc says so, and rules reading them are
+// INCONCLUSIVE.
+type Extras struct {
+	// Connections is the phase's planned connections (`connections`).
+	Connections int64
+	// ConnectionsEstablished is how many of them were established.
+	ConnectionsEstablished int64
+	// OfferedRate is the open model's scheduled arrival rate in 1/s; 0 for
+	// the closed model (offered_rate is then unavailable).
+	OfferedRate float64
+	// Server holds the target's counter deltas over the phase
+	// (`server.<name>`); nil or a missing name means not fetched.
+	Server map[string]float64
+	// Client is the generator's resource use; nil means not measured.
+	Client *ClientUsage
+	// Target is the target's resource use; nil means not measured.
+	Target *TargetUsage
+	// Baseline is the environment of the same phase in a baseline run
+	// (`baseline.<metric>`); nil means no baseline.
+	Baseline *Env
+}
+
+// Env is the metrics of one phase of one repeat, as rules read them.
+// Build it with NewEnv; the zero Env is a phase with nothing recorded.
+type Env struct {
+	m metrics
+	// What the values rest on, for availability.
+	samples  map[string]int64 // latency group ("" = response) → samples
+	fetched  map[string]bool  // server counters that were fetched
+	requests int64
+	answered int64
+	elapsed  time.Duration
+	client   bool
+	target   bool
+	baseline *Env
+}
+
+// NewEnv builds the rule environment of a phase from its Summary (nil
+// reads as empty) and the extras. Metric names and units are DESIGN.md §4:
+// counters are int64, rates float64 per second, error_rate a fraction 0..1,
+// latencies time.Duration; p50…stddev are response times of ok requests,
+// service.* service times of ok requests, failed.* response times of
+// failed requests (every class). errors_by[code] is 0 for a code that did
+// not occur.
+func NewEnv(s *measure.Summary, extra Extras) Env {
+	if s == nil {
+		s = &measure.Summary{}
+	}
+	e := Env{
+		samples:  map[string]int64{},
+		requests: s.Requests,
+		answered: s.Responded,
+		elapsed:  s.Elapsed,
+		client:   extra.Client != nil,
+		target:   extra.Target != nil,
+		baseline: extra.Baseline,
+	}
+	m := &e.m
+	m.Requests, m.OK, m.Errors = s.Requests, s.OK, s.Errors
+	m.ErrorRate, _ = s.ErrorRate()
+	m.Timeouts, m.Late, m.Dropped, m.Arrivals, m.Cancelled = s.Timeouts, s.Late, s.Dropped, s.Arrivals, s.Cancelled
+	m.Throughput, m.CompletedRate, m.AchievedRate = s.Throughput(), s.CompletedRate(), s.AchievedRate()
+	m.OfferedRate = extra.OfferedRate
+	m.Duration = s.Elapsed
+	m.Samples = s.Response.Count()
+	m.Connections, m.ConnectionsEstablished = extra.Connections, extra.ConnectionsEstablished
+	m.ConnectionsOpened, m.Reconnects = s.ConnectionsOpened, s.Reconnects
+	m.InflightMean = s.InflightMean()
+	m.LittleL = s.LittleL()
+	failed := s.FailedAll()
+	for g, d := range map[string]*measure.Dist{"": &s.Response, "service": &s.Service, "failed": failed} {
+		l := &m.latency
+		switch g {
+		case "service":
+			l = &m.Service
+		case "failed":
+			l = &m.Failed
+		}
+		fillLatency(l, d)
+		e.samples[g] = d.Count()
+	}
+	m.ErrorsBy = maps.Clone(s.ErrorsByCode)
+	if m.ErrorsBy == nil {
+		m.ErrorsBy = map[string]int64{}
+	}
+	m.Server = maps.Clone(extra.Server)
+	if m.Server == nil {
+		m.Server = map[string]float64{}
+	}
+	if extra.Client != nil {
+		m.Client = clientVars{CPU: extra.Client.CPU, GCPauseMax: extra.Client.GCPauseMax}
+	}
+	if extra.Target != nil {
+		m.Target = targetVars{CPU: extra.Target.CPU, CPUMaxThread: extra.Target.CPUMaxThread, RSS: extra.Target.RSS}
+	}
+	// A fetched counter is in the map even when its delta is 0.
+	e.fetched = map[string]bool{}
+	for k := range extra.Server {
+		e.fetched[k] = true
+	}
+	return e
+}
+
+func fillLatency(l *latency, d *measure.Dist) {
+	l.P50, _ = d.Percentile(50)
+	l.P90, _ = d.Percentile(90)
+	l.P95, _ = d.Percentile(95)
+	l.P99, _ = d.Percentile(99)
+	l.P999, _ = d.Percentile(99.9)
+	l.Max, _ = d.Max()
+	l.Min, _ = d.Min()
+	l.Mean, _ = d.Mean()
+	l.Stddev, _ = d.Stddev()
+}
+
+// availability says whether a metric's value supports a verdict in env;
+// note explains a missing or thin value.
+func availability(env *Env, r ref) (ok bool, note string) {
+	if r.view == "baseline" {
+		if env.baseline == nil {
+			return false, "no baseline"
+		}
+		return availability(env.baseline, r.base())
+	}
+	def := r.def()
+	switch def.need {
+	case dist:
+		n := env.samples[r.group]
+		if n == 0 {
+			return false, "0 samples"
+		}
+		if need := minSamples(def.p); n < need {
+			return false, fmt.Sprintf("%d %s, needs ≥ %d", n, plural(n, "sample"), need)
+		}
+	case anyRequest:
+		if env.requests == 0 {
+			return false, "0 requests"
+		}
+	case someElapsed:
+		if env.elapsed <= 0 {
+			return false, "phase of no duration"
+		}
+	case littleNeed:
+		if env.elapsed <= 0 || env.answered == 0 {
+			return false, "no responses"
+		}
+	case offeredNeed:
+		if env.m.OfferedRate <= 0 {
+			return false, "closed model: no offered rate"
+		}
+	case clientNeed:
+		if !env.client {
+			return false, "not measured"
+		}
+	case targetNeed:
+		if !env.target {
+			return false, "not measured"
+		}
+	case serverNeed:
+		if r.name == "" {
+			if len(env.m.Server) == 0 {
+				return false, "not fetched"
+			}
+		} else if !env.fetched[r.name] {
+			return false, "not fetched"
+		}
+	}
+	return true, ""
+}
+
+// viewValue is a median(x) or worst(x) across repeats.
+type viewValue struct {
+	v    any
+	ok   bool
+	note string
+}
+
+// views computes the rule's median(x) and worst(x) over envs: worst is the
+// max of a lower-is-better metric and the min of a higher-is-better one;
+// median is the middle value, and with an even number of repeats the worse
+// of the two middle ones (the upper for metrics without a direction), so a
+// median is always a measured value and never an average of percentiles
+// (DESIGN.md §3). Either is unavailable when the metric is unavailable in
+// any repeat.
+func (r *Rule) views(envs []*Env) map[ref]viewValue {
+	out := map[ref]viewValue{}
+	for _, x := range r.refs {
+		if x.view != viewMedian && x.view != viewWorst {
+			continue
+		}
+		b := x.base()
+		vals := make([]any, 0, len(envs))
+		vv := viewValue{ok: true}
+		for i, e := range envs {
+			if ok, note := availability(e, b); !ok {
+				vv = viewValue{note: note}
+				if len(envs) > 1 {
+					vv.note = fmt.Sprintf("repeat %d: %s", i+1, note)
+				}
+				break
+			}
+			vals = append(vals, b.get(&e.m))
+		}
+		if vv.ok && len(vals) > 0 {
+			slices.SortStableFunc(vals, compareValues)
+			dir := b.def().dir
+			switch {
+			case x.view == viewWorst && dir == higherBetter:
+				vv.v = vals[0]
+			case x.view == viewWorst:
+				vv.v = vals[len(vals)-1]
+			case len(vals)%2 == 1:
+				vv.v = vals[len(vals)/2]
+			case dir == higherBetter:
+				vv.v = vals[len(vals)/2-1]
+			default:
+				vv.v = vals[len(vals)/2]
+			}
+		}
+		if vv.ok && len(vals) == 0 {
+			vv = viewValue{note: "no repeats"}
+		}
+		out[x] = vv
+	}
+	return out
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+func compareValues(a, b any) int {
+	switch x := a.(type) {
+	case int64:
+		if y, ok := b.(int64); ok {
+			return cmp.Compare(x, y)
+		}
+	case time.Duration:
+		if y, ok := b.(time.Duration); ok {
+			return cmp.Compare(x, y)
+		}
+	}
+	fa, _ := toFloat(a)
+	fb, _ := toFloat(b)
+	return cmp.Compare(fa, fb)
+}
+
+// Eval judges the rule on one phase of one repeat. median(x) and worst(x)
+// read x itself (one repeat); Judge computes them across repeats. Eval
+// never panics.
+func (r *Rule) Eval(env Env) Verdict {
+	if r == nil {
+		return Verdict{Status: Error, Reason: "no rule"}
+	}
+	return r.eval(&env, r.views([]*Env{&env}))
+}
+
+// Judge judges the rule on each repeat's environment of one phase. The rule
+// holds only if it holds in every repeat: any Fail is Fail, else any Error
+// is Error, else any Inconclusive is Inconclusive. median(x) and worst(x)
+// are computed across all repeats. No repeats is Inconclusive.
+func Judge(r *Rule, perRepeat []Env) Result {
+	if r == nil {
+		return Result{Status: Error, Reason: "no rule"}
+	}
+	if len(perRepeat) == 0 {
+		return Result{Status: Inconclusive, Reason: "no repeats"}
+	}
+	envs := make([]*Env, len(perRepeat))
+	for i := range perRepeat {
+		envs[i] = &perRepeat[i]
+	}
+	views := r.views(envs)
+	res := Result{Repeats: make([]Verdict, len(envs))}
+	var reasons []string
+	for i, e := range envs {
+		v := r.eval(e, views)
+		res.Repeats[i] = v
+		res.Status = Worst(res.Status, v.Status)
+		if v.Status != Pass {
+			if len(envs) == 1 {
+				reasons = append(reasons, v.Reason)
+			} else {
+				reasons = append(reasons, fmt.Sprintf("repeat %d: %s: %s", i+1, v.Status, v.Reason))
+			}
+		}
+	}
+	res.Reason = strings.Join(reasons, "; ")
+	return res
+}
+
+// truth is a three-valued truth value (Kleene).
+type truth int
+
+const (
+	unknownTruth truth = iota
+	falseTruth
+	trueTruth
+)
+
+// eval judges the rule on env with the given cross-repeat views.
+func (r *Rule) eval(env *Env, views map[ref]viewValue) (v Verdict) {
+	defer func() {
+		if p := recover(); p != nil {
+			v = Verdict{Status: Error, Reason: fmt.Sprintf("internal error: %v", p)}
+		}
+	}()
+	in := root{metrics: env.m, Median: &metrics{}, Worst: &metrics{}, Baseline: &metrics{}}
+	if in.ErrorsBy == nil {
+		in.ErrorsBy = map[string]int64{}
+	}
+	if in.Server == nil {
+		in.Server = map[string]float64{}
+	}
+	if env.baseline != nil {
+		in.Baseline = &env.baseline.m
+	}
+	missing := map[ref]string{}
+	var observed []string
+	for _, x := range r.refs {
+		ok, note := availability(env, x)
+		var val any
+		switch x.view {
+		case viewMedian, viewWorst:
+			vv := views[x]
+			ok, note, val = vv.ok, vv.note, vv.v
+			if ok {
+				dst := in.Median
+				if x.view == viewWorst {
+					dst = in.Worst
+				}
+				x.base().set(dst, val)
+			}
+		case "baseline":
+			if env.baseline != nil {
+				val = x.base().get(&env.baseline.m)
+			}
+		default:
+			val = x.get(&in.metrics)
+		}
+		observed = append(observed, x.String()+"="+formatObserved(val, ok, note))
+		if !ok {
+			missing[x] = note
+		}
+	}
+	v.Observed = strings.Join(observed, " ")
+
+	if len(missing) == 0 {
+		out, err := vm.Run(r.prog, in)
+		if err != nil {
+			return Verdict{Status: Error, Observed: v.Observed, Reason: r.runError(err)}
+		}
+		if b, _ := out.(bool); b {
+			v.Status = Pass
+			return v
+		}
+		v.Status = Fail
+		_, why, _ := r.top.judge(in, nil)
+		v.Reason = strings.Join(why, "; ")
+		if v.Reason == "" {
+			v.Reason = "false"
+		}
+		return v
+	}
+
+	// Some metric cannot support a verdict: judge with three-valued logic,
+	// so that a rule false (or true) whatever the missing values are still
+	// fails (or passes), and only a truly open question is inconclusive.
+	t, why, err := r.top.judge(in, missing)
+	var notes []string
+	for _, x := range r.refs {
+		if note, ok := missing[x]; ok {
+			notes = append(notes, x.String()+": "+note)
+		}
+	}
+	switch {
+	case err != nil:
+		return Verdict{Status: Error, Observed: v.Observed, Reason: r.runError(err)}
+	case t == falseTruth:
+		v.Status = Fail
+		v.Reason = strings.Join(why, "; ") + " (whatever " + strings.Join(notes, ", ") + ")"
+	case t == trueTruth:
+		v.Status = Pass
+		v.Reason = "holds whatever " + strings.Join(notes, ", ")
+	default:
+		v.Status = Inconclusive
+		v.Reason = strings.Join(notes, "; ")
+	}
+	return v
+}
+
+// runError describes an evaluation error at the user's column.
+func (r *Rule) runError(err error) string {
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		return r.rw.errorAtText(fe.From, "%s", fe.Message).Error()
+	}
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
+// judge evaluates the clause in three-valued logic: an atom reading a
+// missing metric is unknown; and is false if any side is false, true if
+// both are true; or is true if any side is true, false if both are false.
+// why lists the atoms that made the clause false, as written.
+func (c *clause) judge(in root, missing map[ref]string) (t truth, why []string, err error) {
+	switch c.op {
+	case "not":
+		k, _, err := c.kids[0].judge(in, missing)
+		if err != nil {
+			return 0, nil, err
+		}
+		switch k {
+		case trueTruth:
+			return falseTruth, []string{"not (" + c.kids[0].describe() + ") is false"}, nil
+		case falseTruth:
+			return trueTruth, nil, nil
+		}
+		return unknownTruth, nil, nil
+	case "and", "or":
+		ts := make([]truth, len(c.kids))
+		var falses []string
+		for i, k := range c.kids {
+			kt, kwhy, err := k.judge(in, missing)
+			if err != nil {
+				return 0, nil, err
+			}
+			ts[i] = kt
+			if kt == falseTruth {
+				falses = append(falses, kwhy...)
+			}
+		}
+		want := trueTruth
+		if c.op == "or" {
+			want = falseTruth
+		}
+		// and: any false → false, all true → true; or: the mirror image.
+		switch {
+		case slices.Contains(ts, 3-want): // the absorbing value
+			if want == trueTruth {
+				return falseTruth, falses, nil
+			}
+			return trueTruth, nil, nil
+		case !slices.Contains(ts, unknownTruth):
+			if want == trueTruth {
+				return trueTruth, nil, nil
+			}
+			return falseTruth, falses, nil
+		}
+		return unknownTruth, nil, nil
+	}
+	for _, x := range c.refs {
+		if _, ok := missing[x]; ok {
+			return unknownTruth, nil, nil
+		}
+	}
+	out, err := vm.Run(c.prog, in)
+	if err != nil {
+		return 0, nil, err
+	}
+	if b, _ := out.(bool); b {
+		return trueTruth, nil, nil
+	}
+	return falseTruth, []string{c.text + " is false"}, nil
+}
+
+func (c *clause) describe() string {
+	if c.op == "" {
+		return c.text
+	}
+	parts := make([]string, len(c.kids))
+	for i, k := range c.kids {
+		parts[i] = k.describe()
+	}
+	if c.op == "not" {
+		return "not " + parts[0]
+	}
+	return strings.Join(parts, " "+c.op+" ")
+}
+
+// formatObserved renders one observed value: "12.3ms", "n/a (0 samples)",
+// or a value too thin to judge with its sample count.
+func formatObserved(v any, ok bool, note string) string {
+	switch {
+	case ok:
+		return FormatValue(v)
+	case v != nil && strings.Contains(note, "needs ≥"):
+		return FormatValue(v) + " (" + note + ")"
+	}
+	return "n/a (" + note + ")"
+}
+
+// FormatValue renders a metric value for reports: durations rounded up to
+// the microsecond (a reported percentile is an upper bound and stays one),
+// integers exactly, floats to six significant digits without exponent.
+func FormatValue(v any) string {
+	switch x := v.(type) {
+	case time.Duration:
+		if x > 0 && x < math.MaxInt64-time.Microsecond {
+			x = (x + time.Microsecond - 1).Truncate(time.Microsecond)
+		}
+		return x.String()
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case int:
+		return strconv.Itoa(x)
+	case float64:
+		return formatFloat(x)
+	case map[string]int64:
+		keys := slices.Sorted(maps.Keys(x))
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + ":" + strconv.FormatInt(x[k], 10)
+		}
+		return "{" + strings.Join(parts, " ") + "}"
+	case map[string]float64:
+		keys := slices.Sorted(maps.Keys(x))
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + ":" + formatFloat(x[k])
+		}
+		return "{" + strings.Join(parts, " ") + "}"
+	}
+	return fmt.Sprint(v)
+}
+
+func formatFloat(f float64) string {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	s := strconv.FormatFloat(f, 'g', 6, 64)
+	if strings.ContainsAny(s, "e") {
+		g, _ := strconv.ParseFloat(s, 64)
+		s = strconv.FormatFloat(g, 'f', -1, 64)
+	}
+	return s
+}

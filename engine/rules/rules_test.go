@@ -1,0 +1,518 @@
+package rules
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/engine/measure"
+)
+
+var ok200 = drivers.Outcome{Class: drivers.OK, Responded: true}
+
+// b19Summary is field case B19's phase: 1006 ok requests whose response
+// time is 4·n ms, plus one 503, over 10 s.
+func b19Summary() *measure.Summary {
+	rec := measure.NewRecorder(2, measure.Options{})
+	for n := 1; n <= 1006; n++ {
+		rec.AddArrivals(1)
+		rec.Record(n, &measure.Result{Done: time.Duration(4*n) * time.Millisecond, Outcome: ok200})
+	}
+	rec.AddArrivals(1)
+	rec.Record(0, &measure.Result{Done: time.Second, Outcome: drivers.Outcome{Class: drivers.Status, Code: "503", Responded: true}})
+	return rec.Summary(10 * time.Second)
+}
+
+// uniformSummary has n ok requests with response times spread evenly
+// over (0, top] and the given elapsed time.
+func uniformSummary(n int, top, elapsed time.Duration) *measure.Summary {
+	rec := measure.NewRecorder(1, measure.Options{})
+	for i := 1; i <= n; i++ {
+		rec.AddArrivals(1)
+		rec.Record(0, &measure.Result{Done: top * time.Duration(i) / time.Duration(n), Outcome: ok200})
+	}
+	return rec.Summary(elapsed)
+}
+
+func TestCompileErrors(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		col  int
+		want string
+	}{
+		// The unit is missing: the number is pointed at.
+		{"p99 < 20", 7, "p99 is a duration: write the unit, e.g. 20ms"},
+		{"20 > p99", 1, "p99 is a duration: write the unit, e.g. 20ms"},
+		{"p99 ≈ 20", 7, "p99 is a duration: write the unit, e.g. 20ms"},
+		{"approx(p99, 0.5)", 13, "p99 is a duration: write the unit, e.g. 0.5ms"},
+		{"p99 + 5 > 1s", 7, "e.g. 5ms"},
+		{"median(p99) < 20", 15, "median(p99) is a duration"},
+		{"service.p99 >= 3", 16, "service.p99 is a duration"},
+		{"p99 < errors", 5, "p99 is a duration and errors is a number"},
+		{"max(p99, 1s) < 2s", 1, "max is a metric, not a function"},
+		{"(errors > 0 ? p99 : 5) < 1s", 21, "p99 is a duration: write the unit, e.g. 5ms"},
+		// Unknown names, with what is known and the nearest name.
+		{"p98 < 5ms", 1, `unknown metric "p98"; did you mean p90, p95 or p99? (known metrics: p50 p90`},
+		{"errorRate < 0.1", 1, "did you mean error_rate?"},
+		{"P99 < 1s", 1, "did you mean p99?"},
+		{"service.p98 < 1s", 9, `unknown metric "service.p98"; did you mean service.p90, service.p95 or service.p99? (service.* has p50`},
+		{"servce.errors > 0", 1, "did you mean service?"},
+		{"frobnicate > 0", 1, `unknown metric "frobnicate" (known metrics:`},
+		{"service < 1s", 1, "service is a group, not a metric: write e.g. service.p99"},
+		{"p99.x < 1s", 5, "p99 is a metric, it has no member"},
+		// Duration literals.
+		{"p99 < 20mss", 7, `unknown unit "mss" in "20mss"`},
+		{"p99 < 1h30", 7, `missing unit after 30 in "1h30"`},
+		{"p99 < 1e3ms", 7, "plain decimals with a unit"},
+		{"p99 < 20ms5", 7, `missing unit after 5 in "20ms5"`},
+		// Types and units.
+		{"p99", 1, "a rule must be true or false, e.g. p99 < 20ms; this one is a duration"},
+		{"errors + 1", 1, "this one is a number"},
+		{"p99 * p50 < 1s", 5, "cannot multiply two durations (p99 * p50)"},
+		{"1 / p99 > 0", 3, "cannot divide a number by a duration"},
+		{"p99 % 2ms == 0s", 5, "% is not defined for durations"},
+		{"-p99 < 0s", 1, "a duration cannot be negated; write 0s - p99"},
+		{`"a" ≈ "b"`, 5, "≈ compares numbers or durations, not a string"},
+		{"not p99 ≈ p50", 9, "not binds tighter than ≈"},
+		{"approx(1, 2, -0.1)", 14, "tolerance of approx must be ≥ 0"},
+		{"approx(1)", 1, "approx takes 2 or 3 arguments"},
+		// median and worst.
+		{"worst(offered_rate) > 1", 1, "offered_rate has no better or worse direction"},
+		{"worst(server.x) > 1", 1, "server.x has no better or worse direction"},
+		{"median(p99 + 1ms) < 1s", 8, "median takes one metric, e.g. median(p99), not an expression"},
+		{"median(baseline.p99) < 1s", 8, "median takes a metric of this run"},
+		{"median(service) < 1s", 8, "service is a group"},
+		{"median(p99, p50) < 1s", 1, "median takes one metric"},
+		// expr's own errors, at the user's column despite the rewriting.
+		{"p99 <", 5, "unexpected token EOF"},
+		{"p99 < 20ms and foo > 1", 16, `unknown metric "foo"`},
+		{"p99 ≈ p50 and foo > 1", 15, `unknown metric "foo"`},
+		{"errors == 0 and\n  p99 < 20", 9, "line 2, column 9: p99 is a duration"},
+		{"   ", 1, "empty rule"},
+		{`errors_by[1] > 0`, 11, "cannot use int"},
+	} {
+		_, err := Compile(c.src)
+		ce, ok := err.(*CompileError)
+		if !ok {
+			t.Errorf("Compile(%q) = %v, want a *CompileError", c.src, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) || ce.Column != c.col && !strings.Contains(c.want, "line") {
+			t.Errorf("Compile(%q):\n got %v (column %d)\nwant %q at column %d", c.src, err, ce.Column, c.want, c.col)
+		}
+	}
+}
+
+func TestEvalConcurrent(t *testing.T) {
+	r, err := Compile("median(p99) < 5s and p999 < 5s or errors == 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := NewEnv(b19Summary(), Extras{})
+	done := make(chan Status)
+	for range 8 {
+		go func() {
+			var s Status
+			for range 50 {
+				s = Worst(s, Judge(r, []Env{env, env}).Status)
+			}
+			done <- s
+		}()
+	}
+	for range 8 {
+		if s := <-done; s != Pass {
+			t.Errorf("status %v", s)
+		}
+	}
+}
+
+func TestCompileErrorSnippet(t *testing.T) {
+	_, err := Compile("p99 < 20")
+	want := "p99 < 20\n      ^"
+	if got := err.(*CompileError).Snippet(); got != want {
+		t.Errorf("snippet\n%s\nwant\n%s", got, want)
+	}
+	if got := err.Error(); got != "column 7: p99 is a duration: write the unit, e.g. 20ms" {
+		t.Errorf("error text %q", got)
+	}
+}
+
+// envOf builds an Env whose latency distributions have plenty of samples,
+// with metrics set by f.
+func envOf(f func(m *metrics)) Env {
+	e := Env{samples: map[string]int64{"": 1e6, "service": 1e6, "failed": 1e6}, fetched: map[string]bool{},
+		requests: 1e6, answered: 1e6, elapsed: time.Minute}
+	e.m.ErrorsBy = map[string]int64{}
+	e.m.Server = map[string]float64{}
+	f(&e.m)
+	return e
+}
+
+func TestApproxPrecedence(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		top  string // the boolean skeleton the rule must parse to
+		env  func(m *metrics)
+		want Status
+	}{
+		// ≈ binds tighter than and: (littleL ≈ connections) and (errors == 0).
+		{"littleL ≈ connections and errors == 0", "littleL ≈ connections and errors == 0",
+			func(m *metrics) { m.LittleL, m.Connections = 97, 100 }, Pass},
+		{"littleL ≈ connections and errors == 0", "littleL ≈ connections and errors == 0",
+			func(m *metrics) { m.LittleL, m.Connections, m.Errors = 97, 100, 1 }, Fail},
+		{"littleL ≈ connections && errors == 0", "littleL ≈ connections and errors == 0",
+			func(m *metrics) { m.LittleL, m.Connections = 90, 100 }, Fail},
+		// Parentheses group as usual; or is looser still.
+		{"(p99 ≈ p50) || errors > 0", "p99 ≈ p50 or errors > 0",
+			func(m *metrics) { m.P99, m.P50, m.Errors = 100*time.Millisecond, 50*time.Millisecond, 1 }, Pass},
+		{"p99 ≈ p50 or errors > 0", "p99 ≈ p50 or errors > 0",
+			func(m *metrics) { m.P99, m.P50 = 104*time.Millisecond, 100*time.Millisecond }, Pass},
+		// Arithmetic binds tighter: (ok + 1) ≈ (requests * 2).
+		{"ok + 1 ≈ requests * 2", "ok + 1 ≈ requests * 2",
+			func(m *metrics) { m.OK, m.Requests = 99, 50 }, Pass},
+		{"ok + 1 ≈ requests * 2", "ok + 1 ≈ requests * 2",
+			func(m *metrics) { m.OK, m.Requests = 99, 60 }, Fail},
+		// ≈ is left-associative with == at the same level: (a ≈ b) == true.
+		{"p99 ≈ p50 == true", "p99 ≈ p50 == true",
+			func(m *metrics) { m.P99, m.P50 = time.Second, time.Second }, Pass},
+		// not binds tighter than ≈, so it needs parentheses.
+		{"not (throughput ≈ offered_rate)", "not throughput ≈ offered_rate",
+			func(m *metrics) { m.Throughput, m.OfferedRate = 50, 100 }, Pass},
+		// Durations on both sides, with arithmetic.
+		{"p99 - p50 ≈ 10ms", "p99 - p50 ≈ 10ms",
+			func(m *metrics) { m.P99, m.P50 = 30*time.Millisecond, 20400*time.Microsecond }, Pass},
+		{"approx(throughput, offered_rate, 0.01)", "approx(throughput, offered_rate, 0.01)",
+			func(m *metrics) { m.Throughput, m.OfferedRate = 98, 100 }, Fail},
+	} {
+		r, err := Compile(c.src)
+		if err != nil {
+			t.Errorf("Compile(%q): %v", c.src, err)
+			continue
+		}
+		if got := r.top.describe(); got != c.top {
+			t.Errorf("%q parses as %q, want %q", c.src, got, c.top)
+		}
+		if v := r.Eval(envOf(c.env)); v.Status != c.want {
+			t.Errorf("%q: %v (%s; %s), want %v", c.src, v.Status, v.Observed, v.Reason, c.want)
+		}
+	}
+}
+
+func TestApprox(t *testing.T) {
+	for _, c := range []struct {
+		a, b, tol float64
+		want      bool
+	}{
+		{100, 105, 0.05, true},  // |5| ≤ 0.05·105 = 5.25
+		{100, 106, 0.05, false}, // |6| > 5.3
+		{105, 100, 0.05, true},  // symmetric
+		{0, 0, 0.05, true},      // 0 ≈ 0
+		{0, 1e-12, 0.05, false}, // relative: nothing is near 0 but 0
+		{-1, 1, 0.05, false},    // opposite signs
+		{-100, -96, 0.05, true}, // negative values
+		{1, 2, 1, true},         // tol 1: anything of the same sign
+		{1, 1, 0, true},         // tol 0 is equality
+		{math.NaN(), 1, 1, false},
+		{math.Inf(1), math.Inf(1), 0.05, true},
+		{math.Inf(1), 1e300, 0.05, false},
+	} {
+		if got := Approx(c.a, c.b, c.tol); got != c.want {
+			t.Errorf("Approx(%v, %v, %v) = %v, want %v", c.a, c.b, c.tol, got, c.want)
+		}
+	}
+}
+
+func TestEval(t *testing.T) {
+	env := NewEnv(b19Summary(), Extras{Connections: 200, OfferedRate: 100,
+		Server: map[string]float64{"echoed": 1006, "limited": 0}})
+	for _, c := range []struct {
+		src      string
+		want     Status
+		observed string
+		reason   string
+	}{
+		{"p99 < 5s", Pass, "p99=3.985408s", ""},
+		{"p99 < 20ms", Fail, "p99=3.985408s", "p99 < 20ms is false"},
+		{"min == 4ms and max == 4024ms", Pass, "min=4ms max=4.024s", ""},
+		// B19: p99.9 of 1006 samples cannot be judged.
+		{"p999 < 5s", Inconclusive, "p999=4.020224s (1006 samples, needs ≥ 10000)", "p999: 1006 samples, needs ≥ 10000"},
+		// Three-valued logic: false (or true) whatever p999 is.
+		{"p999 < 5s and errors == 0", Fail, "", "errors == 0 is false (whatever p999: 1006 samples, needs ≥ 10000)"},
+		{"p999 < 5s or errors == 1", Pass, "", "holds whatever p999"},
+		{"p999 < 5s and errors == 1", Inconclusive, "", ""},
+		{"not (p999 < 5s)", Inconclusive, "", ""},
+		{"errors == 1 && errors_by[\"503\"] == 1 && errors_by[\"RATE_LIMITED\"] == 0", Pass, `errors=1 errors_by["503"]=1 errors_by["RATE_LIMITED"]=0`, ""},
+		{"error_rate < 0.001", Pass, "error_rate=0.000993049", ""},
+		{"throughput ≈ 100", Pass, "throughput=100.6", ""},
+		{"achieved_rate ≈ offered_rate", Pass, "achieved_rate=100.7 offered_rate=100", ""},
+		{"completed_rate > throughput", Pass, "", ""},
+		{"samples == 1006 and requests == 1007 and arrivals == requests + dropped", Pass, "", ""},
+		{"server.echoed == ok and server.limited == errors_by[\"RATE_LIMITED\"]", Pass, `server.echoed=1006 ok=1006 server.limited=0 errors_by["RATE_LIMITED"]=0`, ""},
+		{"server.missing == 0", Inconclusive, "server.missing=n/a (not fetched)", "server.missing: not fetched"},
+		{"service.p99 < 5s", Pass, "service.p99=3.985408s", ""},
+		{"failed.max < 2s", Pass, "failed.max=1s", ""},
+		{"failed.p50 < 2s", Inconclusive, "failed.p50=1s (1 sample, needs ≥ 20)", ""},
+		{"client.cpu < 0.9", Inconclusive, "client.cpu=n/a (not measured)", ""},
+		{"target.rss < 1e9", Inconclusive, "", ""},
+		{"baseline.p99 > 1s", Inconclusive, "baseline.p99=n/a (no baseline)", ""},
+		{"duration == 10s and connections == 200", Pass, "", ""},
+		{"p99 * 1.5 > 5s and p99 / 2 < 2s and p99 / p50 < 2", Pass, "", ""},
+		{"10ms < p50 < 3s", Pass, "", ""},
+		{"p99 - p50 ≈ 2s", Pass, "", ""},
+		{"median(p99) < 5s and worst(p99) < 5s", Pass, "median(p99)=3.985408s worst(p99)=3.985408s", ""},
+		{"stddev > 0s and mean ≈ 2012ms", Pass, "", ""},
+		{"errors_by[\"5\" + \"03\"] == 1", Pass, "errors_by={503:1}", ""},
+		{"ok % 0 == 1", Error, "", "column 4: runtime error: integer divide by zero"},
+		{"let x = p99; x < 5s", Pass, "p99=3.985408s", ""},
+		{"1h30m > duration", Pass, "", ""},
+		{"p99 > -5ms", Pass, "", ""},
+	} {
+		r, err := Compile(c.src)
+		if err != nil {
+			t.Errorf("Compile(%q): %v", c.src, err)
+			continue
+		}
+		v := r.Eval(env)
+		if v.Status != c.want || c.observed != "" && v.Observed != c.observed || !strings.Contains(v.Reason, c.reason) {
+			t.Errorf("%s\n got %v observed %q reason %q\nwant %v observed %q reason %q", c.src, v.Status, v.Observed, v.Reason, c.want, c.observed, c.reason)
+		}
+	}
+}
+
+func TestEmptyDistributionIsInconclusive(t *testing.T) {
+	rec := measure.NewRecorder(1, measure.Options{})
+	rec.AddArrivals(1)
+	rec.Record(0, &measure.Result{Done: time.Second, Outcome: drivers.Outcome{Class: drivers.Timeout}})
+	env := NewEnv(rec.Summary(time.Second), Extras{})
+	for _, src := range []string{"p50 < 1s", "max < 1s", "mean < 1s", "service.min > 0s", "stddev < 1s"} {
+		r, err := Compile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := r.Eval(env)
+		if v.Status != Inconclusive || !strings.Contains(v.Observed, "n/a (0 samples)") {
+			t.Errorf("%s: %v %q, want inconclusive with n/a (0 samples)", src, v.Status, v.Observed)
+		}
+	}
+	// Counters with no events are a defined 0.
+	r, _ := Compile(`ok == 0 and errors_by["503"] == 0 and timeouts == 1`)
+	if v := r.Eval(env); v.Status != Pass {
+		t.Errorf("counters: %v %s", v.Status, v.Reason)
+	}
+	// No requests at all: error_rate has nothing to rest on.
+	r, _ = Compile("error_rate < 0.01")
+	if v := r.Eval(NewEnv(nil, Extras{})); v.Status != Inconclusive {
+		t.Errorf("error_rate of nothing: %v", v.Status)
+	}
+}
+
+func TestMinSamples(t *testing.T) {
+	for p, want := range map[float64]int64{50: 20, 90: 100, 95: 200, 99: 1000, 99.9: 10000, 0: 1, 99.99: 100000} {
+		if got := minSamples(p); got != want {
+			t.Errorf("minSamples(%v) = %d, want %d", p, got, want)
+		}
+	}
+	// The threshold is exact: 999 samples are too few for p99, 1000 enough.
+	r, _ := Compile("p99 < 1h")
+	for n, want := range map[int]Status{999: Inconclusive, 1000: Pass} {
+		if v := r.Eval(NewEnv(uniformSummary(n, time.Second, time.Second), Extras{})); v.Status != want {
+			t.Errorf("p99 of %d samples: %v, want %v", n, v.Status, want)
+		}
+	}
+}
+
+func TestJudge(t *testing.T) {
+	// Three repeats with p99 of about 1 s, 3 s and 2 s.
+	var envs []Env
+	for _, top := range []time.Duration{time.Second, 3 * time.Second, 2 * time.Second} {
+		envs = append(envs, NewEnv(uniformSummary(2000, top, 10*time.Second), Extras{}))
+	}
+	for _, c := range []struct {
+		src     string
+		want    Status
+		repeats []Status
+	}{
+		{"p99 < 2500ms", Fail, []Status{Pass, Fail, Pass}},
+		{"p99 < 5s", Pass, []Status{Pass, Pass, Pass}},
+		{"median(p99) < 2500ms", Pass, []Status{Pass, Pass, Pass}}, // median ≈ 2 s
+		{"worst(p99) < 2500ms", Fail, []Status{Fail, Fail, Fail}},  // worst ≈ 3 s
+		{"worst(throughput) == 200", Pass, nil},                    // all equal
+		{"worst(samples) == 2000 and median(ok) == 2000", Pass, nil},
+		{"p999 < 5s", Inconclusive, []Status{Inconclusive, Inconclusive, Inconclusive}},
+		{"median(p999) < 5s", Inconclusive, nil},
+	} {
+		r, err := Compile(c.src)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", c.src, err)
+		}
+		res := Judge(r, envs)
+		var got []Status
+		for _, v := range res.Repeats {
+			got = append(got, v.Status)
+		}
+		if res.Status != c.want || c.repeats != nil && !slices.Equal(got, c.repeats) {
+			t.Errorf("%s: %v %v (%s), want %v %v", c.src, res.Status, got, res.Reason, c.want, c.repeats)
+		}
+	}
+	r, _ := Compile("median(p99) < 1h")
+	res := Judge(r, envs)
+	if obs := res.Repeats[0].Observed; !strings.HasPrefix(obs, "median(p99)=1.98") {
+		t.Errorf("median observed %q, want about 2s (the middle repeat)", obs)
+	}
+	if res := Judge(r, nil); res.Status != Inconclusive {
+		t.Errorf("no repeats: %v", res.Status)
+	}
+	if res := Judge(nil, envs); res.Status != Error {
+		t.Errorf("nil rule: %v", res.Status)
+	}
+}
+
+func TestJudgeFailWinsOverInconclusive(t *testing.T) {
+	thin := NewEnv(uniformSummary(10, time.Second, time.Second), Extras{})
+	slow := NewEnv(uniformSummary(5000, 10*time.Second, time.Second), Extras{})
+	fast := NewEnv(uniformSummary(5000, time.Second, time.Second), Extras{})
+	r, _ := Compile("p99 < 2s")
+	if res := Judge(r, []Env{thin, slow}); res.Status != Fail || !strings.Contains(res.Reason, "repeat 2: fail") {
+		t.Errorf("thin + slow: %v %q, want fail", res.Status, res.Reason)
+	}
+	if res := Judge(r, []Env{fast, thin}); res.Status != Inconclusive || !strings.Contains(res.Reason, "repeat 2: inconclusive") {
+		t.Errorf("fast + thin: %v %q, want inconclusive", res.Status, res.Reason)
+	}
+	// worst(x) over repeats where x is thin in one is inconclusive.
+	r, _ = Compile("worst(p99) < 20s")
+	if res := Judge(r, []Env{fast, thin}); res.Status != Inconclusive || !strings.Contains(res.Repeats[0].Observed, "repeat 2: 10 samples") {
+		t.Errorf("worst over thin: %v %q", res.Status, res.Repeats[0].Observed)
+	}
+}
+
+func TestViewsEvenMedianPicksTheWorse(t *testing.T) {
+	envs := []Env{
+		envOf(func(m *metrics) { m.P99, m.Throughput = 10*time.Millisecond, 100 }),
+		envOf(func(m *metrics) { m.P99, m.Throughput = 40*time.Millisecond, 400 }),
+		envOf(func(m *metrics) { m.P99, m.Throughput = 20*time.Millisecond, 200 }),
+		envOf(func(m *metrics) { m.P99, m.Throughput = 30*time.Millisecond, 300 }),
+	}
+	for src, want := range map[string]string{
+		"median(p99) > 0s":       "median(p99)=30ms", // middle two 20 and 30 ms: the higher is worse
+		"median(throughput) > 0": "median(throughput)=200",
+		"worst(p99) > 0s":        "worst(p99)=40ms",
+		"worst(throughput) > 0":  "worst(throughput)=100",
+	} {
+		r, err := Compile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Judge(r, envs).Repeats[0].Observed; got != want {
+			t.Errorf("%s: observed %q, want %q", src, got, want)
+		}
+	}
+}
+
+func TestWorst(t *testing.T) {
+	for _, c := range []struct {
+		in   []Status
+		want Status
+	}{
+		{nil, Pass},
+		{[]Status{Pass, Pass}, Pass},
+		{[]Status{Pass, Inconclusive}, Inconclusive},
+		{[]Status{Inconclusive, Fail, Pass}, Fail}, // failed wins over inconclusive
+		{[]Status{Error, Inconclusive}, Error},
+		{[]Status{Error, Fail}, Fail},
+	} {
+		if got := Worst(c.in...); got != c.want {
+			t.Errorf("Worst(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+	for _, s := range []Status{Pass, Inconclusive, Error, Fail} {
+		b, _ := s.MarshalText()
+		var back Status
+		if err := back.UnmarshalText(b); err != nil || back != s {
+			t.Errorf("%v round-trips to %v, %v", s, back, err)
+		}
+	}
+	var s Status
+	if s.UnmarshalText([]byte("passed")) == nil {
+		t.Error("unknown status decoded")
+	}
+}
+
+// TestCatalogue keeps the metric names in step with DESIGN.md §4 and the
+// typed environment.
+func TestCatalogue(t *testing.T) {
+	design := strings.Fields(`requests ok errors error_rate timeouts late dropped arrivals
+		throughput completed_rate offered_rate achieved_rate duration samples
+		p50 p90 p95 p99 p999 max min mean stddev connections connections_opened reconnects
+		inflight_mean littleL cancelled connections_established`)
+	for _, name := range design {
+		if _, ok := topLevel[name]; !ok {
+			t.Errorf("%s missing from the catalogue", name)
+		}
+	}
+	if len(topLevel) != len(design) {
+		t.Errorf("catalogue has %d names, design %d", len(topLevel), len(design))
+	}
+	for _, name := range topNames {
+		src := name + " == " + name
+		if topLevel[name].unit == durationUnit {
+			src = name + " >= 0s"
+		}
+		if _, err := Compile(src); err != nil {
+			t.Errorf("%s: %v", src, err)
+		}
+		r := ref{name: name}
+		v := r.get(&metrics{})
+		if unitOfType(reflect.TypeOf(v)) != topLevel[name].unit {
+			t.Errorf("%s: unit %v of %T", name, topLevel[name].unit, v)
+		}
+	}
+	for _, src := range []string{`errors_by["x"] >= 0`, "server.x >= 0", "client.cpu >= 0", "client.gc_pause_max >= 0s",
+		"target.cpu >= 0", "target.cpu_max_thread >= 0", "target.rss >= 0", "baseline.p99 >= 0s", "baseline.service.p99 >= 0s",
+		`baseline.errors_by["x"] >= 0`, "failed.stddev >= 0s"} {
+		if _, err := Compile(src); err != nil {
+			t.Errorf("%s: %v", src, err)
+		}
+	}
+}
+
+func TestRuleMetrics(t *testing.T) {
+	r, err := Compile(`p99 < 20ms and errors_by["503"] == 0 and median(p99) < 30ms and p99 > 0s and server.x == ok`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"p99", `errors_by["503"]`, "median(p99)", "server.x", "ok"}
+	if got := r.Metrics(); !slices.Equal(got, want) {
+		t.Errorf("Metrics() = %q, want %q", got, want)
+	}
+	if r.String() != `p99 < 20ms and errors_by["503"] == 0 and median(p99) < 30ms and p99 > 0s and server.x == ok` {
+		t.Error("String() is not the source")
+	}
+}
+
+func TestRewrite(t *testing.T) {
+	for _, c := range []struct{ src, text string }{
+		{"p99 < 20ms", "p99 < 20000000"},
+		{"p99≈p50", "p99==p50"},
+		{`errors_by["20ms ≈"] == 0 // 5ms ≈`, `errors_by["20ms ≈"] == 0 // 5ms ≈`},
+		{"x < 1h30m + 250us + 100ns + 1.5s + 2m + 1_000ms", "x < 5400000000000 + 250000 + 100 + 1500000000 + 120000000000 + 1000000000"},
+		{"a < 250µs and b < 3μs", "a < 250000 and b < 3000"},
+		{"0x1F + 1e3 + 1..5 + 0s", "0x1F + 1e3 + 1..5 + 0"},
+		{"p2 < 'it''s' /* 3ms */", "p2 < 'it''s' /* 3ms */"},
+	} {
+		rw, err := rewrite(c.src)
+		if err != nil {
+			t.Errorf("rewrite(%q): %v", c.src, err)
+			continue
+		}
+		if rw.text != c.text {
+			t.Errorf("rewrite(%q) = %q, want %q", c.src, rw.text, c.text)
+		}
+		if len(rw.start) != len([]rune(rw.text))+1 {
+			t.Errorf("rewrite(%q): offset map of %d for %d runes", c.src, len(rw.start), len([]rune(rw.text)))
+		}
+	}
+}

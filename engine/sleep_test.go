@@ -1,0 +1,41 @@
+package engine
+
+import (
+	"testing"
+	"time"
+)
+
+// The precise sleeper never wakes before its instant, and a closed done
+// channel wakes it long before a far instant. (No upper bound on lateness
+// is asserted: the machine is shared.)
+func TestPreciseSleeperNeverEarlyAndCancellable(t *testing.T) {
+	s := NewPreciseSleeper()
+	defer s.Close()
+	done := make(chan struct{})
+	start := time.Now()
+	for i := 1; i <= 200; i++ {
+		at := start.Add(time.Duration(i) * 500 * time.Microsecond)
+		if !s.Until(at, done) {
+			t.Fatalf("wait %d reported cancelled", i)
+		}
+		if now := time.Now(); now.Before(at) {
+			t.Fatalf("wait %d woke %s early", i, at.Sub(now))
+		}
+	}
+	// A spin-length wait and a past instant.
+	if !s.Until(time.Now().Add(10*time.Microsecond), done) || !s.Until(time.Now().Add(-time.Second), done) {
+		t.Fatal("short or past waits reported cancelled")
+	}
+	go func() { time.Sleep(20 * time.Millisecond); close(done) }()
+	t0 := time.Now()
+	if s.Until(time.Now().Add(time.Hour), done) {
+		t.Fatal("an hour passed?")
+	}
+	if took := time.Since(t0); took > 30*time.Second {
+		t.Fatalf("cancellation took %s", took)
+	}
+	// After cancellation every wait on the same done returns false at once.
+	if s.Until(time.Now().Add(time.Hour), done) {
+		t.Fatal("wait on a closed done reported reached")
+	}
+}

@@ -1,0 +1,46 @@
+package engine
+
+import (
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// usageSample is the process's CPU time and GC count at an instant.
+type usageSample struct {
+	cpu   time.Duration
+	numGC uint32
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func sample() usageSample {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return usageSample{cpu: cpuTime(), numGC: ms.NumGC}
+}
+
+// since returns the CPU used since the sample as a fraction of one core
+// over elapsed, and the longest GC pause among the collections since then
+// (the runtime keeps the last 256 pauses).
+func (u usageSample) since(elapsed time.Duration) (float64, time.Duration) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	cpu := 0.0
+	if elapsed > 0 {
+		cpu = float64(cpuTime()-u.cpu) / float64(elapsed)
+	}
+	var pause time.Duration
+	n := ms.NumGC - u.numGC
+	for i := uint32(0); i < n && i < uint32(len(ms.PauseNs)); i++ {
+		p := time.Duration(ms.PauseNs[(ms.NumGC-1-i)%uint32(len(ms.PauseNs))])
+		pause = max(pause, p)
+	}
+	return cpu, pause
+}

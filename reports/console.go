@@ -1,0 +1,284 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/engine/measure"
+)
+
+// Console writes the human summary of a run: per (repeat, phase) the load,
+// throughput, latency (response and service time with sample counts),
+// errors by class and code, connections, Little's law and client usage;
+// then the spread across repeats, each rule with its observed value per
+// repeat, the warnings and the verdict. With detail false only the rules,
+// warnings and verdict are written.
+func Console(w io.Writer, r *Run, detail bool) {
+	cw := &consoleWriter{w: w, r: r}
+	cw.header()
+	if detail && r.Result != nil {
+		for _, pr := range r.Result.Phases {
+			cw.phase(pr)
+		}
+		cw.acrossRepeats()
+	}
+	cw.rules()
+	cw.warnings()
+	cw.verdict()
+}
+
+type consoleWriter struct {
+	w io.Writer
+	r *Run
+}
+
+func (c *consoleWriter) f(format string, a ...any) {
+	fmt.Fprint(c.w, c.r.redact(fmt.Sprintf(format, a...)))
+}
+
+func (c *consoleWriter) header() {
+	r := c.r
+	c.f("runner · %s · run %s\n", r.Scenario.Name, r.RunID)
+	if r.Target != "" {
+		c.f("target   %s", r.Target)
+		if r.TargetSpawned != "" {
+			c.f(" (spawned: %s)", strings.TrimSpace(r.TargetSpawned))
+		}
+		if r.Insecure {
+			c.f(" [TLS certificate verification OFF]")
+		}
+		c.f("\n")
+	}
+	if r.Plan != nil {
+		c.f("plan     %d repeat(s) × %d phase(s)\n", r.Plan.Repeats, len(r.Plan.Phases))
+	}
+}
+
+func (c *consoleWriter) phase(pr *engine.PhaseResult) {
+	s, p := pr.Summary, pr.Phase
+	title := fmt.Sprintf("repeat %d · %s · %s model · %s", pr.Repeat, p.Name, p.Model, s.Elapsed.Round(time.Millisecond))
+	if p.Warmup {
+		title += " · warmup (recorded apart, never judged)"
+	}
+	if pr.Interrupted {
+		title += " · INTERRUPTED"
+	}
+	c.f("\n%s\n", title)
+	switch p.Model {
+	case engine.Open:
+		c.f("  load          offered %s/s, achieved %s/s; arrivals %d = requests %d + dropped %d; %d connection(s) × in-flight %d\n",
+			rate(p.OfferedRate()), rate(s.AchievedRate()), s.Arrivals, s.Requests, s.Dropped, pr.ConnectionsRequested, p.Inflight)
+	default:
+		c.f("  load          %d connection(s), achieved %s/s, %d requests\n", pr.ConnectionsRequested, rate(s.AchievedRate()), s.Requests)
+	}
+	c.f("  throughput    %s/s (%d ok of %d requests; failures never count)\n", rate(s.Throughput()), s.OK, s.Requests)
+	c.f("  response time %s\n", distLine(&s.Response))
+	c.f("  service time  %s\n", distLine(&s.Service))
+	if s.Corrected.Count() > 0 {
+		c.f("  CO-corrected  %s\n", distLine(s.Corrected))
+	}
+	er, _ := s.ErrorRate()
+	c.f("  errors        %d (%.2f %%)%s\n", s.Errors, 100*er, breakdown(s))
+	if s.Cancelled > 0 {
+		c.f("  cancelled     %d (still in flight when the phase ended or was interrupted; not target errors)\n", s.Cancelled)
+	}
+	c.f("  connections   %d requested, %d established, %d opened, %d reconnects", pr.ConnectionsRequested, pr.ConnectionsEstablished, s.ConnectionsOpened, s.Reconnects)
+	if s.ConnectFailures > 0 {
+		c.f(", %d failed to connect", s.ConnectFailures)
+	}
+	c.f("\n")
+	l := s.LittleL()
+	if p.Model == engine.Closed {
+		c.f("  little's law  λ·W = %.2f vs %d connections; mean in-flight %.2f\n", l, pr.ConnectionsRequested, s.InflightMean())
+	} else {
+		c.f("  little's law  λ·W = %.2f vs mean in-flight %.2f\n", l, s.InflightMean())
+	}
+	c.f("  client        cpu %.1f %% of a core, longest GC pause %s\n", 100*pr.ClientCPU, pr.GCPauseMax.Round(time.Microsecond))
+	if pr.Server != nil {
+		keys := make([]string, 0, len(pr.Server))
+		for k := range pr.Server {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s=%g", k, pr.Server[k]))
+		}
+		c.f("  server Δ      %s\n", strings.Join(parts, " "))
+	} else if pr.ServerErr != "" {
+		c.f("  server Δ      unavailable: %s\n", pr.ServerErr)
+	}
+}
+
+// distLine renders a distribution: sample count, nearest-rank percentiles,
+// max and mean; "n/a (0 samples)" when empty.
+func distLine(d *measure.Dist) string {
+	if d == nil || d.Count() == 0 {
+		return "n/a (0 samples)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "n=%d", d.Count())
+	for _, p := range []struct {
+		name string
+		q    float64
+	}{{"p50", 50}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p99.9", 99.9}} {
+		v, _ := d.Percentile(p.q)
+		mark := ""
+		if float64(d.Count()) < 10/(1-p.q/100)-1e-9 {
+			mark = "*" // too few samples for this percentile to mean much
+		}
+		fmt.Fprintf(&b, "  %s %s%s", p.name, dur(v), mark)
+	}
+	mx, _ := d.Max()
+	mean, _ := d.Mean()
+	fmt.Fprintf(&b, "  max %s  mean %s", dur(mx), dur(mean))
+	return b.String()
+}
+
+// dur prints a duration with 3 significant decimals in its natural unit.
+func dur(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.3fs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.3fms", float64(d)/1e6)
+	default:
+		return fmt.Sprintf("%.1fµs", float64(d)/1e3)
+	}
+}
+
+func breakdown(s *measure.Summary) string {
+	if s.Errors == 0 {
+		return ""
+	}
+	return "  by class: " + counts(s.ErrorsByClass) + "  by code: " + counts(s.ErrorsByCode)
+}
+
+func counts(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// acrossRepeats prints, per measured phase run more than once, the median
+// and range of the key metrics. Percentiles are never averaged.
+func (c *consoleWriter) acrossRepeats() {
+	if c.r.Plan == nil || c.r.Plan.Repeats < 2 {
+		return
+	}
+	byPhase := map[string][]*engine.PhaseResult{}
+	var order []string
+	for _, pr := range c.r.Result.Phases {
+		if pr.Interrupted {
+			continue
+		}
+		if _, ok := byPhase[pr.Phase.Name]; !ok {
+			order = append(order, pr.Phase.Name)
+		}
+		byPhase[pr.Phase.Name] = append(byPhase[pr.Phase.Name], pr)
+	}
+	c.f("\nacross repeats: median [min – max]; percentiles are never averaged\n")
+	for _, name := range order {
+		prs := byPhase[name]
+		if len(prs) < 2 {
+			continue
+		}
+		c.f("  %-12s n=%d  throughput %s/s  p50 %s  p99 %s  errors %s\n", name, len(prs),
+			spread(prs, func(s *measure.Summary) (float64, bool) { return s.Throughput(), true }, func(v float64) string { return rate(v) }),
+			spread(prs, pctOf(50), durOf),
+			spread(prs, pctOf(99), durOf),
+			spread(prs, func(s *measure.Summary) (float64, bool) { return float64(s.Errors), true }, func(v float64) string { return fmt.Sprintf("%g", v) }))
+	}
+}
+
+func pctOf(p float64) func(*measure.Summary) (float64, bool) {
+	return func(s *measure.Summary) (float64, bool) {
+		v, ok := s.Response.Percentile(p)
+		return float64(v), ok
+	}
+}
+
+func durOf(v float64) string { return dur(time.Duration(v)) }
+
+// spread renders median [min – max] over the repeats' values; the median
+// of an even count is the lower middle value, a value that was measured.
+func spread(prs []*engine.PhaseResult, get func(*measure.Summary) (float64, bool), show func(float64) string) string {
+	var vs []float64
+	for _, pr := range prs {
+		if v, ok := get(pr.Summary); ok {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return "n/a"
+	}
+	sort.Float64s(vs)
+	med := vs[(len(vs)-1)/2]
+	return fmt.Sprintf("%s [%s – %s]", show(med), show(vs[0]), show(vs[len(vs)-1]))
+}
+
+func (c *consoleWriter) rules() {
+	v := c.r.Verdict
+	if v == nil {
+		return
+	}
+	print := func(title string, rs []engine.RuleResult) {
+		if len(rs) == 0 {
+			return
+		}
+		c.f("\n%s\n", title)
+		for _, rr := range rs {
+			c.f("  %-12s %s  [phase %s]\n", strings.ToUpper(rr.Status.String()), rr.Source, rr.Phase)
+			for i, pv := range rr.Repeats {
+				line := pv.Observed
+				if pv.Reason != "" {
+					line += " — " + pv.Reason
+				}
+				c.f("      repeat %d: %s: %s\n", rr.RepeatNumbers[i], strings.ToUpper(pv.Status.String()), line)
+			}
+		}
+	}
+	if len(v.Rules) == 0 && len(v.Expect) == 0 {
+		c.f("\nrules: none (the verdict only says whether the run completed)\n")
+	}
+	print("rules (each must hold in every repeat)", v.Rules)
+	print("reconciliation (server counters vs client counts)", v.Expect)
+}
+
+func (c *consoleWriter) warnings() {
+	if len(c.r.Warnings) == 0 {
+		return
+	}
+	c.f("\nwarnings\n")
+	for _, w := range c.r.Warnings {
+		c.f("  - %s\n", w.Message)
+	}
+}
+
+func (c *consoleWriter) verdict() {
+	r := c.r
+	switch {
+	case r.Error != "":
+		c.f("\nverdict: COULD NOT RUN: %s\n", r.Error)
+	case r.Result != nil && r.Result.Interrupted:
+		c.f("\nverdict: INTERRUPTED (partial results written; nothing judged as passed)\n")
+	case r.Verdict != nil:
+		c.f("\nverdict: %s\n", strings.ToUpper(r.Verdict.Status.String()))
+	}
+}

@@ -1,0 +1,165 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/engine/measure"
+)
+
+// TSVColumns is the TSV header. The first 12 columns are fixed by
+// DESIGN.md §7 and never move; the rest may grow at the end.
+var TSVColumns = []string{
+	"timestamp", "runId", "tool", "connections", "requests", "throughput", "p50", "p95", "p99", "errors", "cpu", "gcPause", "note",
+	"scenario", "phase", "repeat", "model", "warmup", "offered_rate", "achieved_rate", "ok", "error_rate", "dropped", "cancelled",
+	"p90", "p999", "max", "mean", "samples", "service_p99", "littleL", "inflight_mean", "connections_opened", "verdict",
+}
+
+// Rows renders one finished (repeat, phase) as a TSV row, cells in
+// TSVColumns order: timestamps ISO-8601 UTC, latencies in ms with 3
+// decimals, rates in 1/s with 1 decimal, cpu in percent of one core,
+// gcPause the longest GC pause in ms. A percentile without samples is
+// "n/a".
+func (r *Run) Rows(pr *engine.PhaseResult) [][]string {
+	s := pr.Summary
+	p := pr.Phase
+	var notes []string
+	if pr.Interrupted {
+		notes = append(notes, "interrupted")
+	}
+	if p.Warmup {
+		notes = append(notes, "warmup")
+	}
+	if s.Cancelled > 0 {
+		notes = append(notes, fmt.Sprintf("cancelled=%d", s.Cancelled))
+	}
+	if r.Insecure {
+		notes = append(notes, "tls-unverified")
+	}
+	note := strings.Join(notes, ",")
+	if note == "" {
+		note = "-"
+	}
+	offered := "-"
+	if p.Model == engine.Open {
+		offered = rate(p.OfferedRate())
+	}
+	row := []string{
+		pr.Start.UTC().Format(time.RFC3339Nano),
+		r.RunID,
+		r.Tool,
+		strconv.Itoa(pr.ConnectionsRequested),
+		strconv.FormatInt(s.Requests, 10),
+		rate(s.Throughput()),
+		pct(&s.Response, 50),
+		pct(&s.Response, 95),
+		pct(&s.Response, 99),
+		strconv.FormatInt(s.Errors, 10),
+		fmt.Sprintf("%.1f", pr.ClientCPU*100),
+		ms(pr.GCPauseMax),
+		note,
+		r.Scenario.Name,
+		p.Name,
+		strconv.Itoa(pr.Repeat),
+		string(p.Model),
+		strconv.FormatBool(p.Warmup),
+		offered,
+		rate(s.AchievedRate()),
+		strconv.FormatInt(s.OK, 10),
+		errorRate(s),
+		strconv.FormatInt(s.Dropped, 10),
+		strconv.FormatInt(s.Cancelled, 10),
+		pct(&s.Response, 90),
+		pct(&s.Response, 99.9),
+		distMax(&s.Response),
+		distMean(&s.Response),
+		strconv.FormatInt(s.Response.Count(), 10),
+		pct(&s.Service, 99),
+		fmt.Sprintf("%.3f", s.LittleL()),
+		fmt.Sprintf("%.3f", s.InflightMean()),
+		strconv.FormatInt(s.ConnectionsOpened, 10),
+		string(engine.JudgePhase(r.Plan, pr)),
+	}
+	for i, c := range row {
+		row[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(r.redact(c))
+	}
+	return [][]string{row}
+}
+
+func rate(v float64) string { return fmt.Sprintf("%.1f", v) }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond)) }
+
+func pct(d *measure.Dist, p float64) string {
+	v, ok := d.Percentile(p)
+	if !ok {
+		return "n/a"
+	}
+	return ms(v)
+}
+
+func distMax(d *measure.Dist) string {
+	if v, ok := d.Max(); ok {
+		return ms(v)
+	}
+	return "n/a"
+}
+
+func distMean(d *measure.Dist) string {
+	if v, ok := d.Mean(); ok {
+		return ms(v)
+	}
+	return "n/a"
+}
+
+// errorRate is errors/requests with 4 decimals; "n/a" without requests.
+func errorRate(s *measure.Summary) string {
+	if r, ok := s.ErrorRate(); ok {
+		return fmt.Sprintf("%.4f", r)
+	}
+	return "n/a"
+}
+
+// AppendTSV appends rows to the TSV file at path, creating it (and its
+// directory) with the header when it is new or empty. The append is one
+// write(2) on an O_APPEND descriptor under an exclusive flock, so rows of
+// concurrent runs never interleave and the header is written once.
+func AppendTSV(path string, rows [][]string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", path, err)
+	}
+	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if st.Size() == 0 {
+		b.WriteString(strings.Join(TSVColumns, "\t"))
+		b.WriteByte('\n')
+	}
+	for _, r := range rows {
+		if len(r) != len(TSVColumns) {
+			return fmt.Errorf("tsv row has %d cells, header %d", len(r), len(TSVColumns))
+		}
+		b.WriteString(strings.Join(r, "\t"))
+		b.WriteByte('\n')
+	}
+	_, err = f.Write(b.Bytes())
+	return err
+}
