@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runner-dev/runner/targets/httptarget"
+)
+
+// asMain makes the test binary behave as the runner itself when set, so
+// that `runner serve http`, which `run` spawns from its own executable,
+// works when that executable is this test binary.
+const asMain = "RUNNER_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMain) == "1" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Setenv(asMain, "1")
+	os.Exit(m.Run())
+}
+
+// cli runs the runner in-process and returns its exit code and output.
+func cli(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// scenario writes a scenario file into a fresh temporary directory.
+func scenario(t *testing.T, name, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// target starts the HTTP reference target in-process on a free loopback
+// port, stopped when the test ends, and returns its base URL.
+func target(t *testing.T, args ...string) string {
+	t.Helper()
+	cfg, err := httptarget.ParseArgs(append([]string{"--listen", "127.0.0.1:0"}, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- httptarget.Serve(ctx, cfg, func(addr string) { ready <- addr }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case addr := <-ready:
+		return "http://" + addr
+	case err := <-done:
+		t.Fatalf("target: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("target not ready")
+	}
+	return ""
+}
+
+// stats reads the reference target's counters.
+func stats(t *testing.T, base string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]float64
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// readJSON decodes the JSON report at path into a generic value.
+func readJSON(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s is not valid JSON: %v", path, err)
+	}
+	return v
+}
+
+// readTSV returns the header and the rows of a TSV file, checking that
+// every line is complete.
+func readTSV(t *testing.T, path string) ([]string, [][]string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		t.Fatalf("%s does not end in a newline", path)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	header := strings.Split(lines[0], "\t")
+	var rows [][]string
+	for i, l := range lines[1:] {
+		r := strings.Split(l, "\t")
+		if len(r) != len(header) {
+			t.Fatalf("%s line %d has %d cells, header %d", path, i+2, len(r), len(header))
+		}
+		rows = append(rows, r)
+	}
+	return header, rows
+}
+
+// col returns the value of the named column in row.
+func col(t *testing.T, header, row []string, name string) string {
+	t.Helper()
+	for i, h := range header {
+		if h == name {
+			return row[i]
+		}
+	}
+	t.Fatalf("no column %q", name)
+	return ""
+}
