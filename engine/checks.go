@@ -66,10 +66,10 @@ func Checks(pl *Plan, res *Result) []Warning {
 				at("achieved-below-offered", "achieved %.1f/s is %.0f %% of the offered %.1f/s: the target or the in-flight cap could not take the load (dropped %d)", ach, 100*ach/off, off, s.Dropped)
 			}
 		}
-		if s.Responded >= minLittleSamples && !pr.Interrupted {
+		if s.Responded >= minLittleSamples && !pr.Interrupted && !p.Warmup {
 			l := s.LittleL()
 			var want float64
-			var what string
+			var what, why string
 			if p.Model == Closed && len(p.Steps) == 0 {
 				// Every connection is either waiting for a response or
 				// thinking: N = λ·(W + Z), so λ·W should be N·W/(W+Z).
@@ -79,12 +79,17 @@ func Checks(pl *Plan, res *Result) []Warning {
 					l += float64(s.Responded) / s.Elapsed.Seconds() * p.ThinkTime.Seconds()
 					what += " (think time included)"
 				}
+				why = "requests that ended without a response (timeouts, resets) are not in W, or connections sat idle"
 			} else {
+				// Open model: W counts from the intended start, the
+				// in-flight mean only from the send; the gap is time spent
+				// waiting in the client for a free slot or for the pacer.
 				want = s.InflightMean()
-				what = fmt.Sprintf("mean in-flight %.2f", want)
+				what = fmt.Sprintf("mean in-flight at the target %.2f", want)
+				why = "requests waited in the client (for a free connection, or a late pacer) or ended without a response"
 			}
 			if want > 0 && math.Abs(l-want)/want > LittleTolerance {
-				at("littles-law", "Little's law does not reconcile: λ·W = %.2f vs %s (off by %.0f %%): requests that ended without a response (timeouts, resets) or queueing in the client are not in W", l, what, 100*math.Abs(l-want)/want)
+				at("littles-law", "Little's law does not reconcile: λ·W = %.2f vs %s (off by %.0f %%): %s", l, what, 100*math.Abs(l-want)/want, why)
 			}
 		}
 		if !p.Warmup && s.Response.Count() > 0 && s.Response.Count() < 1000 {

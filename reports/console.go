@@ -97,7 +97,11 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	} else {
 		c.f("  little's law  λ·W = %.2f vs mean in-flight %.2f\n", l, s.InflightMean())
 	}
-	c.f("  client        cpu %.1f %% of a core, longest GC pause %s\n", 100*pr.ClientCPU, pr.GCPauseMax.Round(time.Microsecond))
+	c.f("  client        cpu %.1f %% of a core, longest GC pause %s", 100*pr.ClientCPU, pr.GCPauseMax.Round(time.Microsecond))
+	if p.Model == engine.Open {
+		c.f(", pacer lateness max %s", pr.LatenessMax.Round(time.Microsecond))
+	}
+	c.f("\n")
 	if pr.Server != nil {
 		keys := make([]string, 0, len(pr.Server))
 		for k := range pr.Server {
@@ -200,10 +204,10 @@ func (c *consoleWriter) acrossRepeats() {
 			continue
 		}
 		c.f("  %-12s n=%d  throughput %s/s  p50 %s  p99 %s  errors %s\n", name, len(prs),
-			spread(prs, func(s *measure.Summary) (float64, bool) { return s.Throughput(), true }, func(v float64) string { return rate(v) }),
-			spread(prs, pctOf(50), durOf),
-			spread(prs, pctOf(99), durOf),
-			spread(prs, func(s *measure.Summary) (float64, bool) { return float64(s.Errors), true }, func(v float64) string { return fmt.Sprintf("%g", v) }))
+			spread(prs, false, func(s *measure.Summary) (float64, bool) { return s.Throughput(), true }, func(v float64) string { return rate(v) }),
+			spread(prs, true, pctOf(50), durOf),
+			spread(prs, true, pctOf(99), durOf),
+			spread(prs, true, func(s *measure.Summary) (float64, bool) { return float64(s.Errors), true }, func(v float64) string { return fmt.Sprintf("%g", v) }))
 	}
 }
 
@@ -216,9 +220,11 @@ func pctOf(p float64) func(*measure.Summary) (float64, bool) {
 
 func durOf(v float64) string { return dur(time.Duration(v)) }
 
-// spread renders median [min – max] over the repeats' values; the median
-// of an even count is the lower middle value, a value that was measured.
-func spread(prs []*engine.PhaseResult, get func(*measure.Summary) (float64, bool), show func(float64) string) string {
+// spread renders median [min – max] over the repeats' values. The median
+// of an even count is the worse of the two middle values (the higher when
+// higherIsWorse), as the rules' median() takes it: a value that was
+// measured, and never the flattering one.
+func spread(prs []*engine.PhaseResult, higherIsWorse bool, get func(*measure.Summary) (float64, bool), show func(float64) string) string {
 	var vs []float64
 	for _, pr := range prs {
 		if v, ok := get(pr.Summary); ok {
@@ -230,6 +236,9 @@ func spread(prs []*engine.PhaseResult, get func(*measure.Summary) (float64, bool
 	}
 	sort.Float64s(vs)
 	med := vs[(len(vs)-1)/2]
+	if higherIsWorse {
+		med = vs[len(vs)/2]
+	}
 	return fmt.Sprintf("%s [%s – %s]", show(med), show(vs[0]), show(vs[len(vs)-1]))
 }
 

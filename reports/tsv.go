@@ -52,7 +52,7 @@ func (r *Run) Rows(pr *engine.PhaseResult) [][]string {
 		offered = rate(p.OfferedRate())
 	}
 	row := []string{
-		pr.Start.UTC().Format(time.RFC3339Nano),
+		pr.Start.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 		r.RunID,
 		r.Tool,
 		strconv.Itoa(pr.ConnectionsRequested),
