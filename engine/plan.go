@@ -369,9 +369,9 @@ func (pl *Plan) Describe() string {
 			b.WriteString("    expected     requests depend on the target (closed model)")
 		}
 		if p.ExpectedDuration >= 0 {
-			fmt.Fprintf(&b, " in %s\n", p.ExpectedDuration)
+			fmt.Fprintf(&b, "; time %s\n", p.ExpectedDuration)
 		} else {
-			b.WriteString(", time depends on the target\n")
+			b.WriteString("; time depends on the target\n")
 		}
 	}
 	rep, tot := pl.ExpectedTotal()
@@ -391,12 +391,17 @@ func (pl *Plan) Describe() string {
 	if total >= 0 {
 		fmt.Fprintf(&b, "expected requests: %d per repeat, %d in all\n", total, total*int64(pl.Repeats))
 	}
-	for _, r := range pl.Rules {
-		scope := "every measured phase"
-		if r.Phase != "" {
-			scope = "phase " + r.Phase
+	for _, set := range []struct {
+		what  string
+		rules []*ScopedRule
+	}{{"rule", pl.Rules}, {"reconcile", pl.Expect}} {
+		for _, r := range set.rules {
+			scope := "every measured phase"
+			if r.Phase != "" {
+				scope = "phase " + r.Phase
+			}
+			fmt.Fprintf(&b, "%s: %s  (%s, must hold in every repeat)\n", set.what, r.Source, scope)
 		}
-		fmt.Fprintf(&b, "rule: %s  (%s, must hold in every repeat)\n", r.Source, scope)
 	}
 	return b.String()
 }
