@@ -47,7 +47,11 @@ func Checks(pl *Plan, res *Result) []Warning {
 	}
 	for _, p := range pl.Phases {
 		if p.Model == Closed && !p.Warmup {
-			ws = append(ws, Warning{Code: "closed-model", Phase: p.Name, Message: fmt.Sprintf("phase %s: closed model: the tail may be under-reported (coordinated omission): a slow response also delays the requests behind it; use an open model, or closed.expected_rate for a corrected histogram", p.Name)})
+			fix := "use an open model, or closed.expected_rate for a corrected histogram"
+			if p.ExpectedInterval > 0 {
+				fix = "the CO-corrected histogram (expected_rate) is reported apart; it adds samples only where a response took longer than the expected interval"
+			}
+			ws = append(ws, Warning{Code: "closed-model", Phase: p.Name, Message: fmt.Sprintf("phase %s: closed model: the tail may be under-reported (coordinated omission): a slow response also delays the requests behind it; %s", p.Name, fix)})
 		}
 	}
 	cores := float64(runtime.GOMAXPROCS(0))

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"runtime"
 
 	"github.com/runner-dev/runner/engine/rules"
@@ -48,7 +49,8 @@ func Env(pr *PhaseResult) rules.Env {
 // Judge judges every rule of the plan. An unscoped rule is judged on every
 // non-warmup phase, a scoped one on its phase; each on the repeats that
 // finished that phase (an interrupted phase is never judged). A phase that
-// no repeat finished makes its rules inconclusive.
+// no repeat finished makes its rules inconclusive, and so does passing on
+// fewer repeats than planned (the run was interrupted or failed).
 func Judge(pl *Plan, res *Result) *Verdict {
 	v := &Verdict{}
 	v.Rules = judgeAll(pl, res, pl.Rules)
@@ -84,6 +86,12 @@ func judgeAll(pl *Plan, res *Result, rs []*ScopedRule) []RuleResult {
 			} else {
 				j := rules.Judge(sr.Rule, envs)
 				rr.Status, rr.Repeats, rr.Reason = j.Status, j.Repeats, j.Reason
+				if rr.Status == rules.Pass && len(envs) < pl.Repeats {
+					// A rule holds only if it holds in every repeat; the
+					// repeats that never ran (interrupted run) cannot.
+					rr.Status = rules.Inconclusive
+					rr.Reason = fmt.Sprintf("judged on %d of %d repeats: the run did not complete", len(envs), pl.Repeats)
+				}
 			}
 			out = append(out, rr)
 		}

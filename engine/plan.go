@@ -96,11 +96,12 @@ type PhasePlan struct {
 	ExpectedDuration time.Duration `json:"expected_duration"`
 }
 
-// Schedule returns the open-model arrival schedule of the phase, fresh
-// for every repeat (a Poisson schedule restarts from its seed).
-func (p *PhasePlan) Schedule() Schedule {
+// Schedule returns the open-model arrival schedule of the phase for a
+// repeat (1-based). A Poisson schedule draws from seed + repeat − 1, so
+// repeats are independent samples and a run is still reproducible.
+func (p *PhasePlan) Schedule(repeat int) Schedule {
 	if p.Arrivals == "poisson" {
-		return NewPoisson(p.Rate, p.Seed)
+		return NewPoisson(p.Rate, p.Seed+int64(repeat-1))
 	}
 	return Uniform{Curve: p.Rate}
 }

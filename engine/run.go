@@ -56,12 +56,14 @@ func (r *Runner) sleeper() Sleeper {
 type PhaseResult struct {
 	// Repeat is 1-based.
 	Repeat int `json:"repeat"`
-	// Phase is the plan of the phase.
-	Phase *PhasePlan `json:"-"`
+	// Phase is the plan of the phase (name, index, model, warmup, …).
+	Phase *PhasePlan `json:"phase"`
 	// Start is the wall-clock instant the barrier released the phase.
 	Start time.Time `json:"start"`
 	// Summary holds every count and distribution of the phase.
 	Summary *measure.Summary `json:"summary"`
+	// Metrics are the headline figures derived from Summary.
+	Metrics *Metrics `json:"metrics"`
 	// Wall is the phase's wall-clock length including the end-of-phase
 	// drain; Summary.Elapsed is the phase's own length (its duration when
 	// bounded by time), the denominator of its rates.
@@ -171,7 +173,7 @@ func (p *pool) set(i int, c drivers.Conn) {
 
 // grow dials every empty slot among the first n, at most conc at a time,
 // and reports how many dials succeeded and failed.
-func (p *pool) grow(ctx context.Context, d drivers.Driver, n, conc int) (ok, failed int) {
+func (p *pool) grow(ctx context.Context, d drivers.Driver, n, conc int) (ok, failed int, first error) {
 	p.mu.Lock()
 	for len(p.conns) < n {
 		p.conns = append(p.conns, nil)
@@ -185,6 +187,7 @@ func (p *pool) grow(ctx context.Context, d drivers.Driver, n, conc int) (ok, fai
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	var nok, nfail atomic.Int64
+	var once sync.Once
 	sem := make(chan struct{}, conc)
 	for _, i := range empty {
 		sem <- struct{}{}
@@ -195,6 +198,7 @@ func (p *pool) grow(ctx context.Context, d drivers.Driver, n, conc int) (ok, fai
 			c, err := d.Dial(ctx)
 			if err != nil {
 				nfail.Add(1)
+				once.Do(func() { first = err })
 				return
 			}
 			nok.Add(1)
@@ -202,7 +206,7 @@ func (p *pool) grow(ctx context.Context, d drivers.Driver, n, conc int) (ok, fai
 		}()
 	}
 	wg.Wait()
-	return int(nok.Load()), int(nfail.Load())
+	return int(nok.Load()), int(nfail.Load()), first
 }
 
 // dialSlot dials slot i if it is empty; it reports whether a dial
@@ -235,6 +239,7 @@ func (p *pool) established(n int) int {
 type phaseRun struct {
 	r       *Runner
 	p       *PhasePlan
+	repeat  int
 	pool    *pool
 	seq     *atomic.Uint64
 	rec     *measure.Recorder
@@ -277,18 +282,18 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	}
 	// Dial the phase's connections before the clock starts, a bounded
 	// number at a time; dialling is never part of the phase's time.
-	ok, failed := pool.grow(ctx, r.Driver, first, conc)
+	ok, failed, dialErr := pool.grow(ctx, r.Driver, first, conc)
 	pool.reserve(p.Connections)
 	rec.AddConnectionsOpened(int64(ok))
 	rec.AddConnectFailures(int64(failed))
 	if pool.established(first) == 0 && ctx.Err() == nil {
-		return nil, fmt.Errorf("phase %q: %w (%d dial(s) failed)", p.Name, ErrNoConnection, failed)
+		return nil, fmt.Errorf("phase %q: %w: %d dial(s) failed, the first with: %v", p.Name, ErrNoConnection, failed, dialErr)
 	}
 
 	hard, hardStop := context.WithCancelCause(ctx)
 	defer hardStop(nil)
 	ph := &phaseRun{
-		r: r, p: p, pool: pool, seq: seq, rec: rec, timeout: timeout,
+		r: r, p: p, repeat: rep, pool: pool, seq: seq, rec: rec, timeout: timeout,
 		stop: make(chan struct{}), hard: hard, hardStop: hardStop,
 	}
 	r.Log.Info().Int("repeat", rep).Str("phase", p.Name).Str("model", string(p.Model)).
@@ -374,6 +379,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		GCPauseMax:             gcMax,
 		Interrupted:            interrupted,
 	}
+	pr.Metrics = MetricsOf(pr)
 	if r.Counters != nil && !interrupted {
 		after, err := r.Counters(ctx)
 		switch {
@@ -389,7 +395,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		}
 	}
 	r.Log.Info().Int("repeat", rep).Str("phase", p.Name).Int64("requests", pr.Summary.Requests).
-		Dur("elapsed", elapsed).Bool("interrupted", interrupted).Msg("phase end")
+		Str("elapsed", elapsed.String()).Bool("interrupted", interrupted).Msg("phase end")
 	return pr, nil
 }
 
@@ -412,9 +418,15 @@ func (ph *phaseRun) halt(cause error) {
 	ph.hardStop(cause)
 }
 
+// stopped reports whether no new request may start: the phase's time is
+// up, or it was cancelled. The run's context (Ctrl-C) cancels hard before
+// runPhase gets to close stop; without the second case a closed worker
+// would spin through instantly-cancelled requests until it does.
 func (ph *phaseRun) stopped() bool {
 	select {
 	case <-ph.stop:
+		return true
+	case <-ph.hard.Done():
 		return true
 	default:
 		return false
@@ -529,7 +541,7 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 	defer close(out)
 	sl := ph.r.sleeper()
 	defer sl.Close()
-	sched := ph.p.Schedule()
+	sched := ph.p.Schedule(ph.repeat)
 	for i := int64(0); ; i++ {
 		if ph.p.Requests > 0 && i >= ph.p.Requests {
 			ph.byCount.Store(true)

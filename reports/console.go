@@ -86,7 +86,7 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	if s.Cancelled > 0 {
 		c.f("  cancelled     %d (still in flight when the phase ended or was interrupted; not target errors)\n", s.Cancelled)
 	}
-	c.f("  connections   %d requested, %d established, %d opened, %d reconnects", pr.ConnectionsRequested, pr.ConnectionsEstablished, s.ConnectionsOpened, s.Reconnects)
+	c.f("  connections   %d requested, %d established; in this phase %d opened, %d re-dialled", pr.ConnectionsRequested, pr.ConnectionsEstablished, s.ConnectionsOpened, s.Reconnects)
 	if s.ConnectFailures > 0 {
 		c.f(", %d failed to connect", s.ConnectFailures)
 	}
@@ -197,11 +197,15 @@ func (c *consoleWriter) acrossRepeats() {
 		}
 		byPhase[pr.Phase.Name] = append(byPhase[pr.Phase.Name], pr)
 	}
-	c.f("\nacross repeats: median [min – max]; percentiles are never averaged\n")
+	header := false
 	for _, name := range order {
 		prs := byPhase[name]
 		if len(prs) < 2 {
 			continue
+		}
+		if !header {
+			c.f("\nacross repeats: median [min – max]; percentiles are never averaged; the median of an even count is the worse middle value\n")
+			header = true
 		}
 		c.f("  %-12s n=%d  throughput %s/s  p50 %s  p99 %s  errors %s\n", name, len(prs),
 			spread(prs, false, func(s *measure.Summary) (float64, bool) { return s.Throughput(), true }, func(v float64) string { return rate(v) }),
@@ -244,8 +248,8 @@ func spread(prs []*engine.PhaseResult, higherIsWorse bool, get func(*measure.Sum
 
 func (c *consoleWriter) rules() {
 	v := c.r.Verdict
-	if v == nil {
-		return
+	if v == nil || (c.r.Error != "" && len(c.r.Result.Phases) == 0) {
+		return // nothing was measured, so there is nothing to judge
 	}
 	print := func(title string, rs []engine.RuleResult) {
 		if len(rs) == 0 {

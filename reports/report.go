@@ -33,6 +33,12 @@ type Run struct {
 	Warnings []engine.Warning `json:"warnings,omitempty"`
 	// Error says why the run could not complete; empty when it did.
 	Error string `json:"error,omitempty"`
+	// Outcome is the run's result in one word, as the exit code says it:
+	// "pass", "fail", "inconclusive", "could-not-run" or "interrupted".
+	// Empty while the run is in progress.
+	Outcome string `json:"outcome,omitempty"`
+	// ExitCode is the process exit code for this scenario (DESIGN.md §5).
+	ExitCode int `json:"exit_code"`
 }
 
 // Expand replaces {run_id} and {scenario} in an output path.

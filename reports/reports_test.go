@@ -71,6 +71,7 @@ func fixture(t *testing.T) *Run {
 				Wall: elapsed, ClientCPU: 0.05, GCPauseMax: 120 * time.Microsecond,
 				Server: map[string]float64{"requests": float64(n)},
 			})
+			res.Phases[len(res.Phases)-1].Metrics = engine.MetricsOf(res.Phases[len(res.Phases)-1])
 		}
 	}
 	r := &Run{

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,6 +37,14 @@ type runFlags struct {
 
 // forceExit ends the process on a second signal; tests replace it.
 var forceExit = os.Exit
+
+// outputs is held while a result file is written. A forced exit takes it
+// first (waiting at most forceWait), so it never cuts a JSON report short
+// before its rename and leaves no temporary file behind.
+var outputs sync.Mutex
+
+// forceWait bounds how long a forced exit waits for a write in progress.
+const forceWait = time.Second
 
 func newRunCmd(stdout, stderr io.Writer, code *int) *cobra.Command {
 	var f runFlags
@@ -74,6 +83,13 @@ and exits 3; a second Ctrl-C exits immediately.`,
 			if bad {
 				return exitError(exitInvalid)
 			}
+			if len(todo) > 1 && f.json != "" && !strings.Contains(f.json, "{scenario}") && !strings.Contains(f.json, "{run_id}") {
+				fmt.Fprintln(stderr, "runner run: --json names one file for several scenarios; put {scenario} or {run_id} in it")
+				return exitError(exitInvalid)
+			}
+			if f.quiet && !cmd.Flags().Changed("log-level") {
+				f.logLevel = "warn"
+			}
 			level, err := zerolog.ParseLevel(f.logLevel)
 			if err != nil {
 				fmt.Fprintf(stderr, "runner run: --log-level: %v\n", err)
@@ -98,7 +114,7 @@ and exits 3; a second Ctrl-C exits immediately.`,
 	cmd.Flags().StringVar(&f.tsv, "tsv", "", "append TSV rows to this file (overrides outputs.tsv)")
 	cmd.Flags().StringVar(&f.json, "json", "", "write the JSON report to this file (overrides outputs.json; {run_id} and {scenario} expand)")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error, disabled")
-	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the rules and the verdict")
+	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the rules, warnings and verdict (and log only warnings)")
 	return cmd
 }
 
@@ -129,7 +145,16 @@ func interruptible(parent context.Context, stderr io.Writer) (context.Context, f
 		select {
 		case s := <-ch:
 			fmt.Fprintf(stderr, "runner: %s again: exiting now\n", s)
+			held := false
+			for end := time.Now().Add(forceWait); !held && time.Now().Before(end); {
+				if held = outputs.TryLock(); !held {
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
 			forceExit(exitCouldNotRun)
+			if held {
+				outputs.Unlock()
+			}
 		case <-done:
 		}
 	}()
@@ -166,6 +191,7 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 
 	fail := func(format string, a ...any) int {
 		rep.Error = fmt.Sprintf(format, a...)
+		rep.Outcome, rep.ExitCode = "could-not-run", exitCouldNotRun
 		fmt.Fprintln(stderr, "runner:", rep.Error)
 		finish(rep, jsonPath, stderr)
 		return exitCouldNotRun
@@ -211,8 +237,16 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	}
 	r.OnPhase = func(pr *engine.PhaseResult) {
 		rep.Result.Phases = append(rep.Result.Phases, pr)
+		if pr.Interrupted {
+			// Marked now, not only at the end: a second signal may force
+			// the process out before the final write.
+			rep.Result.Interrupted = true
+		}
 		if tsvPath != "" {
-			if err := reports.AppendTSV(tsvPath, rep.Rows(pr)); err != nil {
+			outputs.Lock()
+			err := reports.AppendTSV(tsvPath, rep.Rows(pr))
+			outputs.Unlock()
+			if err != nil {
 				fmt.Fprintln(stderr, "runner: tsv:", err)
 			}
 		}
@@ -231,23 +265,33 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	if runErr != nil {
 		rep.Error = runErr.Error()
 	}
+	rep.Outcome, rep.ExitCode = outcome(rep)
 	finish(rep, jsonPath, stderr)
 	reports.Console(stdout, rep, !f.quiet)
-
-	switch {
-	case runErr != nil:
+	if runErr != nil {
 		fmt.Fprintf(stderr, "runner: %s: could not complete: %v\n", sc.File, runErr)
-		return exitCouldNotRun
+	}
+	return rep.ExitCode
+}
+
+// outcome turns a finished run into its one-word outcome and exit code:
+// a run that could not complete or was interrupted is never judged as
+// passed; otherwise the verdict decides, a failed rule winning over an
+// inconclusive one.
+func outcome(rep *reports.Run) (string, int) {
+	switch {
+	case rep.Error != "":
+		return "could-not-run", exitCouldNotRun
 	case rep.Result.Interrupted:
-		return exitCouldNotRun
+		return "interrupted", exitCouldNotRun
 	}
 	switch rep.Verdict.Status {
 	case rules.Fail:
-		return exitFail
+		return "fail", exitFail
 	case rules.Inconclusive, rules.Error:
-		return exitInconclusive
+		return "inconclusive", exitInconclusive
 	}
-	return exitPass
+	return "pass", exitPass
 }
 
 func pick(flag, scenario string) string {
@@ -268,6 +312,8 @@ func writeJSON(rep *reports.Run, path string, stderr io.Writer) {
 	if path == "" {
 		return
 	}
+	outputs.Lock()
+	defer outputs.Unlock()
 	if err := reports.WriteJSON(path, rep); err != nil {
 		fmt.Fprintln(stderr, "runner: json:", err)
 	}
