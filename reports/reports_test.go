@@ -32,7 +32,7 @@ func fixture(t *testing.T) *Run {
 			{Name: "warm", Warmup: true, Closed: &schema.Closed{Connections: 2}, Duration: schema.Duration(time.Second)},
 			{Name: "steady", Open: &schema.Open{Rate: schema.RateSpec{From: 100, To: 100}, Connections: 4}, Duration: schema.Duration(10 * time.Second)},
 		},
-		Assert: []schema.Rule{{Expr: "errors == 0", Line: 9, Col: 5}, {Expr: "p50 < 20ms", Line: 10, Col: 5}},
+		Assert:  []schema.Rule{{Expr: "errors == 0", Line: 9, Col: 5}, {Expr: "p50 < 20ms", Line: 10, Col: 5}},
 		Secrets: []string{"s3cr3t-token"},
 	}
 	pl, err := engine.Compile(sc, engine.Limits{Timeout: time.Second})
