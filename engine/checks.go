@@ -22,6 +22,20 @@ type Warning struct {
 	Repeat int    `json:"repeat,omitempty"`
 	// Message says what was seen and what it means.
 	Message string `json:"message"`
+	// Invalidates is true when the warning means the measurement cannot
+	// support a verdict (the load generator itself was the bottleneck):
+	// a run that would pass is then inconclusive (DESIGN.md §5).
+	Invalidates bool `json:"invalidates,omitempty"`
+}
+
+// Invalidating reports whether any warning invalidates the run.
+func Invalidating(ws []Warning) bool {
+	for _, w := range ws {
+		if w.Invalidates {
+			return true
+		}
+	}
+	return false
 }
 
 // Thresholds of the self-checks.
@@ -99,11 +113,16 @@ func Checks(pl *Plan, res *Result) []Warning {
 		if !p.Warmup && s.Response.Count() > 0 && s.Response.Count() < 1000 {
 			at("few-samples", "p99 from %d samples (needs 1000): it is the tail of a handful of requests", s.Response.Count())
 		}
-		if pr.LatenessMax > LatenessLimit {
-			at("schedule-lateness", "the load generator sent an on-time arrival %s late: it fell behind its own schedule", pr.LatenessMax.Round(time.Microsecond))
+		switch {
+		case !p.Warmup && pr.LateArrivals*100 > s.Arrivals && s.Arrivals > 0:
+			at("schedule-lateness", "the load generator dispatched %d of %d arrivals more than %s late (up to %s) while connections were free: it fell behind its own schedule, so the run measures the generator, not the target", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Microsecond))
+			ws[len(ws)-1].Invalidates = true
+		case pr.LatenessMax > LatenessLimit:
+			at("schedule-lateness", "the load generator dispatched an arrival %s late while connections were free (%d of %d arrivals later than %s): a hiccup of the client machine", pr.LatenessMax.Round(time.Microsecond), pr.LateArrivals, s.Arrivals, LatenessLimit)
 		}
 		if pr.ClientCPU > 0.9*cores {
-			at("client-cpu", "client CPU %.0f %% of %d cores: the load generator may be the bottleneck", 100*pr.ClientCPU, int(cores))
+			at("client-cpu", "client CPU %.0f %% of %d cores: the load generator is saturated and may be the bottleneck", 100*pr.ClientCPU, int(cores))
+			ws[len(ws)-1].Invalidates = !p.Warmup
 		}
 		var codes []string
 		for code := range s.ErrorsByCode {

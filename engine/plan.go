@@ -106,6 +106,20 @@ func (p *PhasePlan) Schedule(repeat int) Schedule {
 	return Uniform{Curve: p.Rate}
 }
 
+// Window is the phase's own length, the denominator of its rates, when
+// the plan decides it: the duration of a phase bounded by time, or for an
+// open phase whose count bound comes first, the time its n arrivals span,
+// Λ⁻¹(n) (n/rate at a constant rate). Zero when the phase lasts as long
+// as its requests take (closed model bounded by count).
+func (p *PhasePlan) Window() time.Duration {
+	if p.Model == Open && p.Requests > 0 {
+		if w := p.Rate.Inverse(float64(p.Requests)); p.Duration <= 0 || w < p.Duration {
+			return w
+		}
+	}
+	return max(p.Duration, 0)
+}
+
 // OfferedRate is the mean offered arrival rate of an open phase in
 // arrivals per second (for a linear ramp, (from+to)/2); 0 for closed.
 func (p *PhasePlan) OfferedRate() float64 {
@@ -302,10 +316,7 @@ func expected(p *PhasePlan) (int64, time.Duration) {
 		}
 		if p.Requests > 0 && (n < 0 || p.Requests < n) {
 			n = p.Requests
-			d = p.Rate.Inverse(float64(n - 1))
-			if p.Duration > 0 {
-				d = min(d, p.Duration)
-			}
+			d = p.Window()
 		}
 		return n, d
 	default:

@@ -45,6 +45,12 @@ type Runner struct {
 	NewSleeper func() Sleeper
 }
 
+// interrupted reports whether ctx ended because the run was interrupted,
+// rather than by the phase's own end.
+func (r *Runner) interrupted(ctx context.Context) bool {
+	return ctx.Err() != nil && !errors.Is(context.Cause(ctx), errPhaseEnd)
+}
+
 func (r *Runner) sleeper() Sleeper {
 	if r.NewSleeper != nil {
 		return r.NewSleeper()
@@ -77,6 +83,10 @@ type PhaseResult struct {
 	// waiting for a connection (scheduler lateness); large values mean the
 	// load generator fell behind its own schedule.
 	LatenessMax time.Duration `json:"lateness_max"`
+	// LateArrivals counts the arrivals the pacer dispatched more than
+	// LatenessLimit after their intended start although no connection was
+	// busy: the generator's own delay, not the target's.
+	LateArrivals int64 `json:"late_arrivals"`
 	// ClientCPU is this process's CPU time over the phase divided by its
 	// wall-clock time: 1.0 is one core fully busy (getrusage user+system).
 	ClientCPU float64 `json:"client_cpu"`
@@ -253,9 +263,10 @@ type phaseRun struct {
 	hardStop context.CancelCauseFunc
 
 	claimed atomic.Int64 // closed model: requests claimed against the count bound
-	byCount atomic.Bool  // the phase ended because its request count was reached
+	byCount atomic.Bool  // a closed phase ended because its request count was reached
 
 	lateness time.Duration // max scheduler lateness; written by the pacer only
+	late     int64         // arrivals dispatched later than LatenessLimit; pacer only
 }
 
 const shards = 16
@@ -275,7 +286,8 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		before, counterErr = r.Counters(ctx)
 	}
 
-	rec := measure.NewRecorder(shards, measure.Options{ExpectedInterval: p.ExpectedInterval, Duration: p.Duration + p.Grace})
+	window := p.Window()
+	rec := measure.NewRecorder(shards, measure.Options{ExpectedInterval: p.ExpectedInterval, Duration: p.Duration + p.Grace, Window: window})
 	first := p.Connections
 	if len(p.Steps) > 0 {
 		first = p.Steps[0].Connections
@@ -339,9 +351,9 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	select {
 	case <-done:
 		// An open phase's workers end after its last arrival; the phase
-		// itself lasts until its duration is up.
-		if p.Duration > 0 && !ph.byCount.Load() {
-			if !sleep(p.Duration-time.Since(ph.start), ctx.Done()) {
+		// itself lasts until its window is over.
+		if window > 0 && !ph.byCount.Load() {
+			if !sleep(window-time.Since(ph.start), ctx.Done()) {
 				ph.halt(context.Cause(ctx))
 			}
 		}
@@ -355,16 +367,17 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		timer.Stop()
 	}
 	wallElapsed := time.Since(ph.start)
-	// A phase bounded by time lasts its duration: the rates of the phase
-	// are per second of it, and requests that drained in the grace period
-	// count in the phase in which they were intended. A phase bounded by
-	// count, or interrupted, lasts until its last request ended.
+	// A phase with a window (see PhasePlan.Window) lasts exactly that: the
+	// rates of the phase are per second of it, and requests that drained
+	// in the grace period count in the phase in which they were intended.
+	// A closed phase that reached its count first, or an interrupted one,
+	// lasts until its last request ended.
 	elapsed := wallElapsed
-	if d := p.Duration; d > 0 && ctx.Err() == nil && !ph.byCount.Load() {
-		elapsed = d
-	}
 	interrupted := ctx.Err() != nil
-	cpu, gcMax := usage.since(elapsed)
+	if window > 0 && !interrupted && !ph.byCount.Load() {
+		elapsed = window
+	}
+	cpu, gcMax := usage.since(wallElapsed)
 
 	pr := &PhaseResult{
 		Repeat:                 rep,
@@ -375,6 +388,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		ConnectionsRequested:   p.Connections,
 		ConnectionsEstablished: pool.established(p.Connections),
 		LatenessMax:            ph.lateness,
+		LateArrivals:           ph.late,
 		ClientCPU:              cpu,
 		GCPauseMax:             gcMax,
 		Interrupted:            interrupted,
@@ -518,7 +532,7 @@ func (ph *phaseRun) closedWorker(k int, at time.Duration) {
 		ph.rec.AddConnectionsOpened(int64(ok))
 		ph.rec.AddConnectFailures(int64(failed))
 	}
-	for !ph.stopped() {
+	for !ph.stopped() && ph.hard.Err() == nil {
 		if n := ph.p.Requests; n > 0 && ph.claimed.Add(1) > n {
 			ph.byCount.Store(true)
 			return
@@ -544,7 +558,6 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 	sched := ph.p.Schedule(ph.repeat)
 	for i := int64(0); ; i++ {
 		if ph.p.Requests > 0 && i >= ph.p.Requests {
-			ph.byCount.Store(true)
 			return
 		}
 		at := sched.At(i)
@@ -558,9 +571,19 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 		if early {
 			// Lateness of our own clock: the arrival was not waiting for
 			// a slot, so any delay here is the generator's.
-			ph.lateness = max(ph.lateness, time.Since(ph.start)-at)
+			late := time.Since(ph.start) - at
+			ph.lateness = max(ph.lateness, late)
+			if late > LatenessLimit {
+				ph.late++
+			}
 		}
 		ph.rec.AddArrivals(1)
+		if ph.stopped() {
+			// The phase's time is up (the arrival waited for a slot past
+			// it): no new request starts.
+			ph.unsent(sched, i)
+			return
+		}
 		if ph.p.Drop {
 			select {
 			case out <- at:
@@ -571,7 +594,7 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 		}
 		select {
 		case out <- at:
-		case <-ph.hard.Done():
+		case <-ph.stop:
 			ph.unsent(sched, i)
 			return
 		}
@@ -585,21 +608,23 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 // cancelled when the run was interrupted. Arrival i is already counted.
 func (ph *phaseRun) unsent(sched Schedule, i int64) {
 	due := time.Duration(ph.stopAt.Load())
+	if due == 0 {
+		// The run's context was cancelled before halt noted the instant.
+		due = time.Since(ph.start)
+	}
 	if ph.p.Duration > 0 {
 		due = min(due, ph.p.Duration)
 	}
-	n := int64(1)
-	for j := i + 1; ph.p.Requests <= 0 || j < ph.p.Requests; j++ {
-		if sched.At(j) >= due {
-			break
-		}
-		n++
+	n := Due(sched, due, i+1) - i
+	if r := ph.p.Requests; r > 0 {
+		n = min(n, r-i)
 	}
+	n = max(n, 1)
 	ph.rec.AddArrivals(n - 1)
-	if errors.Is(context.Cause(ph.hard), errPhaseEnd) {
-		ph.rec.AddDropped(n)
-	} else {
+	if ph.r.interrupted(ph.hard) {
 		ph.rec.AddCancelled(n)
+	} else {
+		ph.rec.AddDropped(n)
 	}
 }
 

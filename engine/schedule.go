@@ -113,3 +113,29 @@ func (p *Poisson) At(i int64) time.Duration {
 	}
 	return p.Curve.Inverse(p.sum)
 }
+
+// maxDueWalk bounds how many Poisson arrivals Due draws one by one.
+const maxDueWalk = 10_000_000
+
+// Due returns how many arrivals of the schedule come before t: the index
+// of the first arrival at or after t, searching from index from (whose
+// predecessors are all before t). For a Uniform schedule it is closed
+// form, ⌈Λ(t)⌉; a Poisson schedule is walked arrival by arrival, and past
+// maxDueWalk draws the rest is its expectation Λ(t) − Λ(At(last)), so
+// that even an absurd backlog is counted at once.
+func Due(s Schedule, t time.Duration, from int64) int64 {
+	if u, ok := s.(Uniform); ok {
+		return max(from, int64(math.Ceil(u.Curve.Count(t)-1e-9)))
+	}
+	j := from
+	for ; j < from+maxDueWalk; j++ {
+		if s.At(j) >= t {
+			return j
+		}
+	}
+	if p, ok := s.(*Poisson); ok {
+		rest := p.Curve.Count(t) - p.Curve.Count(s.At(j-1))
+		return j + int64(max(0, math.Round(rest)))
+	}
+	return j
+}

@@ -70,8 +70,12 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	c.f("\n%s\n", title)
 	switch p.Model {
 	case engine.Open:
-		c.f("  load          offered %s/s, achieved %s/s; arrivals %d = requests %d + dropped %d; %d connection(s) × in-flight %d\n",
-			rate(p.OfferedRate()), rate(s.AchievedRate()), s.Arrivals, s.Requests, s.Dropped, pr.ConnectionsRequested, p.Inflight)
+		unsent := ""
+		if s.CancelledUnsent > 0 {
+			unsent = fmt.Sprintf(" + cancelled before sending %d", s.CancelledUnsent)
+		}
+		c.f("  load          offered %s/s, achieved %s/s; arrivals %d = requests %d + dropped %d%s; %d connection(s) × in-flight %d\n",
+			rate(p.OfferedRate()), rate(s.AchievedRate()), s.Arrivals, s.Requests, s.Dropped, unsent, pr.ConnectionsRequested, p.Inflight)
 	default:
 		c.f("  load          %d connection(s), achieved %s/s, %d requests\n", pr.ConnectionsRequested, rate(s.AchievedRate()), s.Requests)
 	}
@@ -83,8 +87,8 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	}
 	er, _ := s.ErrorRate()
 	c.f("  errors        %d (%.2f %%)%s\n", s.Errors, 100*er, breakdown(s))
-	if s.Cancelled > 0 {
-		c.f("  cancelled     %d (still in flight when the phase ended or was interrupted; not target errors)\n", s.Cancelled)
+	if n := s.Cancelled - s.CancelledUnsent; n > 0 {
+		c.f("  cancelled     %d sent requests (still in flight when the phase ended or was interrupted; not target errors)\n", n)
 	}
 	c.f("  connections   %d requested, %d established; in this phase %d opened, %d re-dialled", pr.ConnectionsRequested, pr.ConnectionsEstablished, s.ConnectionsOpened, s.Reconnects)
 	if s.ConnectFailures > 0 {

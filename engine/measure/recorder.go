@@ -22,6 +22,13 @@ type Options struct {
 	// the timeline has ⌈Duration / 1 s⌉ seconds and completions after it
 	// are booked in its last second. Zero means up to MaxTimeline seconds.
 	Duration time.Duration
+	// Window is the phase's own length when it is bounded by time (its
+	// duration, without the drain grace). When > 0, each request adds to
+	// InflightSum only the part of [Sent, Done] inside [0, Window], so that
+	// InflightSum / Elapsed is the time-average of in-flight requests over
+	// the phase and can never exceed the concurrency that was possible.
+	// Zero counts every request's whole service time.
+	Window time.Duration
 }
 
 // MaxTimeline is the most seconds a Summary's timeline holds when
@@ -98,18 +105,26 @@ func (r *Recorder) Record(shard int, res *Result) {
 	}
 	s := r.shards[uint(shard)%uint(len(r.shards))]
 	s.mu.Lock()
-	s.record(res, r.opts.ExpectedInterval, r.timeline)
+	s.record(res, r.opts.ExpectedInterval, r.opts.Window, r.timeline)
 	s.mu.Unlock()
 }
 
-func (s *shard) record(res *Result, interval time.Duration, timeline int) {
+func (s *shard) record(res *Result, interval, window time.Duration, timeline int) {
 	o := &res.Outcome
 	resp, svc := res.ResponseTime(), res.ServiceTime()
 	s.requests++
 	s.bytesIn += o.BytesIn
 	s.bytesOut += o.BytesOut
 	s.dialed += int64(o.Dialed)
-	s.inflightSum = addSat(s.inflightSum, svc)
+	if window > 0 {
+		// The overlap of [Sent, Done] with [0, window].
+		from, to := max(res.Sent, 0), min(res.Done, window)
+		if to > from {
+			s.inflightSum = addSat(s.inflightSum, to-from)
+		}
+	} else {
+		s.inflightSum = addSat(s.inflightSum, svc)
+	}
 	if o.Responded {
 		s.responded++
 		s.responseSum = addSat(s.responseSum, resp)
