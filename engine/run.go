@@ -637,6 +637,16 @@ func (ph *phaseRun) openWorker(w, k int, in <-chan time.Duration) {
 			if !ok {
 				return
 			}
+			if ph.hard.Err() != nil {
+				// Handed over just as the phase was cut short: it never
+				// left, so it is not a request.
+				if ph.r.interrupted(ph.hard) {
+					ph.rec.AddCancelled(1)
+				} else {
+					ph.rec.AddDropped(1)
+				}
+				continue
+			}
 			ph.send(w, k, at, false)
 		case <-ph.hard.Done():
 			return

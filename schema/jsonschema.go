@@ -134,7 +134,7 @@ func (Rate) JSONSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{
 		Type:        "string",
 		Pattern:     ratePattern,
-		Description: "A rate with an explicit unit: N/s (per second) or N/m (per minute), e.g. 300/s, 600/m.",
+		Description: "A rate with an explicit unit: N/s (per second) or N/m (per minute), e.g. 300/s, 600/m; at most " + MaxRate.String() + " (one generator cannot pace more).",
 		Examples:    []any{"100/s", "600/m"},
 	}
 }

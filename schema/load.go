@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -41,6 +43,14 @@ type Options struct {
 	// problems at the rule's line and column. The schema package does not
 	// know the rule language: the engine supplies it.
 	CheckRule func(expr string) error
+	// RuleReads, when non-nil, returns the metrics a rule expression
+	// reads, as rules write them: "p99", `errors_by["503"]`,
+	// "server.requests", "median(server.requests)". It is called for the
+	// rules that CheckRule accepted. Validation uses it to reject a rule
+	// that reads the target's counters (server.<counter>) when there is no
+	// reconcile.fetch to read them, a rule that could only ever be
+	// inconclusive.
+	RuleReads func(expr string) []string
 }
 
 // LoadWith is Load with options.
@@ -82,6 +92,7 @@ func ParseWith(name string, data []byte, o Options) (s *Scenario, err error) {
 		file:    name,
 		env:     env,
 		check:   o.CheckRule,
+		reads:   o.RuleReads,
 		seen:    map[Error]bool{},
 		nodes:   map[string]*yaml.Node{},
 		invalid: map[string]bool{},
@@ -112,6 +123,7 @@ type loader struct {
 	file      string
 	env       func(string) (string, bool)
 	check     func(string) error
+	reads     func(string) []string
 	errs      []*Error
 	seen      map[Error]bool // problems recorded, by position, path template and message
 	truncated bool
@@ -131,6 +143,11 @@ type loader struct {
 func (l *loader) load(data []byte) *Scenario {
 	if len(data) > maxFileSize {
 		l.errorf(nil, "", "file larger than %d bytes; a scenario is a short YAML file", maxFileSize)
+		return nil
+	}
+	if line, col, msg, bad := badText(data); bad {
+		// The YAML parser says so too, but without the position.
+		l.add(&Error{File: l.file, Line: line, Col: col, Path: pathAt(data, line, col), Msg: msg})
 		return nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -170,8 +187,121 @@ func (l *loader) load(data []byte) *Scenario {
 		}
 	}
 	s.Secrets = slices.Compact(slices.Sorted(slices.Values(l.secrets)))
+	s.pos = make(map[string]position, len(l.nodes))
+	for path, n := range l.nodes {
+		s.pos[path] = position{n.Line, n.Column}
+	}
 	fillDefaults(&s)
 	return &s
+}
+
+// badText finds the first character of data that a YAML file may not
+// hold: a byte that is not UTF-8, or a control character other than tab,
+// line feed and carriage return (YAML 1.2 §5.1). It returns its line and
+// column (1-based, the column in characters) and what is wrong with it.
+// A file that starts with a UTF-16 byte order mark is left to the YAML
+// parser, which reads UTF-16.
+func badText(data []byte) (line, col int, msg string, bad bool) {
+	if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
+		return 0, 0, "", false
+	}
+	line, col = 1, 1
+	// The parser skips a UTF-8 byte order mark, and does not count it.
+	for i := len(bom(data)); i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			return line, col, fmt.Sprintf("invalid UTF-8: byte 0x%02x; a scenario file is UTF-8 text", data[i]), true
+		case !yamlPrintable(r):
+			what, escape := "character", fmt.Sprintf(`\u%04X`, r)
+			if r <= 0xff {
+				what, escape = "control character", fmt.Sprintf(`\x%02X`, r)
+			}
+			return line, col, fmt.Sprintf("%s %U is not allowed in YAML; write it as an escape in a double-quoted string, e.g. \"%s\"", what, r, escape), true
+		}
+		i += size
+		switch {
+		case r == '\n', r == 0x85, r == 0x2028, r == 0x2029, r == '\r' && (i == len(data) || data[i] != '\n'):
+			// Line breaks as YAML counts them; \r\n is one.
+			line, col = line+1, 1
+		case r == '\r':
+		default:
+			col++
+		}
+	}
+	return 0, 0, "", false
+}
+
+// pathAt returns the key path of the key or scalar value that holds the
+// character at line:col of data, a file that badText rejects, or "" if
+// none does (the character is in a comment, or the file is not YAML even
+// with the characters badText rejects replaced).
+func pathAt(data []byte, line, col int) string {
+	var clean []byte
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size <= 1 || !yamlPrintable(r) {
+			r = utf8.RuneError
+		}
+		clean = utf8.AppendRune(clean, r)
+		i += size
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal(clean, &doc) != nil || len(doc.Content) != 1 {
+		return ""
+	}
+	// The last node that starts at or before line:col, in file order, is
+	// the one that holds the character, if any does.
+	var last *yaml.Node
+	path := ""
+	consider := func(n *yaml.Node, p string) {
+		if n.Line < line || n.Line == line && n.Column <= col {
+			last, path = n, p
+		}
+	}
+	var walk func(n *yaml.Node, p string, depth int)
+	walk = func(n *yaml.Node, p string, depth int) {
+		if depth > 100 {
+			return
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			consider(n, p)
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := join(p, n.Content[i].Value)
+				consider(n.Content[i], k)
+				walk(n.Content[i+1], k, depth+1)
+			}
+		case yaml.SequenceNode:
+			consider(n, p)
+			for i, item := range n.Content {
+				walk(item, index(p, i), depth+1)
+			}
+		case yaml.ScalarNode:
+			consider(n, p)
+		}
+	}
+	walk(doc.Content[0], "", 0)
+	if last == nil || last.Kind != yaml.ScalarNode || !strings.ContainsRune(last.Value, utf8.RuneError) ||
+		last.Line != line && !strings.Contains(last.Value, "\n") {
+		return ""
+	}
+	return path
+}
+
+// bom returns the UTF-8 byte order mark data starts with, if any.
+func bom(data []byte) []byte {
+	if m := []byte("\ufeff"); bytes.HasPrefix(data, m) {
+		return m
+	}
+	return nil
+}
+
+// yamlPrintable reports whether r may appear in a YAML file (YAML 1.2
+// §5.1, as the parser checks it).
+func yamlPrintable(r rune) bool {
+	return r == '\t' || r == '\n' || r == '\r' || 0x20 <= r && r <= 0x7e || r == 0x85 ||
+		0xa0 <= r && r <= 0xd7ff || 0xe000 <= r && r <= 0xfffd || 0x10000 <= r && r <= 0x10ffff
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -219,6 +349,32 @@ func (l *loader) errorf(n *yaml.Node, path, format string, args ...any) {
 // file, at its nearest ancestor that was.
 func (l *loader) failf(path, format string, args ...any) {
 	l.errorf(l.at(path), path, format, args...)
+}
+
+// Pos returns the line and column (1-based) where the file the scenario
+// was loaded from writes the value of a key path, e.g.
+// `driver.http.tls.ca_file` or `phases[0].open.rate` (paths are spelt as
+// in the messages of this package), or, if the file does not write that
+// key, its nearest ancestor that it writes. It returns 0, 0 for a
+// scenario not loaded from a file (built in Go or read from JSON), and
+// for a nil s. Callers that check a loaded scenario further (a driver, a
+// reference target's arguments) use it to give their problems the
+// position that every problem of a scenario has.
+func (s *Scenario) Pos(path string) (line, col int) {
+	if s == nil || s.pos == nil {
+		return 0, 0
+	}
+	for {
+		if p, ok := s.pos[path]; ok {
+			return p.line, p.col
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			p := s.pos[""]
+			return p.line, p.col
+		}
+		path = path[:i]
+	}
 }
 
 // at returns the node of path or of its nearest ancestor in the file.
@@ -287,12 +443,7 @@ func (l *loader) decode(n *yaml.Node, path string, v reflect.Value) {
 	l.nodes[path] = n
 	switch v.Type() {
 	case durationType:
-		if sc, ok := l.scalar(n, path, durationWant, false); ok {
-			d, ok := parseDuration(sc.value)
-			if sc.typed() != "!!str" || !ok {
-				l.errorf(n, path, "expected %s; found %s", durationWant, sc.found())
-				return
-			}
+		if d, ok := withUnit(l, n, path, "duration", parseDuration); ok {
 			v.SetInt(int64(d))
 		}
 		return
@@ -302,12 +453,7 @@ func (l *loader) decode(n *yaml.Node, path string, v reflect.Value) {
 		}
 		return
 	case sizeType:
-		if sc, ok := l.scalar(n, path, sizeWant, false); ok {
-			size, ok := parseSize(sc.value)
-			if sc.typed() != "!!str" || !ok {
-				l.errorf(n, path, "expected %s; found %s", sizeWant, sc.found())
-				return
-			}
+		if size, ok := withUnit(l, n, path, "size", parseSize); ok {
 			v.SetInt(int64(size))
 		}
 		return
@@ -350,11 +496,16 @@ func (l *loader) decode(n *yaml.Node, path string, v reflect.Value) {
 	case reflect.Int, reflect.Int64:
 		if sc, ok := l.scalar(n, path, "an integer", false); ok {
 			i, ok := sc.integer()
-			if !ok || v.OverflowInt(i) {
+			// YAML makes a whole number too large for an integer a float.
+			whole := sc.typed() == "!!int" || sc.typed() == "!!float" && plainInt.MatchString(strings.ReplaceAll(sc.value, "_", ""))
+			switch {
+			case !whole:
 				l.errorf(n, path, "expected an integer, found %s", sc.found())
-				return
+			case !ok || v.OverflowInt(i):
+				l.errorf(n, path, "out of range: %s; expected an integer from %d to %d", sc.found(), int64(math.MinInt64), int64(math.MaxInt64))
+			default:
+				v.SetInt(i)
 			}
-			v.SetInt(i)
 		}
 	case reflect.Bool:
 		if sc, ok := l.scalar(n, path, "a boolean (true or false)", false); ok {
@@ -528,16 +679,29 @@ func (l *loader) dictionary(n *yaml.Node, path string, v reflect.Value) {
 
 // rate decodes a single rate such as 300/s.
 func (l *loader) rate(n *yaml.Node, path string) (Rate, bool) {
-	sc, ok := l.scalar(n, path, rateWant, false)
+	return withUnit(l, n, path, "rate", parseRate)
+}
+
+// withUnit decodes the scalar n, a value of kind "duration", "rate" or
+// "size", with parse, and reports a problem when it is not one: the
+// syntax expected, or that its value is out of range.
+func withUnit[T any](l *loader, n *yaml.Node, path, kind string, parse func(string) (T, error)) (T, bool) {
+	var zero T
+	want := map[string]string{"duration": durationWant, "rate": rateWant, "size": sizeWant}[kind]
+	sc, ok := l.scalar(n, path, want, false)
 	if !ok {
-		return 0, false
+		return zero, false
 	}
-	r, ok := parseRate(sc.value)
-	if sc.typed() != "!!str" || !ok {
-		l.errorf(n, path, "expected %s; found %s", rateWant, sc.found())
-		return 0, false
+	v, err := parse(sc.value)
+	switch {
+	case sc.typed() != "!!str" || errors.Is(err, errSyntax):
+		l.errorf(n, path, "expected %s; found %s", want, sc.found())
+	case err != nil:
+		l.errorf(n, path, "%s", unitProblem(err, kind, l.show(path, sc.value)))
+	default:
+		return v, true
 	}
-	return r, true
+	return zero, false
 }
 
 const rateSpecWant = rateWant + ", or a ramp {from: 10/s, to: 100/s}"

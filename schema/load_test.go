@@ -18,6 +18,9 @@ func testEnv(name string) (string, bool) {
 		"EMPTY": "",
 		"WORD":  "five",
 		"DELAY": "2ms",
+		// Values out of range.
+		"BIGRATE": "20000000",
+		"HUGE":    "99999999999999999999",
 	}[name]
 	return v, ok
 }
@@ -359,10 +362,59 @@ func TestProblems(t *testing.T) {
 			[]string{`s.yaml:4:19: phases[0].warmup: expected a boolean (true or false), found string "yes"`}},
 		{"integer forms", head + "phases: [{closed: {connections: 0x10}, duration: 1s}, {closed: {connections: 2.5}, duration: 1s}, {closed: {connections: 99999999999999999999}, duration: 1s}]\n", []string{
 			"s.yaml:4:78: phases[1].closed.connections: expected an integer, found 2.5",
-			"s.yaml:4:122: phases[2].closed.connections: expected an integer, found 99999999999999999999",
+			"s.yaml:4:122: phases[2].closed.connections: out of range: 99999999999999999999; expected an integer from -9223372036854775808 to 9223372036854775807",
 		}},
 		{"key that is not a name", head + "phases: [{closed: {connections: 1}, duration: 1s}]\n? [a]\n: 1\n",
 			[]string{"s.yaml:5:3: expected a key name, found a list"}},
+		// A port outside 1..65535 parses as a URL; dialling it fails only at run time.
+		{"url port too high", "version: 1\ntarget: {url: \"http://127.0.0.1:99999\"}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
+			[]string{`s.yaml:2:15: target.url: port out of range in "http://127.0.0.1:99999"; expected a port from 1 to 65535`}},
+		{"url port 0", "version: 1\ntarget: {url: \"http://127.0.0.1:0\"}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
+			[]string{`s.yaml:2:15: target.url: port out of range in "http://127.0.0.1:0"; expected a port from 1 to 65535`}},
+		{"url port of IPv6", "version: 1\ntarget: {url: \"https://[::1]:65536\"}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
+			[]string{`s.yaml:2:15: target.url: port out of range in "https://[::1]:65536"`}},
+		{"url ports 1 and 65535", "version: 1\ntarget: {url: \"http://127.0.0.1:65535\"}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", nil},
+		// The url is not shown: it holds a password.
+		{"url with user info", "version: 1\ntarget: {url: \"http://user:pw@127.0.0.1:1\"}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
+			[]string{`s.yaml:2:15: target.url: user info (user:password@) in the url is not supported; send an Authorization header (driver.http.headers)`}},
+		// Rates above what one generator can pace; the cap itself is allowed.
+		{"rate above the cap", head + "phases:\n  - {open: {rate: 1000000000000000000000000/s}, duration: 1s}\n  - {open: {rate: {from: 1/s, to: 20000000/s}}, duration: 1s}\n  - {closed: {connections: 1, expected_rate: 600000060/m}, duration: 1s}\n", []string{
+			`s.yaml:5:19: phases[0].open.rate: rate "1000000000000000000000000/s" is above the maximum of 10000000/s: one generator cannot pace more; split the load across generators`,
+			`s.yaml:6:35: phases[1].open.rate.to: rate "20000000/s" is above the maximum of 10000000/s`,
+			`s.yaml:7:46: phases[2].closed.expected_rate: rate "600000060/m" is above the maximum of 10000000/s`,
+		}},
+		{"rate of 400 digits", head + "phases:\n  - {open: {rate: " + strings.Repeat("9", 400) + "/s}, duration: 1s}\n",
+			[]string{`s.yaml:5:19: phases[0].open.rate: rate "999`}},
+		{"rate at the cap", head + "phases:\n  - {open: {rate: 10000000/s}, duration: 1s}\n  - {closed: {connections: 1, expected_rate: 600000000/m}, duration: 1s}\n", nil},
+		{"rate from the environment", head + "phases:\n  - {open: {rate: \"${BIGRATE}/s\"}, duration: 1s}\n",
+			[]string{`s.yaml:5:19: phases[0].open.rate: rate "${BIGRATE}/s" (interpolated) is above the maximum of 10000000/s`}},
+		// A duration with a unit that overflows says so, not that the unit is missing.
+		{"duration overflow", head + "phases:\n  - {open: {rate: 1/s}, duration: 99999999999999999h}\n  - {closed: {connections: 1, think_time: -2562048h}, duration: 2562047h}\n", []string{
+			`s.yaml:5:35: phases[0].duration: duration "99999999999999999h" overflows: the longest is 2562047h (about 292 years)`,
+			`s.yaml:6:43: phases[1].closed.think_time: duration "-2562048h" overflows: the longest is 2562047h`,
+		}},
+		{"size overflow", "version: 1\ntarget: {serve: http}\ndriver: {http: {body_size: 9999999999GiB}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
+			[]string{`s.yaml:3:28: driver.http.body_size: size "9999999999GiB" overflows: the largest is 8589934591GiB`}},
+		{"integer overflow", head + "phases: [{closed: {connections: 18446744073709551615}, duration: 1s}, {closed: {connections: \"${HUGE}\"}, duration: 1s}]\n", []string{
+			"s.yaml:4:33: phases[0].closed.connections: out of range: 18446744073709551615; expected an integer from",
+			`s.yaml:4:94: phases[1].closed.connections: out of range: an integer from "${HUGE}"; expected an integer from`,
+		}},
+		// The YAML parser rejects these without a position; the key path
+		// is that of the value that holds the character, if one does.
+		{"invalid UTF-8", head + "phases: [{closed: {connections: 1}, duration: 1s}]\nname: \"caf\xe9\"\n",
+			[]string{"s.yaml:5:11: name: invalid UTF-8: byte 0xe9; a scenario file is UTF-8 text"}},
+		{"invalid UTF-8 after a BOM and a multi-byte character", "\ufeffname: \"√\xff\"\n",
+			[]string{"s.yaml:1:9: name: invalid UTF-8: byte 0xff"}},
+		{"invalid UTF-8 in a list in a block literal", head + "phases:\n  - {closed: {connections: 1}, duration: 1s}\nassert:\n  - errors == 0\n  - |\n    p99 < 1s and\n    errors < 1\xc3\n",
+			[]string{"s.yaml:10:15: assert[1]: invalid UTF-8: byte 0xc3"}},
+		{"invalid UTF-8 in a key", head + "phases: [{closed: {connections: 1}, duration: 1s}]\nrepeats\xa0\xa0: 2\n",
+			[]string{"s.yaml:5:8: repeats\ufffd\ufffd: invalid UTF-8: byte 0xa0"}},
+		{"invalid UTF-8 in a comment", head + "phases: [{closed: {connections: 1}, duration: 1s}] # d\xe9j\xe0 vu\n",
+			[]string{"s.yaml:4:55: invalid UTF-8: byte 0xe9"}},
+		{"control character", head + "description: \"a\x01b\"\n",
+			[]string{`s.yaml:4:16: description: control character U+0001 is not allowed in YAML; write it as an escape in a double-quoted string, e.g. "\x01"`}},
+		{"CRLF line breaks", "version: 1\r\ntarget: {serve: http}\r\nname: \"\x7f\"\r\n",
+			[]string{`s.yaml:3:8: name: control character U+007F is not allowed in YAML`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantProblems(t, tc.src, tc.want...)
@@ -464,6 +516,97 @@ func TestExpand(t *testing.T) {
 		got, _, err := expand(tc.in, testEnv)
 		if err != nil || got != tc.want {
 			t.Errorf("expand(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// A rule that reads the target's counters (server.X) in a scenario
+// without reconcile.fetch could only ever be INCONCLUSIVE: it is a
+// problem at the rule, found through Options.RuleReads.
+func TestRulesReadingServerNeedFetch(t *testing.T) {
+	// reads stands in for the engine's rules: every word of the rule.
+	reads := func(expr string) []string { return strings.Fields(expr) }
+	check := func(expr string) error {
+		if strings.Contains(expr, "bad") {
+			return errors.New("column 1: unknown metric")
+		}
+		return nil
+	}
+	const phases = head + "phases: [{name: p, closed: {connections: 1}, duration: 1s}]\n"
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"assert without reconcile", phases + "assert:\n  - errors == 0\n  - server.requests == requests\n  - {rule: median(server.ok) > 0, phase: p}\n  - server[k] > 0\n", []string{
+			"s.yaml:7:5: assert[1]: server.requests needs reconcile.fetch to read the target's counters, e.g. reconcile: {fetch: {path: /stats}, expect: [...]}",
+			"s.yaml:8:12: assert[2].rule: server.ok needs reconcile.fetch",
+			"s.yaml:9:5: assert[3]: server[k] needs reconcile.fetch",
+		}},
+		{"the reads of a computed name", phases + "assert: [server == 1]\n",
+			[]string{"s.yaml:5:10: assert[0]: server.<counter> needs reconcile.fetch"}},
+		{"with reconcile.fetch", phases + "reconcile: {fetch: {path: /stats}, expect: [server.requests == requests]}\nassert: [server.ok > 0, worst(server.ok) > 0]\n", nil},
+		// Reported once, as the missing key.
+		{"reconcile without fetch", phases + "reconcile: {expect: [server.requests == requests]}\n",
+			[]string{"s.yaml:5:12: reconcile.fetch: required key missing"}},
+		{"a rule that does not compile is not judged again", phases + "assert: [bad server.x]\n",
+			[]string{"s.yaml:5:10: assert[0]: column 1: unknown metric"}},
+		{"baseline is not the target's counters", phases + "assert: [baseline.server.x > 0]\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseWith("s.yaml", []byte(tc.src), Options{Env: testEnv, CheckRule: check, RuleReads: reads})
+			var got []string
+			if err != nil {
+				got = strings.Split(err.Error(), "\n")
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d problems, want %d:\n%s", len(got), len(tc.want), strings.Join(got, "\n"))
+			}
+			for i := range tc.want {
+				if !strings.Contains(got[i], tc.want[i]) {
+					t.Errorf("problem %d:\n got: %s\nwant: …%s…", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// Pos locates a key path of a loaded scenario, or its nearest ancestor
+// written in the file, so that checks made after loading (a driver's, a
+// reference target's arguments) report positions too.
+func TestPos(t *testing.T) {
+	s := mustParse(t, `version: 1
+target:
+  serve: http
+  args: [--delay, 5ms]
+driver:
+  http:
+    headers: {X-Id: "{{seq}}"}
+phases:
+  - {open: {rate: {from: 1/s, to: 5/s}}, duration: 1s}
+`)
+	for _, tc := range []struct {
+		path      string
+		line, col int
+	}{
+		{"target.args", 4, 9},
+		{"target.args[1]", 4, 19},
+		{"driver.http.headers.X-Id", 7, 21},
+		{"phases[0].open.rate.to", 9, 35},
+		{"phases[0].duration", 9, 52},
+		// Not written: the nearest ancestor that is.
+		{"driver.http.tls.ca_file", 7, 5},
+		{"phases[0].open.inflight", 9, 12},
+		{"phases[3]", 9, 3},
+		{"outputs.tsv", 1, 1},
+	} {
+		if line, col := s.Pos(tc.path); line != tc.line || col != tc.col {
+			t.Errorf("Pos(%q) = %d:%d, want %d:%d", tc.path, line, col, tc.line, tc.col)
+		}
+	}
+	var none *Scenario
+	for _, s := range []*Scenario{none, {}} {
+		if line, col := s.Pos("target"); line != 0 || col != 0 {
+			t.Errorf("Pos of a scenario not loaded from a file = %d:%d, want 0:0", line, col)
 		}
 	}
 }

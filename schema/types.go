@@ -32,11 +32,18 @@ type Scenario struct {
 	// Secrets lists the values that came from ${ENV} interpolation, so
 	// reports can redact them; not part of the format.
 	Secrets []string `yaml:"-" json:"-"`
+
+	// pos locates the value of every key path written in the file (Pos).
+	pos map[string]position
 }
+
+// position is a line and column in a scenario file, both 1-based.
+type position struct{ line, col int }
 
 // Target is the system under test: exactly one of URL or Serve.
 type Target struct {
-	// URL of a running server, e.g. http://127.0.0.1:8080. Scheme http or https.
+	// URL of a running server, e.g. http://127.0.0.1:8080. Scheme http or
+	// https, port 1 to 65535, no user info (send an Authorization header).
 	URL string `yaml:"url,omitempty" json:"url,omitempty"`
 	// Serve names a reference target (`runner serve KIND`) that the runner
 	// spawns as a separate child process on a free loopback port. Kinds: http.
@@ -219,7 +226,8 @@ type Outputs struct {
 // `250us`, `5ms`, `2s`, `1m` (Go duration syntax; ns|us|µs|ms|s|m|h).
 type Duration time.Duration
 
-// Rate is an arrival rate in requests per second, written `N/s` or `N/m` in YAML.
+// Rate is an arrival rate in requests per second, written `N/s` or `N/m`
+// in YAML; at most MaxRate.
 type Rate float64
 
 // Size is a byte count written `N B|KiB|MiB|GiB` in YAML (`512KiB`, `1MiB`).

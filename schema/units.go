@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -19,21 +20,67 @@ const (
 
 // ParseDuration parses a duration with an explicit unit in Go syntax
 // (`250us`, `5ms`, `1m30s`; units ns, us, µs, ms, s, m, h). A bare number,
-// even 0, is an error. Negative values parse; callers decide what they allow.
+// even 0, is an error, and so is a duration beyond ±MaxDuration. Negative
+// values parse; callers decide what they allow.
 func ParseDuration(s string) (Duration, error) {
-	d, ok := parseDuration(s)
-	if !ok {
-		return 0, fmt.Errorf("expected %s; found %s", durationWant, quote(s))
+	d, err := parseDuration(s)
+	if err != nil {
+		return 0, unitError(err, "duration", s)
 	}
 	return d, nil
 }
 
-func parseDuration(s string) (Duration, bool) {
+// MaxDuration is the longest duration a scenario can hold: the range of a
+// time.Duration, 2562047h47m16.854775807s (about 292 years).
+const MaxDuration = Duration(math.MaxInt64)
+
+// Why a value with a unit was rejected.
+var (
+	// errSyntax: the text is not a value of the unit's syntax.
+	errSyntax = errors.New("syntax")
+	// errRange: the text has the syntax but its value is out of range.
+	errRange = errors.New("range")
+)
+
+// durationSyntax is Go's duration syntax (time.ParseDuration), so that a
+// value it matches and time.ParseDuration rejects can only have overflowed.
+var durationSyntax = regexp.MustCompile(`^[-+]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+$`)
+
+func parseDuration(s string) (Duration, error) {
 	if strings.Trim(s, "+-0123456789.") == "" {
-		return 0, false // no unit: "0" and "30" are rejected although Go accepts "0"
+		return 0, errSyntax // no unit: "0" and "30" are rejected although Go accepts "0"
 	}
 	d, err := time.ParseDuration(s)
-	return Duration(d), err == nil
+	switch {
+	case err == nil:
+		return Duration(d), nil
+	case durationSyntax.MatchString(s):
+		return 0, errRange
+	}
+	return 0, errSyntax
+}
+
+// unitError explains why text, a value of the named kind ("duration",
+// "rate", "size"), was rejected by its parser with err.
+func unitError(err error, kind, text string) error {
+	return errors.New(unitProblem(err, kind, quote(text)))
+}
+
+// unitProblem is unitError's message, with the value already rendered as
+// shown (quoted, or its source text when it was interpolated).
+func unitProblem(err error, kind, shown string) string {
+	if errors.Is(err, errRange) {
+		switch kind {
+		case "duration":
+			return fmt.Sprintf("duration %s overflows: the longest is %s (about 292 years)", shown, Duration(MaxDuration.D().Truncate(time.Hour)))
+		case "rate":
+			return fmt.Sprintf("rate %s is above the maximum of %s: one generator cannot pace more; split the load across generators", shown, MaxRate)
+		case "size":
+			return fmt.Sprintf("size %s overflows: the largest is %s", shown, Size(math.MaxInt64/(1<<30)*(1<<30)))
+		}
+	}
+	want := map[string]string{"duration": durationWant, "rate": rateWant, "size": sizeWant}[kind]
+	return fmt.Sprintf("expected %s; found %s", want, shown)
 }
 
 // D returns d as a time.Duration.
@@ -77,30 +124,39 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 var rateSyntax = regexp.MustCompile(`^([+-]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+))/([sm])$`)
 
+// MaxRate is the highest arrival rate a scenario may ask for (an arrival
+// every 100ns): one generator cannot pace more, and a higher load is split
+// across generators. It also keeps every count and interval derived from a
+// rate well inside the range of an int64.
+const MaxRate Rate = 10_000_000
+
 // ParseRate parses an arrival rate `N/s` or `N/m` (N a decimal number, e.g.
 // `300/s`, `0.5/s`, `600/m`) into requests per second: 600/m is 10.
-// Negative and zero rates parse; callers decide what they allow.
+// A rate above MaxRate is an error. Negative and zero rates parse; callers
+// decide what they allow.
 func ParseRate(s string) (Rate, error) {
-	r, ok := parseRate(s)
-	if !ok {
-		return 0, fmt.Errorf("expected %s; found %s", rateWant, quote(s))
+	r, err := parseRate(s)
+	if err != nil {
+		return 0, unitError(err, "rate", s)
 	}
 	return r, nil
 }
 
-func parseRate(s string) (Rate, bool) {
+func parseRate(s string) (Rate, error) {
 	m := rateSyntax.FindStringSubmatch(s)
 	if m == nil {
-		return 0, false
+		return 0, errSyntax
 	}
-	n, err := strconv.ParseFloat(m[1], 64)
-	if err != nil || math.IsInf(n, 0) {
-		return 0, false
-	}
+	// The syntax leaves only range errors, which make n ±Inf: +Inf is
+	// above MaxRate, and -Inf is a negative rate, which callers reject.
+	n, _ := strconv.ParseFloat(m[1], 64)
 	if m[2] == "m" {
 		n /= 60
 	}
-	return Rate(n), true
+	if n > float64(MaxRate) {
+		return 0, errRange
+	}
+	return Rate(n), nil
 }
 
 // String renders r as `N/s`, or as `N/m` when r is a whole number per
@@ -183,31 +239,31 @@ var sizeUnits = []struct {
 // ParseSize parses a byte count with a binary unit: `100B`, `512KiB`,
 // `1MiB`, `2GiB`. There is no default unit and no fraction.
 func ParseSize(s string) (Size, error) {
-	v, ok := parseSize(s)
-	if !ok {
-		return 0, fmt.Errorf("expected %s; found %s", sizeWant, quote(s))
+	v, err := parseSize(s)
+	if err != nil {
+		return 0, unitError(err, "size", s)
 	}
 	return v, nil
 }
 
-func parseSize(s string) (Size, bool) {
+func parseSize(s string) (Size, error) {
 	m := sizeSyntax.FindStringSubmatch(s)
 	if m == nil {
-		return 0, false
+		return 0, errSyntax
 	}
 	n, err := strconv.ParseInt(m[1], 10, 64)
 	if err != nil {
-		return 0, false
+		return 0, errRange // the syntax leaves only range errors
 	}
 	for _, u := range sizeUnits {
 		if u.name == m[2] {
 			if n > math.MaxInt64/u.size {
-				return 0, false
+				return 0, errRange
 			}
-			return Size(n * u.size), true
+			return Size(n * u.size), nil
 		}
 	}
-	return 0, false
+	return 0, errSyntax
 }
 
 // String renders s in the largest binary unit that represents it exactly

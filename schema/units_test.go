@@ -87,6 +87,42 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
+// A value with the right syntax but out of range says so, rather than
+// that the unit is missing.
+func TestUnitsOutOfRange(t *testing.T) {
+	duration := func(s string) error { _, err := ParseDuration(s); return err }
+	rate := func(s string) error { _, err := ParseRate(s); return err }
+	size := func(s string) error { _, err := ParseSize(s); return err }
+	for _, tc := range []struct {
+		parse    func(string) error
+		in, want string
+	}{
+		{duration, "99999999999999999h", `duration "99999999999999999h" overflows: the longest is 2562047h (about 292 years)`},
+		{duration, "2562048h", `duration "2562048h" overflows`},
+		{duration, "-2562048h", `duration "-2562048h" overflows`},
+		{duration, "2562047h47m16.854775808s", `overflows`},
+		{duration, "2562047h47m16.854775807s", ""}, // MaxDuration itself
+		{duration, "1e3s", "expected a duration with unit"},
+		{rate, "10000001/s", `rate "10000001/s" is above the maximum of 10000000/s: one generator cannot pace more; split the load across generators`},
+		{rate, "1000000000000000000000000/s", `rate "1000000000000000000000000/s" is above the maximum`},
+		{rate, strings.Repeat("9", 400) + "/s", "is above the maximum"},
+		{rate, "600000001/m", "is above the maximum"},
+		{rate, "10000000/s", ""},
+		{rate, "600000000/m", ""},
+		{size, "9999999999GiB", `size "9999999999GiB" overflows: the largest is 8589934591GiB`},
+		{size, "99999999999999999999B", "overflows"},
+		{size, "8589934591GiB", ""},
+	} {
+		err := tc.parse(tc.in)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v, want no error", tc.in, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q: %v, want …%s…", tc.in, err, tc.want)
+		}
+	}
+}
+
 func TestUnitStrings(t *testing.T) {
 	for _, tc := range []struct {
 		v    fmt.Stringer
@@ -170,7 +206,7 @@ assert: [p99 < 20ms, {rule: errors == 0, phase: steady}]
 // empty lists and maps that omitempty drops made nil.
 func jsonView(s *Scenario) *Scenario {
 	c := *s
-	c.File, c.Secrets = "", nil
+	c.File, c.Secrets, c.pos = "", nil, nil
 	if len(c.Target.Args) == 0 {
 		c.Target.Args = nil
 	}

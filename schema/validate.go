@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -61,9 +62,10 @@ func (l *loader) validate(s *Scenario) {
 		if l.ok("reconcile.expect") && len(s.Reconcile.Expect) == 0 {
 			l.failf("reconcile.expect", "no rules; expected at least one, e.g. [server.requests == requests]")
 		}
-		l.validateRules("reconcile.expect", s.Reconcile.Expect, s.Phases)
+		// Without fetch, reconcile is missing a required key, reported as such.
+		l.validateRules("reconcile.expect", s.Reconcile.Expect, s.Phases, true)
 	}
-	l.validateRules("assert", s.Assert, s.Phases)
+	l.validateRules("assert", s.Assert, s.Phases, s.Reconcile != nil && l.has("reconcile.fetch"))
 	l.validateOutputs(s.Outputs)
 }
 
@@ -85,8 +87,15 @@ func (l *loader) validateTarget(t *Target) {
 			l.failf("target.url", "expected a URL such as http://127.0.0.1:8080, found %s", l.show("target.url", t.URL))
 		case u.Scheme != "http" && u.Scheme != "https":
 			l.failf("target.url", "unsupported scheme %s in %s; expected http or https", quote(u.Scheme), l.show("target.url", t.URL))
+		case u.User != nil:
+			// The url is not shown: it holds a password.
+			l.failf("target.url", "user info (user:password@) in the url is not supported; send an Authorization header (driver.http.headers)")
 		case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
 			l.failf("target.url", "the url names the server only, e.g. http://127.0.0.1:8080; put the request path in the driver (driver.http.path), found %s", l.show("target.url", t.URL))
+		case u.Port() != "":
+			if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+				l.failf("target.url", "port out of range in %s; expected a port from 1 to 65535", l.show("target.url", t.URL))
+			}
 		}
 	}
 	if l.ok("target.serve") && !slices.Contains(serveKinds, t.Serve) {
@@ -332,9 +341,10 @@ func (l *loader) validateRamp(p string, r *Ramp) {
 	l.checkThinkTime(p+".think_time", r.ThinkTime)
 }
 
-// validateRules checks the phase scopes of rules; the expressions are the
-// engine's to compile.
-func (l *loader) validateRules(path string, rules []Rule, phases []Phase) {
+// validateRules checks the phase scopes of rules and, when fetched is
+// false, that no rule reads the target's counters; the expressions are
+// the engine's to compile (Options.CheckRule).
+func (l *loader) validateRules(path string, rules []Rule, phases []Phase, fetched bool) {
 	var names []string
 	byName := map[string]int{}
 	judged := 0
@@ -350,6 +360,14 @@ func (l *loader) validateRules(path string, rules []Rule, phases []Phase) {
 	unscoped := false
 	for i, r := range rules {
 		p := index(path, i)
+		if expr := cmp.Or(l.pathIf(p+".rule"), p); !fetched && l.reads != nil && l.ok(expr) {
+			for _, m := range l.reads(r.Expr) {
+				if c, ok := serverCounter(m); ok {
+					l.failf(expr, "%s needs reconcile.fetch to read the target's counters, e.g. reconcile: {fetch: {path: /stats}, expect: [...]}", c)
+					break
+				}
+			}
+		}
 		if r.Phase == "" {
 			unscoped = true
 			continue
@@ -368,6 +386,33 @@ func (l *loader) validateRules(path string, rules []Rule, phases []Phase) {
 	if unscoped && len(phases) > 0 && judged == 0 {
 		l.failf(path, "every phase is a warmup phase, so these rules would judge nothing; make a phase measured (warmup: false)")
 	}
+}
+
+// pathIf returns path if it was written in the file, else "".
+func (l *loader) pathIf(path string) string {
+	if l.has(path) {
+		return path
+	}
+	return ""
+}
+
+// serverCounter returns the target counter that metric m (as
+// Options.RuleReads writes it) reads, if it reads one: "server.requests"
+// for server.requests and median(server.requests), "server.<counter>"
+// for server[key].
+func serverCounter(m string) (string, bool) {
+	for _, view := range []string{"median(", "worst("} {
+		if inner, ok := strings.CutPrefix(m, view); ok && strings.HasSuffix(inner, ")") {
+			m = strings.TrimSuffix(inner, ")")
+		}
+	}
+	switch {
+	case m == "server":
+		return "server.<counter>", true
+	case strings.HasPrefix(m, "server.") || strings.HasPrefix(m, "server["):
+		return m, true
+	}
+	return "", false
 }
 
 var placeholder = regexp.MustCompile(`\{[^{}]*\}`)

@@ -4,12 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	httpdriver "github.com/runner-dev/runner/drivers/http"
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/rules"
 	"github.com/runner-dev/runner/schema"
+	"github.com/runner-dev/runner/targets/httptarget"
 )
 
 // placeholderURL stands in for a reference target's address, which is
@@ -17,12 +21,21 @@ import (
 const placeholderURL = "http://127.0.0.1:1"
 
 // compile loads, validates and compiles one scenario file without sending
-// anything. Every problem of the file is in the returned error.
+// anything. Every problem of the file is in the returned error, each as
+// `file:line:col: key.path: message`.
 func compile(file string) (*schema.Scenario, *engine.Plan, error) {
-	sc, err := schema.LoadWith(file, schema.Options{CheckRule: func(src string) error {
-		_, err := rules.Compile(src)
-		return err
-	}})
+	// Each rule is compiled once here; RuleReads reads what it compiled.
+	compiled := map[string]*rules.Rule{}
+	sc, err := schema.LoadWith(file, schema.Options{
+		CheckRule: func(src string) error {
+			r, err := rules.Compile(src)
+			if err == nil {
+				compiled[src] = r
+			}
+			return err
+		},
+		RuleReads: func(src string) []string { return compiled[src].Metrics() },
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -31,12 +44,21 @@ func compile(file string) (*schema.Scenario, *engine.Plan, error) {
 		base = placeholderURL
 	}
 	var errs []error
+	if sc.Target.Serve == "http" {
+		// The spawned target would reject them and exit before it is
+		// ready; say so now, before anything runs.
+		if _, err := httptarget.ParseArgs(sc.Target.Args); err != nil {
+			errs = append(errs, argsError(sc, err))
+		}
+	}
 	lim := engine.Limits{MaxInflight: 1}
 	switch {
 	case sc.Driver.HTTP != nil:
 		d, err := httpdriver.New(*sc.Driver.HTTP, base)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: driver.http: %w", file, err))
+			for _, e := range flatten(err) {
+				errs = append(errs, driverError(sc, "driver.http", e))
+			}
 		} else {
 			lim.MaxInflight = d.MaxInflight()
 		}
@@ -44,12 +66,131 @@ func compile(file string) (*schema.Scenario, *engine.Plan, error) {
 	}
 	pl, err := engine.Compile(sc, lim)
 	if err != nil {
-		errs = append(errs, err)
+		for _, e := range flatten(err) {
+			errs = append(errs, locate(sc, e))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return sc, nil, err
 	}
 	return sc, pl, nil
+}
+
+// problem is a problem of scenario sc at key path, positioned there.
+func problem(sc *schema.Scenario, path, msg string) *schema.Error {
+	line, col := sc.Pos(path)
+	return &schema.Error{File: sc.File, Line: line, Col: col, Path: path, Msg: msg}
+}
+
+// argsError reports a reference target's arguments that it would reject,
+// at the argument the message is about if it can tell which.
+func argsError(sc *schema.Scenario, err error) *schema.Error {
+	msg := err.Error()
+	at := "target.args"
+	if i, ok := argIndex(msg, sc.Target.Args); ok {
+		at = fmt.Sprintf("target.args[%d]", i)
+	}
+	e := problem(sc, at, strings.ReplaceAll(msg, "\n", "; ")+" (runner serve "+sc.Target.Serve+" --help lists the flags)")
+	e.Path = "target.args"
+	return e
+}
+
+// argIndex finds the argument a command-line error is about: the value it
+// quotes (`invalid value "x" for flag -delay`), the flag it names (`flag
+// provided but not defined: -x`), or the value of the flag whose check
+// failed (`error-status 700: want 200-599`).
+func argIndex(msg string, args []string) (int, bool) {
+	for i, a := range args {
+		if strings.Contains(msg, strconv.Quote(a)) {
+			return i, true
+		}
+	}
+	for i, a := range args {
+		name, _, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name == a || name == "" {
+			continue // not a flag
+		}
+		switch {
+		case strings.HasSuffix(msg, "-"+name) || strings.Contains(msg, "-"+name+":"):
+			return i, true
+		case strings.HasPrefix(msg, name+" "):
+			if !inline && i+1 < len(args) {
+				return i + 1, true
+			}
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// driverKeys maps the start of a driver's message to the key it is about,
+// under the driver's own key.
+var driverKeys = []struct{ prefix, key string }{
+	{"tls.ca_file", "tls.ca_file"},
+	{"success rule", "success"},
+	{"body_size", "body_size"},
+	{"body", "body"},
+	{"version", "version"},
+	{"method", "method"},
+	{"path", "path"},
+}
+
+// driverError positions a problem that the driver under key (e.g.
+// driver.http) found in its configuration: at the key its message names
+// (`tls.ca_file: ...`, `header X-Id: ...`), or at the driver's mapping.
+func driverError(sc *schema.Scenario, key string, err error) *schema.Error {
+	msg := err.Error()
+	at := key
+	switch {
+	case strings.HasPrefix(msg, "target url"):
+		at = "target.url"
+	case strings.HasPrefix(msg, "header "):
+		name := strings.TrimPrefix(msg, "header ")
+		if q, err := strconv.QuotedPrefix(name); err == nil {
+			name, _ = strconv.Unquote(q)
+		} else {
+			name, _, _ = strings.Cut(name, ":")
+		}
+		at = key + ".headers." + name
+	default:
+		for _, k := range driverKeys {
+			if strings.HasPrefix(msg, k.prefix) {
+				at = key + "." + k.key
+				break
+			}
+		}
+	}
+	e := problem(sc, at, msg)
+	e.Path = key
+	return e
+}
+
+// keyPath matches a problem reported as `key.path: message` (after the
+// file name), e.g. `phases[0]: ramp.connections: ...`: the key path, and
+// a key path under it that the message may start with.
+var keyPath = regexp.MustCompile(`^([a-z_]+(?:\[\d+\])?(?:\.[a-z_]+(?:\[\d+\])?)*): (?:([a-z_]+(?:\.[a-z_]+)*): )?`)
+
+// locate gives a problem reported as `file: key.path: message` the line
+// and column of the key path in the file, as every problem of a scenario
+// has; any other problem is returned as it is.
+func locate(sc *schema.Scenario, err error) error {
+	rest, ok := strings.CutPrefix(err.Error(), sc.File+": ")
+	if !ok {
+		return err
+	}
+	m := keyPath.FindStringSubmatch(rest)
+	if m == nil {
+		return err
+	}
+	at := m[1]
+	if m[2] != "" {
+		at += "." + m[2]
+	}
+	line, col := sc.Pos(at)
+	if line == 0 {
+		return err
+	}
+	return &schema.Error{File: sc.File, Line: line, Col: col, Path: m[1], Msg: strings.TrimPrefix(rest, m[1]+": ")}
 }
 
 // printErrors writes each problem on its own line.

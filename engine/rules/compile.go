@@ -156,7 +156,7 @@ func compile(src string) (*Rule, *CompileError) {
 func (rw *rewritten) exprError(err error) *CompileError {
 	var fe *file.Error
 	if errors.As(err, &fe) {
-		return rw.errorAtText(fe.From, "%s", fe.Message)
+		return rw.errorAtText(fe.From, "%s", rw.asWritten(fe.From, fe.Message))
 	}
 	msg, _, _ := strings.Cut(err.Error(), "\n")
 	return rw.errorAt(0, "%s", msg)
@@ -679,8 +679,26 @@ func (c *checkState) checkRef(n ast.Node) (unit, *CompileError) {
 					return 0, err
 				}
 				return numberUnit, nil
+			case res == isMetric:
+				return 0, c.noMembers(m, r)
 			default:
-				return 0, c.errAt(m, "%s needs a constant name, e.g. %s", ref{view: r.view, group: r.group, name: r.name}, groupExample[r.group])
+				// A group read with a computed name or a method call.
+				group, ex := r.group, groupExample[r.group]
+				if group == "" { // baseline alone
+					group, ex = r.view, groupExample[r.view]
+				} else if r.view == "baseline" {
+					group, ex = "baseline."+group, "baseline."+ex
+				}
+				return 0, c.errAt(m, "%s needs a constant name, e.g. %s", group, ex)
+			}
+		}
+		if m.Method && c.isView(m.Node) { // median(p99).Hours()
+			if _, err := c.check(m.Node); err != nil {
+				return 0, err
+			}
+			if p, ok := path(viewArg(m.Node)); ok {
+				r, _, _ := resolve(p)
+				return 0, c.noMembers(m, ref{view: viewOf(calleeName(m.Node)), group: r.group, name: r.name})
 			}
 		}
 		return c.checkAll(m.Node, m.Property)
@@ -703,6 +721,60 @@ func (c *checkState) checkRef(n ast.Node) (unit, *CompileError) {
 		return 0, c.errAt(n, "baseline.baseline is not a metric")
 	}
 	return r.def().unit, nil
+}
+
+// noMembers explains that metric r (read by m.Node) is a value, with no
+// members or methods: p99.Hours(), p99[0].
+func (c *checkState) noMembers(m *ast.MemberNode, r ref) *CompileError {
+	name := ""
+	if s, ok := m.Property.(*ast.StringNode); ok {
+		name = s.Value
+	}
+	if !m.Method {
+		return c.errAt(m, "%s is a metric, it has no members", r)
+	}
+	if r.def().unit != durationUnit {
+		return c.errAt(m, "%s is a metric, it has no method %s(); compare it as it is, e.g. %s > 0", r, name, r)
+	}
+	// A duration in some unit is a division by that unit: p99 / 1ms.
+	unit := map[string]string{"Hours": "1h", "Minutes": "1m", "Seconds": "1s", "Milliseconds": "1ms", "Microseconds": "1us", "Nanoseconds": "1ns"}[name]
+	if unit == "" {
+		return c.errAt(m, "%s is a metric, it has no method %s(); compare it with a duration (%s < 20ms), or divide it by one for a number (%s / 1ms)", r, name, r, r)
+	}
+	return c.errAt(m, "%s is a metric, it has no method %s(); for the number of %s write %s / %s", r, name, strings.ToLower(name), r, unit)
+}
+
+// isView reports whether n is median(x) or worst(x) with one argument.
+func (c *checkState) isView(n ast.Node) bool {
+	return viewOf(calleeName(n)) != "" && viewArg(n) != nil
+}
+
+// calleeName returns the name of the function n calls, if n is a call.
+func calleeName(n ast.Node) string {
+	switch x := n.(type) {
+	case *ast.BuiltinNode:
+		return x.Name
+	case *ast.CallNode:
+		if id, ok := x.Callee.(*ast.IdentifierNode); ok {
+			return id.Value
+		}
+	}
+	return ""
+}
+
+// viewArg returns the one argument of call n, or nil.
+func viewArg(n ast.Node) ast.Node {
+	var args []ast.Node
+	switch x := n.(type) {
+	case *ast.BuiltinNode:
+		args = x.Arguments
+	case *ast.CallNode:
+		args = x.Arguments
+	}
+	if len(args) != 1 {
+		return nil
+	}
+	return args[0]
 }
 
 func (c *checkState) isDurationLiteral(n ast.Node) bool {

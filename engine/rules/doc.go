@@ -34,7 +34,10 @@
 //     write `not (a ≈ b)`.
 //
 // Unknown names are compile errors that list what is known and suggest the
-// nearest name. Column numbers in errors point at the rule as written.
+// nearest name. A metric is a plain value, without members or methods:
+// p99.Hours() is an error, and p99 / 1h is p99 in hours. Column numbers
+// and the tokens quoted in errors are the rule's as written (`≈`, `20ms`),
+// never the front end's rewriting of them.
 //
 // # Repeats
 //

@@ -17,6 +17,7 @@ func FuzzCompile(f *testing.F) {
 		"approx(p99, 20ms, 0.1)", "not (p999 < 5s)", `server.x == ok // 5ms ≈ "`, "p99 < 20mss", "1..5",
 		"10ms < p50 < 3s", "let x = p99; x < 5ms", `"≈" ≈ '20ms'`, "-5ms < p99 / p50", "0x1Fms", "1e3ms",
 		"p99 * p50", "baseline.service.p99 > 0s", "p99 < 250µs", "/* 3ms", `"unterminated`, "≈≈≈", "",
+		"p99.Hours() < 1", "median(p99).Seconds() > 1", "p99 ≈≈ 1ms", "p99 <≈ 1ms", "1ms.x", "errors ?? 1 ≈ 2",
 	} {
 		f.Add(s)
 	}

@@ -2,10 +2,12 @@ package rules
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // rewritten is a rule's source after the front end turned its two
@@ -260,6 +262,50 @@ func (rw *rewritten) errorAt(off int, format string, args ...any) *CompileError 
 // errorAtText returns a CompileError at text offset k.
 func (rw *rewritten) errorAtText(k int, format string, args ...any) *CompileError {
 	return rw.errorAt(rw.origStart(k), format, args...)
+}
+
+// quotedToken finds the token that a message of expr's parser quotes:
+// `unexpected token Operator("==")`, `bad number syntax: "1000000.x"`,
+// `Operator (==) and coalesce expressions (??) cannot be mixed`.
+var quotedToken = regexp.MustCompile(`(?:\w\(|^bad number syntax: |^Operator \()("(?:[^"\\]|\\.)*"|[^()\s]+)`)
+
+// asWritten rewrites a message of expr's parser about the text at offset
+// k so that the token it quotes is the one the user wrote: `≈` rather
+// than the `==` it became, `20ms` rather than `20000000`. Other messages
+// are returned unchanged.
+func (rw *rewritten) asWritten(k int, msg string) string {
+	m := quotedToken.FindStringSubmatchIndex(msg)
+	if m == nil {
+		return msg
+	}
+	tok, quoted := msg[m[2]:m[3]], false
+	if strings.HasPrefix(tok, `"`) {
+		t, err := strconv.Unquote(tok)
+		if err != nil {
+			return msg
+		}
+		tok, quoted = t, true
+	}
+	text, n := []rune(rw.text), utf8.RuneCountInString(tok)
+	// The token starts at k, or (an error of the lexer) ends there.
+	for _, from := range []int{k, k - n + 1} {
+		if from < 0 || from+n > len(text) || string(text[from:from+n]) != tok {
+			continue
+		}
+		a, b := rw.origStart(from), rw.origEnd(from+n)
+		if a >= b || b > len(rw.src) {
+			return msg
+		}
+		src := string(rw.src[a:b])
+		if src == tok {
+			return msg
+		}
+		if quoted {
+			src = strconv.Quote(src)
+		}
+		return msg[:m[2]] + src + msg[m[3]:]
+	}
+	return msg
 }
 
 // extent returns the source text of text range [from, to), widened to

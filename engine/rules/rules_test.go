@@ -94,6 +94,21 @@ func TestCompileErrors(t *testing.T) {
 		{"errors == 0 and\n  p99 < 20", 9, "line 2, column 9: p99 is a duration"},
 		{"   ", 1, "empty rule"},
 		{`errors_by[1] > 0`, 11, "cannot use int"},
+		// expr's messages quote the tokens the user wrote, not what the
+		// front end rewrote them to (`==`, nanoseconds).
+		{"p99 ≈≈ 1ms", 6, `unexpected token Operator("≈")`},
+		{"p99 <≈ 1ms", 6, `unexpected token Operator("≈")`},
+		{"p99 < 1ms 2ms", 11, `unexpected token Number("2ms")`},
+		{"1ms.x > 0s", 5, `bad number syntax: "1ms.x"`},
+		{"errors ?? 1 ≈ 2", 13, "Operator (≈) and coalesce expressions (??) cannot be mixed"},
+		// A metric is a value, with no members or methods.
+		{"p99.Hours() < 1", 5, "p99 is a metric, it has no method Hours(); for the number of hours write p99 / 1h"},
+		{"service.p99.Foo() < 1", 13, "service.p99 is a metric, it has no method Foo(); compare it with a duration (service.p99 < 20ms), or divide it by one for a number (service.p99 / 1ms)"},
+		{"median(p99).Seconds() > 1", 13, "median(p99) is a metric, it has no method Seconds(); for the number of seconds write median(p99) / 1s"},
+		{"errors.Foo() > 1", 8, "errors is a metric, it has no method Foo(); compare it as it is, e.g. errors > 0"},
+		{"p99[0] > 1ms", 4, "p99 is a metric, it has no members"},
+		{"baseline.Hours() > 0s", 10, "baseline needs a constant name, e.g. baseline.p99"},
+		{"server.Hours() > 0", 8, "server needs a constant name, e.g. server.<counter>"},
 	} {
 		_, err := Compile(c.src)
 		ce, ok := err.(*CompileError)
