@@ -47,7 +47,9 @@ func (l *loader) scalar(n *yaml.Node, path, want string, secret bool) (scalar, b
 			l.sources[path] = n.Value
 		}
 		sc.value = v
-		if secret {
+		// target.url cannot carry a secret (user info and queries are
+		// rejected), and reports must say which target was measured.
+		if secret && path != "target.url" {
 			l.secrets = append(l.secrets, used...)
 		}
 	}

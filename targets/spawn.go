@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -36,7 +37,8 @@ func Spawn(ctx context.Context, exe, kind string, args []string, stderr io.Write
 	argv := append([]string{"serve", kind, "--listen", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(exe, argv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Stderr = stderr
+	last := &tail{}
+	cmd.Stderr = io.MultiWriter(stderr, last)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, fmt.Errorf("spawn %s target: %w", kind, err)
@@ -53,6 +55,8 @@ func Spawn(ctx context.Context, exe, kind string, args []string, stderr io.Write
 			if line := sc.Text(); !sent && strings.HasPrefix(line, ReadyPrefix) {
 				urls <- strings.TrimSpace(strings.TrimPrefix(line, ReadyPrefix))
 				sent = true
+			} else if !sent {
+				last.Write([]byte(line + "\n"))
 			}
 		}
 		close(urls)
@@ -64,7 +68,11 @@ func Spawn(ctx context.Context, exe, kind string, args []string, stderr io.Write
 	case u, ok := <-urls:
 		if !ok {
 			err := <-p.done
-			return nil, fmt.Errorf("%s target exited before it was ready: %v (runner serve %s)", kind, err, strings.Join(argv[1:], " "))
+			msg := fmt.Sprintf("%s target exited before it was ready: %v (runner serve %s)", kind, err, strings.Join(argv[1:], " "))
+			if out := last.String(); out != "" {
+				msg += "; its last output: " + out
+			}
+			return nil, errors.New(msg)
 		}
 		p.URL = u
 	case <-deadline.C:
@@ -79,6 +87,32 @@ func Spawn(ctx context.Context, exe, kind string, args []string, stderr io.Write
 		return nil, fmt.Errorf("%s target at %s: %w", kind, p.URL, err)
 	}
 	return p, nil
+}
+
+// tail keeps the last tailSize bytes written to it, for error messages.
+// It is safe for concurrent use.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailSize = 512
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > tailSize {
+		t.buf = t.buf[len(t.buf)-tailSize:]
+	}
+	return len(b), nil
+}
+
+// String is the kept output, trimmed, with its lines joined by " | ".
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(t.buf)), "\n", " | ")), " ")
 }
 
 func waitHealthy(ctx context.Context, url string, timeout time.Duration) error {

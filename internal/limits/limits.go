@@ -34,8 +34,12 @@ func Descriptors(connections int) (uint64, error) {
 		}
 	}
 	if lim.Cur < need {
-		return lim.Cur, fmt.Errorf("the plan needs %d file descriptors (%d connections + %d reserve) but the limit is %d (hard limit %d); raise it with `ulimit -n %d` (or LimitNOFILE= in a systemd unit) and run again",
-			need, connections, Reserve, lim.Cur, lim.Max, need)
+		how := fmt.Sprintf("raise it with `ulimit -n %d` (or LimitNOFILE= in a systemd unit) and run again", need)
+		if lim.Max < need {
+			how = fmt.Sprintf("the hard limit is below that too: raise it as root (`ulimit -Hn %d && ulimit -n %d`, /etc/security/limits.conf, or LimitNOFILE= in a systemd unit), or use fewer connections", need, need)
+		}
+		return lim.Cur, fmt.Errorf("the plan needs %d file descriptors (%d connections + %d reserve) but the limit is %d (hard limit %d); %s",
+			need, connections, Reserve, lim.Cur, lim.Max, how)
 	}
 	return lim.Cur, nil
 }
