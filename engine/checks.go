@@ -50,6 +50,10 @@ const (
 	LatenessLimit = 10 * time.Millisecond
 	// minLittleSamples: Little's law is not checked on fewer responses.
 	minLittleSamples = 100
+	// minLateArrivals: a run is invalidated by its own lateness only when
+	// more than 1 % of its arrivals and at least this many were late, so
+	// that a single stall of a shared machine in a short run does not.
+	minLateArrivals = 10
 )
 
 // Checks runs the self-checks over a run and returns its warnings, run-wide
@@ -114,7 +118,7 @@ func Checks(pl *Plan, res *Result) []Warning {
 			at("few-samples", "p99 from %d samples (needs 1000): it is the tail of a handful of requests", s.Response.Count())
 		}
 		switch {
-		case !p.Warmup && pr.LateArrivals*100 > s.Arrivals && s.Arrivals > 0:
+		case !p.Warmup && pr.LateArrivals*100 > s.Arrivals && pr.LateArrivals >= minLateArrivals:
 			at("schedule-lateness", "the load generator dispatched %d of %d arrivals more than %s late (up to %s) while connections were free: it fell behind its own schedule, so the run measures the generator, not the target", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Microsecond))
 			ws[len(ws)-1].Invalidates = true
 		case pr.LatenessMax > LatenessLimit:

@@ -2,7 +2,9 @@ package reports
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -131,11 +133,19 @@ func errorRate(s *measure.Summary) string {
 // directory) with the header when it is new or empty. The append is one
 // write(2) on an O_APPEND descriptor under an exclusive flock, so rows of
 // concurrent runs never interleave and the header is written once.
+//
+// An existing file must begin with exactly the TSVColumns header: a file
+// with other columns is refused (an error naming it) rather than mixed
+// with ours. When it does not end in a newline (a previous writer was
+// killed mid-row) the new rows start on a new line, so none is glued to
+// the partial one. Every error names path.
 func AppendTSV(path string, rows [][]string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+	for _, r := range rows {
+		if len(r) != len(TSVColumns) {
+			return fmt.Errorf("tsv row has %d cells, header %d", len(r), len(TSVColumns))
+		}
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := openTSV(path)
 	if err != nil {
 		return err
 	}
@@ -144,22 +154,87 @@ func AppendTSV(path string, rows [][]string) error {
 		return fmt.Errorf("lock %s: %w", path, err)
 	}
 	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	st, err := f.Stat()
+	var b bytes.Buffer
+	fresh, partial, err := tsvState(f, path)
 	if err != nil {
 		return err
 	}
-	var b bytes.Buffer
-	if st.Size() == 0 {
+	if partial {
+		b.WriteByte('\n')
+	}
+	if fresh {
 		b.WriteString(strings.Join(TSVColumns, "\t"))
 		b.WriteByte('\n')
 	}
 	for _, r := range rows {
-		if len(r) != len(TSVColumns) {
-			return fmt.Errorf("tsv row has %d cells, header %d", len(r), len(TSVColumns))
-		}
 		b.WriteString(strings.Join(r, "\t"))
 		b.WriteByte('\n')
 	}
-	_, err = f.Write(b.Bytes())
+	if _, err := f.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("append to %s: %w", path, pathless(err))
+	}
+	return nil
+}
+
+// CheckTSV tells, before any traffic, whether AppendTSV could append to
+// path: an existing file is opened for appending and, if it has content,
+// its header checked; for a new one, its directory could be made (if need
+// be) and take a new file. It creates nothing. It cannot see a device that
+// refuses writes (/dev/full): AppendTSV reports that one. Every error
+// names path.
+func CheckTSV(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		// Prove that it can be created without creating it: a concurrent
+		// run may create it and append rows meanwhile.
+		return checkDir(path, "tsv")
+	}
+	f, err := openTSV(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, _, err = tsvState(f, path)
 	return err
+}
+
+// openTSV opens path for reading and appending, creating it and its
+// directory.
+func openTSV(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("tsv %s: %w", path, pathless(err))
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("tsv %s: %w", path, pathless(err))
+	}
+	return f, nil
+}
+
+// tsvState reads what an append must know about the open TSV file f:
+// fresh when it is empty (or not a regular file, e.g. a pipe: the header
+// goes first), partial when its last line lacks its newline. A file whose
+// first line is not the TSVColumns header is an error.
+func tsvState(f *os.File, path string) (fresh, partial bool, err error) {
+	st, err := f.Stat()
+	if err != nil {
+		return false, false, fmt.Errorf("tsv %s: %w", path, err)
+	}
+	size := st.Size()
+	if !st.Mode().IsRegular() || size == 0 {
+		return true, false, nil
+	}
+	header := strings.Join(TSVColumns, "\t")
+	first := make([]byte, min(size, int64(len(header))+1))
+	if _, err := f.ReadAt(first, 0); err != nil {
+		return false, false, fmt.Errorf("tsv %s: %w", path, err)
+	}
+	line, _, _ := bytes.Cut(first, []byte{'\n'})
+	if string(line) != header {
+		return false, false, fmt.Errorf("tsv %s: its first line is not runner's header (other columns); refusing to mix formats: choose another file", path)
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, size-1); err != nil {
+		return false, false, fmt.Errorf("tsv %s: %w", path, err)
+	}
+	return false, last[0] != '\n', nil
 }

@@ -56,10 +56,12 @@ each in turn: spawns its reference target if it names one, dials the
 connections, runs every phase of every repeat, prints the summary and the
 rules with their observed values, appends TSV rows and writes the JSON report.
 
-Exit code: 0 every rule holds, 1 a rule failed, 2 invalid scenario or usage,
-3 the run could not complete (target unreachable, interrupted, client limits),
-4 inconclusive (e.g. a p99 rule over fewer than 1000 samples). With several
-files the worst outcome wins: 3, then 1, then 4.
+Exit code: 0 every rule holds, 1 a rule failed, 2 invalid scenario or usage
+(including an output file that cannot be written: checked before any traffic),
+3 the run could not complete (target unreachable, interrupted, client limits,
+results lost because an output file failed during the run), 4 inconclusive
+(e.g. a p99 rule over fewer than 1000 samples). With several files the worst
+outcome wins: 3, then 1, then 4.
 
 Ctrl-C stops the load at once, writes what was measured (marked interrupted)
 and exits 3; a second Ctrl-C exits immediately.`,
@@ -85,6 +87,19 @@ and exits 3; a second Ctrl-C exits immediately.`,
 			}
 			if len(todo) > 1 && f.json != "" && !strings.Contains(f.json, "{scenario}") && !strings.Contains(f.json, "{run_id}") {
 				fmt.Fprintln(stderr, "runner run: --json names one file for several scenarios; put {scenario} or {run_id} in it")
+				return exitError(exitInvalid)
+			}
+			// Output files that cannot be written are a usage problem,
+			// found before any traffic (results would be lost). The check
+			// creates nothing, so a provisional run ID does for {run_id}.
+			for _, c := range todo {
+				tsvPath, jsonPath := outputPaths(newReport(c.pl), f)
+				if err := checkOutputs(tsvPath, jsonPath); err != nil {
+					fmt.Fprintf(stderr, "runner: %s: %v; nothing was sent\n", c.file, err)
+					bad = true
+				}
+			}
+			if bad {
 				return exitError(exitInvalid)
 			}
 			if f.quiet && !cmd.Flags().Changed("log-level") {
@@ -173,27 +188,59 @@ func newRunID() string {
 	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
-// runOne runs one compiled scenario and returns its exit code.
-func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger, stdout, stderr io.Writer) int {
-	sc := pl.Scenario
-	rep := &reports.Run{
+// newReport starts the report of one run of a compiled scenario, with a
+// new run ID.
+func newReport(pl *engine.Plan) *reports.Run {
+	return &reports.Run{
 		RunID:    newRunID(),
 		Tool:     "runner",
-		Scenario: sc,
+		Scenario: pl.Scenario,
 		Plan:     pl,
-		Env:      sysinfo.Collect(),
-		Started:  time.Now(),
 		Result:   &engine.Result{},
 	}
-	tsvPath := pick(f.tsv, sc.Outputs.TSV)
-	jsonPath := pick(f.json, sc.Outputs.JSON)
-	tsvPath, jsonPath = rep.Expand(tsvPath), rep.Expand(jsonPath)
+}
+
+// outputPaths are the TSV and JSON paths of a run, flags first, with
+// {run_id} and {scenario} expanded; "" when there is none.
+func outputPaths(rep *reports.Run, f runFlags) (tsv, json string) {
+	out := rep.Scenario.Outputs
+	return rep.Expand(pick(f.tsv, out.TSV)), rep.Expand(pick(f.json, out.JSON))
+}
+
+// checkOutputs tells whether the output files can be written, before any
+// traffic. A device that refuses writes (/dev/full as TSV) is only found
+// when written to: runOne then exits 3.
+func checkOutputs(tsvPath, jsonPath string) error {
+	var errs []error
+	if tsvPath != "" {
+		errs = append(errs, reports.CheckTSV(tsvPath))
+	}
+	if jsonPath != "" {
+		errs = append(errs, reports.CheckJSON(jsonPath))
+	}
+	return errors.Join(errs...)
+}
+
+// writeReport writes the JSON report; tests replace it to make it fail.
+var writeReport = reports.WriteJSON
+
+// runOne runs one compiled scenario and returns its exit code. An output
+// file that could not be written (TSV rows or the final JSON report lost)
+// makes it exit 3 whatever the verdict, saying which file.
+func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger, stdout, stderr io.Writer) int {
+	sc := pl.Scenario
+	rep := newReport(pl)
+	rep.Env = sysinfo.Collect()
+	rep.Started = time.Now()
+	tsvPath, jsonPath := outputPaths(rep, f)
 
 	fail := func(format string, a ...any) int {
 		rep.Error = fmt.Sprintf(format, a...)
 		rep.Outcome, rep.ExitCode = "could-not-run", exitCouldNotRun
 		fmt.Fprintln(stderr, "runner:", rep.Error)
-		finish(rep, jsonPath, stderr)
+		if err := finish(rep, jsonPath); err != nil {
+			fmt.Fprintln(stderr, "runner:", err)
+		}
 		return exitCouldNotRun
 	}
 
@@ -235,6 +282,10 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	if sc.Reconcile != nil {
 		r.Counters = fetchCounters(base, sc.Reconcile.Fetch.Path)
 	}
+	var (
+		tsvErr     error // the last failed TSV append: rows were lost
+		jsonWarned bool
+	)
 	r.OnPhase = func(pr *engine.PhaseResult) {
 		rep.Result.Phases = append(rep.Result.Phases, pr)
 		if pr.Interrupted {
@@ -247,12 +298,19 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 			err := reports.AppendTSV(tsvPath, rep.Rows(pr))
 			outputs.Unlock()
 			if err != nil {
-				fmt.Fprintln(stderr, "runner: tsv:", err)
+				if tsvErr == nil {
+					fmt.Fprintf(stderr, "runner: results lost: %v\n", err)
+				}
+				tsvErr = err
 			}
 		}
 		// The JSON is rewritten whole after every phase (temporary file,
 		// then rename), so even a killed run leaves a parseable report.
-		writeJSON(rep, jsonPath, stderr)
+		// A failure here is lost only if the final write fails too.
+		if err := writeJSON(rep, jsonPath); err != nil && !jsonWarned {
+			fmt.Fprintf(stderr, "runner: %v (will try again at the end)\n", err)
+			jsonWarned = true
+		}
 	}
 	res, runErr := r.Run(ctx, pl)
 	rep.Result.Interrupted = res.Interrupted
@@ -266,12 +324,34 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		rep.Error = runErr.Error()
 	}
 	rep.Outcome, rep.ExitCode = outcome(rep)
-	finish(rep, jsonPath, stderr)
+	var lost []error
+	if tsvErr != nil {
+		lost = append(lost, tsvErr)
+		resultsLost(rep, tsvErr) // before the final JSON, which then says so
+	}
+	if err := finish(rep, jsonPath); err != nil {
+		lost = append(lost, err)
+		resultsLost(rep, err)
+	}
 	reports.Console(stdout, rep, !f.quiet)
 	if runErr != nil {
 		fmt.Fprintf(stderr, "runner: %s: could not complete: %v\n", sc.File, runErr)
 	}
+	for _, err := range lost {
+		fmt.Fprintf(stderr, "runner: %s: results lost: %v\n", sc.File, err)
+	}
 	return rep.ExitCode
+}
+
+// resultsLost marks a run whose output file could not be written: it
+// could not complete (exit 3), whatever its verdict.
+func resultsLost(rep *reports.Run, err error) {
+	msg := "results lost: " + err.Error()
+	if rep.Error != "" {
+		msg = rep.Error + "; " + msg
+	}
+	rep.Error = msg
+	rep.Outcome, rep.ExitCode = "could-not-run", exitCouldNotRun
 }
 
 // outcome turns a finished run into its one-word outcome and exit code:
@@ -305,22 +385,23 @@ func pick(flag, scenario string) string {
 	return scenario
 }
 
-func finish(rep *reports.Run, jsonPath string, stderr io.Writer) {
+// finish stamps the end of the run and writes the final JSON report.
+func finish(rep *reports.Run, jsonPath string) error {
 	if rep.Ended.IsZero() {
 		rep.Ended = time.Now()
 	}
-	writeJSON(rep, jsonPath, stderr)
+	return writeJSON(rep, jsonPath)
 }
 
-func writeJSON(rep *reports.Run, path string, stderr io.Writer) {
+// writeJSON writes the JSON report to path, if there is one; its error
+// names path.
+func writeJSON(rep *reports.Run, path string) error {
 	if path == "" {
-		return
+		return nil
 	}
 	outputs.Lock()
 	defer outputs.Unlock()
-	if err := reports.WriteJSON(path, rep); err != nil {
-		fmt.Fprintln(stderr, "runner: json:", err)
-	}
+	return writeReport(path, rep)
 }
 
 // fetchCounters reads the target's counters: GET base+path answering a

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -21,6 +22,23 @@ that measured numbers can be checked against analytical ones. Scenarios with
 target: {serve: KIND, args: [...]} spawn it as a separate child process on a
 free loopback port; you can also run it by hand and point target.url at it.
 It prints "listening on URL" once ready and stops on SIGINT/SIGTERM.`,
+		// A kind that is not a subcommand lands here: a usage error, not
+		// the help text with exit 0.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var kinds []string
+			for _, k := range cmd.Commands() {
+				if k.IsAvailableCommand() {
+					kinds = append(kinds, k.Name())
+				}
+			}
+			if len(args) == 0 {
+				fmt.Fprintf(stderr, "runner serve: no reference target kind given; kinds: %s\n", strings.Join(kinds, ", "))
+			} else {
+				fmt.Fprintf(stderr, "runner serve: unknown reference target kind %q; kinds: %s\n", args[0], strings.Join(kinds, ", "))
+			}
+			return exitError(exitInvalid)
+		},
 	}
 	serve.AddCommand(&cobra.Command{
 		Use:   "http [--listen ADDR] [--delay D] [--error-every N] [--error-status S] [--close-after N]",

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +37,9 @@ type conn struct {
 	closed bool
 	gen    uint64 // bumped at the end of every Do, so a late callback is a no-op
 
+	peek    peeker   // plain TCP: looks at the idle connection
+	tlsBase *tlsBase // TLS: the socket under it, which can look too
+
 	cr   countingReader
 	br   *bufio.Reader
 	wbuf []byte
@@ -66,6 +70,13 @@ func (c *conn) attach(nc net.Conn) bool {
 	c.nc = nc
 	c.cr.r = nc
 	c.br.Reset(&c.cr)
+	c.tlsBase = nil
+	if tc, ok := nc.(*tls.Conn); ok {
+		c.tlsBase, _ = tc.NetConn().(*tlsBase)
+		c.peek.reset(nil)
+	} else {
+		c.peek.reset(nc)
+	}
 	return true
 }
 
@@ -103,6 +114,13 @@ func (c *conn) Close() error {
 // Any failure closes the connection, since it may be out of sync; so does
 // a response that asks to close, and every response when keep-alive is
 // off. A non-2xx status or a failed rule keeps it.
+//
+// Before a kept-alive connection is reused, a non-blocking look (see
+// idle.go) checks that the server has not written on it or closed it
+// while it was idle; if it has, the request is sent on a new connection
+// (Outcome.Dialed) instead, without an error: nothing was sent on the old
+// one. A close that comes after the request was written is an eof or
+// reset outcome and is never retried.
 func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
@@ -114,6 +132,16 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 		deadline = start.Add(c.d.timeout)
 	}
 
+	if c.nc != nil {
+		// Reused: the deadline first, since the look fails at once on an
+		// expired one (the previous request's).
+		if err := c.nc.SetDeadline(deadline); err != nil {
+			return c.failed(ctx, "set deadline", err, out)
+		}
+		if c.idle() != idleEmpty {
+			c.drop()
+		}
+	}
 	if c.nc == nil {
 		if c.isClosed() {
 			out.Class, out.Err = drivers.Cancelled, errClosed
@@ -132,12 +160,11 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 			out.Class, out.Err = drivers.Cancelled, errClosed
 			return out
 		}
+		if err := nc.SetDeadline(deadline); err != nil {
+			return c.failed(ctx, "set deadline", err, out)
+		}
 	}
 	nc := c.nc
-
-	if err := nc.SetDeadline(deadline); err != nil {
-		return c.failed(ctx, "set deadline", err, out)
-	}
 	if ctx.Done() != nil {
 		c.mu.Lock()
 		gen := c.gen
@@ -184,7 +211,9 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 	// the socket: bytes read minus those still buffered, before and after.
 	in0 := c.cr.n - int64(c.br.Buffered())
 	c.cr.first, c.cr.eof = time.Time{}, false
+	c.cr.limit = in0 + MaxHeaderBytes // the buffer is empty: in0 == c.cr.n
 	resp, err := c.readResponse()
+	c.cr.limit = 0
 	if !c.cr.first.IsZero() {
 		out.FirstByte = c.cr.first.Sub(start)
 	}
@@ -304,6 +333,8 @@ func (c *conn) failed(ctx context.Context, stage string, err error, out drivers.
 	}
 	out.Class, out.Code = drivers.Classify(err)
 	switch {
+	case errors.Is(err, errHeaderTooLarge):
+		out.Class, out.Code = drivers.BadFrame, ""
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		// Some bytes of the response came, then the connection ended:
 		// truncated headers or a body shorter than declared.
@@ -382,18 +413,33 @@ func isNetError(err error) bool {
 	return errors.As(err, &ne)
 }
 
+// errHeaderTooLarge ends a response whose header block is larger than
+// MaxHeaderBytes.
+var errHeaderTooLarge = fmt.Errorf("response header block exceeds the limit of %d bytes (1 MiB)", MaxHeaderBytes)
+
 // countingReader counts the bytes read from the socket, notes when the
 // first byte of the current response arrived and whether the peer ended
-// the stream.
+// the stream. While limit is set it reads no byte past the limit-th:
+// there it returns errHeaderTooLarge.
 type countingReader struct {
 	r     io.Reader
 	n     int64
+	limit int64 // 0: none
 	first time.Time
 	eof   bool
 }
 
 // Read implements io.Reader.
 func (cr *countingReader) Read(p []byte) (int, error) {
+	if cr.limit > 0 {
+		rest := cr.limit - cr.n
+		if rest <= 0 {
+			return 0, errHeaderTooLarge
+		}
+		if int64(len(p)) > rest {
+			p = p[:rest]
+		}
+	}
 	n, err := cr.r.Read(p)
 	if n > 0 {
 		if cr.first.IsZero() {

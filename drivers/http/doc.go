@@ -8,7 +8,9 @@
 // itself from templates split once at New, and parses responses with
 // net/http's ReadResponse, which applies the RFC rules for bodies (none
 // after HEAD, 1xx, 204 or 304). One request at a time per connection: no
-// pipelining, and no retries: a kept-alive connection the server closed
-// without notice costs the request an eof or reset outcome, and the next
-// request re-dials.
+// pipelining, and no retries: a kept-alive connection the server closes
+// without notice after a request was written costs that request an eof or
+// reset outcome, and the next request re-dials. A connection found closed,
+// or holding an unsolicited response, before a request is written on it is
+// re-dialled for that request (nothing was sent, so it is no retry).
 package http

@@ -29,6 +29,12 @@ const (
 	// MaxRuleBody is the most response body bytes a success rule sees in
 	// `body`; the rest is read and discarded.
 	MaxRuleBody = 1 << 20
+	// MaxHeaderBytes caps a response's header block: status line, header
+	// fields and the blank line, interim 1xx responses included. A larger
+	// one ends the request as bad-frame and closes the connection, so a
+	// hostile or broken server cannot make the client buffer it (the same
+	// default as net/http's Server.MaxHeaderBytes).
+	MaxHeaderBytes = 1 << 20
 	// userAgent is sent unless the scenario sets its own User-Agent header.
 	userAgent = "runner"
 )
@@ -321,7 +327,8 @@ func (d *Driver) dial(ctx context.Context) (nc net.Conn, tcp bool, err error) {
 	if d.tls == nil {
 		return nc, true, nil
 	}
-	tc := tls.Client(nc, d.tls)
+	// tlsBase lets Do look at the idle connection through the TLS layer.
+	tc := tls.Client(newTLSBase(nc), d.tls)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		nc.Close()
 		return nil, true, fmt.Errorf("tls handshake with %s: %w", d.addr, err)
