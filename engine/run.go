@@ -532,7 +532,7 @@ func (ph *phaseRun) closedWorker(k int, at time.Duration) {
 		ph.rec.AddConnectionsOpened(int64(ok))
 		ph.rec.AddConnectFailures(int64(failed))
 	}
-	for !ph.stopped() && ph.hard.Err() == nil {
+	for !ph.stopped() {
 		if n := ph.p.Requests; n > 0 && ph.claimed.Add(1) > n {
 			ph.byCount.Store(true)
 			return
