@@ -44,6 +44,16 @@ type Config struct {
 	// CloseAfter, when N > 0, answers the Nth counted request on each
 	// connection with `Connection: close` and closes the connection after it.
 	CloseAfter int
+	// SlowFor and SlowDelay make a slow start: a counted request that
+	// arrives less than SlowFor after the target began listening waits
+	// SlowDelay instead of Delay. SlowFor 0 means no slow start.
+	SlowFor   time.Duration
+	SlowDelay time.Duration
+	// DelayPerSeq adds n × DelayPerSeq to a counted request's delay, n
+	// the non-negative integer that is the last segment of its path
+	// (/d/17 → 17 × DelayPerSeq); a path ending otherwise gets nothing
+	// extra. 0 means off.
+	DelayPerSeq time.Duration
 }
 
 // flags registers cfg's fields on fs, with their current values as defaults.
@@ -53,6 +63,9 @@ func (cfg *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.ErrorEvery, "error-every", cfg.ErrorEvery, "answer every Nth counted request (global arrival order) with --error-status; 0 = never")
 	fs.IntVar(&cfg.ErrorStatus, "error-status", cfg.ErrorStatus, "status of the --error-every failures (200-599)")
 	fs.IntVar(&cfg.CloseAfter, "close-after", cfg.CloseAfter, "send Connection: close and close after N counted requests on a connection; 0 = never")
+	fs.DurationVar(&cfg.SlowFor, "slow-for", cfg.SlowFor, "slow start: for this long after the target starts listening, delay counted requests by --slow-delay instead of --delay (e.g. 5s); 0 = off")
+	fs.DurationVar(&cfg.SlowDelay, "slow-delay", cfg.SlowDelay, "the delay of counted requests during --slow-for (e.g. 300ms)")
+	fs.DurationVar(&cfg.DelayPerSeq, "delay-per-seq", cfg.DelayPerSeq, "add n times this to the delay, n the number that ends the path (/d/17: 17 × it; e.g. 4ms); 0 = off")
 }
 
 func defaults() Config {
@@ -116,6 +129,9 @@ func (cfg Config) validate() error {
 	if cfg.CloseAfter < 0 {
 		errs = append(errs, fmt.Errorf("close-after %d: must not be negative", cfg.CloseAfter))
 	}
+	if cfg.SlowFor < 0 || cfg.SlowDelay < 0 || cfg.DelayPerSeq < 0 {
+		errs = append(errs, fmt.Errorf("slow-for %s, slow-delay %s, delay-per-seq %s: must not be negative", cfg.SlowFor, cfg.SlowDelay, cfg.DelayPerSeq))
+	}
 	return errors.Join(errs...)
 }
 
@@ -129,7 +145,8 @@ func (cfg Config) validate() error {
 //   - GET /healthz: 200 "ok\n", not counted.
 //   - GET /stats: the counters as a flat JSON object of integers, not counted.
 //   - any other method or path: a counted request, answered 200 "ok\n"
-//     after Delay, or ErrorStatus with an empty body (ErrorEvery).
+//     after its delay (Delay, or SlowDelay during SlowFor, plus
+//     DelayPerSeq × n), or ErrorStatus with an empty body (ErrorEvery).
 //
 // Counters (/stats): requests (counted requests received), ok (2xx
 // answers), status_NNN per status answered (status_200 and the error
@@ -148,7 +165,7 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	t := &target{cfg: cfg}
+	t := &target{cfg: cfg, start: time.Now()}
 	srv := &nethttp.Server{
 		Handler:           t,
 		ConnContext:       t.connContext,
@@ -176,7 +193,8 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 
 // target is the handler and its counters.
 type target struct {
-	cfg Config
+	cfg   Config
+	start time.Time // when the target began listening (SlowFor)
 
 	requests           atomic.Int64
 	ok                 atomic.Int64
@@ -251,14 +269,7 @@ func (t *target) serveCounted(w nethttp.ResponseWriter, r *nethttp.Request, ci *
 		t.closedByServer.Add(1)
 	}
 	io.Copy(io.Discard, r.Body)
-	if d := t.cfg.Delay; d > 0 {
-		timer := time.NewTimer(d)
-		select {
-		case <-timer.C:
-		case <-r.Context().Done():
-			timer.Stop()
-		}
-	}
+	wait(r.Context(), t.delay(r))
 	status := nethttp.StatusOK
 	if e := t.cfg.ErrorEvery; e > 0 && n%int64(e) == 0 {
 		status = t.cfg.ErrorStatus
