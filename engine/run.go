@@ -447,21 +447,6 @@ func (ph *phaseRun) stopped() bool {
 	}
 }
 
-// sleep waits d or until ch closes; it reports whether d passed.
-func sleep(d time.Duration, ch <-chan struct{}) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ch:
-		return false
-	}
-}
-
 // conn returns connection k, dialling it if its slot is empty. A failed
 // dial is returned as the outcome of the request that needed it.
 func (ph *phaseRun) conn(ctx context.Context, k int) (drivers.Conn, drivers.Outcome, bool) {

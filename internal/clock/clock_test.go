@@ -1,6 +1,7 @@
-package engine
+package clock
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -9,7 +10,7 @@ import (
 // channel wakes it long before a far instant. (No upper bound on lateness
 // is asserted: the machine is shared.)
 func TestPreciseSleeperNeverEarlyAndCancellable(t *testing.T) {
-	s := NewPreciseSleeper()
+	s := NewPrecise()
 	defer s.Close()
 	done := make(chan struct{})
 	start := time.Now()
@@ -37,5 +38,25 @@ func TestPreciseSleeperNeverEarlyAndCancellable(t *testing.T) {
 	// After cancellation every wait on the same done returns false at once.
 	if s.Until(time.Now().Add(time.Hour), done) {
 		t.Fatal("wait on a closed done reported reached")
+	}
+}
+
+// Sleep ends at once when its context is cancelled, and otherwise never
+// before its duration.
+func TestSleep(t *testing.T) {
+	ctx := context.Background()
+	for i := 0; i < 50; i++ {
+		t0 := time.Now()
+		if !Sleep(ctx, 2*time.Millisecond) {
+			t.Fatal("reported cancelled")
+		}
+		if took := time.Since(t0); took < 2*time.Millisecond {
+			t.Fatalf("woke after %s, before 2ms", took)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(10*time.Millisecond, cancel)
+	if Sleep(cctx, time.Hour) {
+		t.Fatal("an hour passed?")
 	}
 }
