@@ -311,7 +311,14 @@ func (l *loader) syntaxError(err error) {
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		l.add(&Error{File: l.file, Line: line, Msg: "invalid YAML: " + m[2]})
+		text := m[2]
+		if strings.HasPrefix(text, "did not find expected ',' or") {
+			// yaml.v3 reports an unclosed flow collection at its opening
+			// mark, 0-based; the file's lines are 1-based.
+			line++
+			text += " (a [ ] or { } opened on this line is not closed; quote values such as {{seq}} inside it)"
+		}
+		l.add(&Error{File: l.file, Line: line, Msg: "invalid YAML: " + text})
 		return
 	}
 	l.add(&Error{File: l.file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")})

@@ -611,3 +611,12 @@ phases:
 		}
 	}
 }
+
+// yaml.v3 reports an unclosed flow collection one line early (0-based);
+// the message must name the line where it was opened.
+func TestSyntaxErrorLineOfUnclosedFlow(t *testing.T) {
+	_, err := Parse("s.yaml", []byte("version: 1\nname: x\nphases:\n  - {closed: {connections: 1}, duration: 1s\ntarget: {url: \"http://127.0.0.1:1\"}\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:4: invalid YAML: did not find expected ',' or '}'") {
+		t.Fatalf("got %v, want the error at line 4", err)
+	}
+}

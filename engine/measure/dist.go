@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"math/bits"
 	"sort"
+	"strings"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -322,16 +323,41 @@ func NearestRank(p float64, n int64) int64 {
 	return min(max(rank, 1), n)
 }
 
+// bigString is a big integer written in JSON as a decimal string, so that
+// readers that decode numbers as float64 (JavaScript, jq) keep it exact:
+// a sum of squared nanoseconds passes 2^53 after a few seconds' worth.
+// It reads either a string or a bare number.
+type bigString struct{ *big.Int }
+
+// MarshalJSON writes the decimal string.
+func (b bigString) MarshalJSON() ([]byte, error) {
+	if b.Int == nil {
+		return []byte(`"0"`), nil
+	}
+	return json.Marshal(b.Int.String())
+}
+
+// UnmarshalJSON reads a decimal string or a number.
+func (b *bigString) UnmarshalJSON(data []byte) error {
+	s := strings.Trim(string(data), `"`)
+	v, ok := new(big.Int).SetString(s, 10)
+	if !ok {
+		return fmt.Errorf("not an integer: %s", data)
+	}
+	b.Int = v
+	return nil
+}
+
 // distJSON is a Dist's JSON form: exact statistics in nanoseconds and the
 // histogram in HdrHistogram's V2 compressed encoding (base64), values in µs.
 type distJSON struct {
-	Count   int64    `json:"count"`
-	Min     int64    `json:"min_ns"`
-	Max     int64    `json:"max_ns"`
-	Sum     *big.Int `json:"sum_ns"`
-	SumSq   *big.Int `json:"sum_sq_ns2"`
-	Clamped int64    `json:"clamped"`
-	Hist    string   `json:"hdr_us"`
+	Count   int64     `json:"count"`
+	Min     int64     `json:"min_ns"`
+	Max     int64     `json:"max_ns"`
+	Sum     *big.Int  `json:"sum_ns"`
+	SumSq   bigString `json:"sum_sq_ns2"`
+	Clamped int64     `json:"clamped"`
+	Hist    string    `json:"hdr_us"`
 }
 
 // MarshalJSON encodes d as an object with count, min_ns, max_ns, sum_ns,
@@ -349,7 +375,7 @@ func (d Dist) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(distJSON{
 		Count: d.n, Min: int64(d.min), Max: int64(d.max),
-		Sum: d.sum.big(), SumSq: d.sumSq.big(),
+		Sum: d.sum.big(), SumSq: bigString{d.sumSq.big()},
 		Clamped: d.clamped, Hist: string(enc),
 	})
 }
@@ -367,7 +393,7 @@ func (d *Dist) UnmarshalJSON(b []byte) error {
 	if nd.sum, err = sumFromBig(j.Sum); err != nil {
 		return fmt.Errorf("sum_ns: %w", err)
 	}
-	if nd.sumSq, err = sumFromBig(j.SumSq); err != nil {
+	if nd.sumSq, err = sumFromBig(j.SumSq.Int); err != nil {
 		return fmt.Errorf("sum_sq_ns2: %w", err)
 	}
 	nd.n, nd.min, nd.max, nd.clamped = j.Count, time.Duration(j.Min), time.Duration(j.Max), j.Clamped

@@ -390,3 +390,30 @@ func TestDistCorrectedMatchesHdr(t *testing.T) {
 		t.Errorf("exact count %d, hdr %d", d.Count(), h.TotalCount())
 	}
 }
+
+// The sum of squares passes 2^53 quickly; it is written as a string so
+// that float64 JSON readers keep it exact, and read back either way.
+func TestDistSumSqIsAJSONString(t *testing.T) {
+	var d Dist
+	for i := 0; i < 100; i++ {
+		d.record(3 * time.Second)
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"sum_sq_ns2":"900000000000000000000"`) {
+		t.Fatalf("sum_sq_ns2 not an exact string: %s", b)
+	}
+	var back Dist
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := back.Stddev(); s != 0 {
+		t.Fatalf("stddev %s after round trip, want 0", s)
+	}
+	num := strings.Replace(string(b), `"sum_sq_ns2":"900000000000000000000"`, `"sum_sq_ns2":900000000000000000000`, 1)
+	if err := json.Unmarshal([]byte(num), &back); err != nil {
+		t.Fatalf("a bare number no longer decodes: %v", err)
+	}
+}
