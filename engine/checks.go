@@ -50,6 +50,9 @@ const (
 	LatenessLimit = 10 * time.Millisecond
 	// minLittleSamples: Little's law is not checked on fewer responses.
 	minLittleSamples = 100
+	// littleFloor: differences smaller than this many requests in flight
+	// are not reported, however large relatively (a nearly idle target).
+	littleFloor = 0.05
 	// minLateArrivals: a run is invalidated by its own lateness only when
 	// more than 1 % of its arrivals and at least this many were late, so
 	// that a single stall of a shared machine in a short run does not.
@@ -83,35 +86,15 @@ func Checks(pl *Plan, res *Result) []Warning {
 			at("connections-missing", "%d of %d connections established: the requested concurrency was not reached", pr.ConnectionsEstablished, pr.ConnectionsRequested)
 		}
 		if p.Model == Open && !pr.Interrupted {
-			off := p.OfferedRate()
+			off, _ := Offered(pr)
 			if ach := s.AchievedRate(); off > 0 && ach < AchievedFloor*off {
 				at("achieved-below-offered", "achieved %.1f/s is %.0f %% of the offered %.1f/s: the target or the in-flight cap could not take the load (dropped %d)", ach, 100*ach/off, off, s.Dropped)
 			}
 		}
 		if s.Responded >= minLittleSamples && !pr.Interrupted && !p.Warmup {
-			l := s.LittleL()
-			var want float64
-			var what, why string
-			if p.Model == Closed && len(p.Steps) == 0 {
-				// Every connection is either waiting for a response or
-				// thinking: N = λ·(W + Z), so λ·W should be N·W/(W+Z).
-				want = float64(pr.ConnectionsRequested)
-				what = fmt.Sprintf("%d connections", pr.ConnectionsRequested)
-				if p.ThinkTime > 0 && s.Responded > 0 {
-					l += float64(s.Responded) / s.Elapsed.Seconds() * p.ThinkTime.Seconds()
-					what += " (think time included)"
-				}
-				why = "requests that ended without a response (timeouts, resets) are not in W, or connections sat idle"
-			} else {
-				// Open model: W counts from the intended start, the
-				// in-flight mean only from the send; the gap is time spent
-				// waiting in the client for a free slot or for the pacer.
-				want = s.InflightMean()
-				what = fmt.Sprintf("mean in-flight at the target %.2f", want)
-				why = "requests waited in the client (for a free connection, or a late pacer) or ended without a response"
-			}
-			if want > 0 && math.Abs(l-want)/want > LittleTolerance {
-				at("littles-law", "Little's law does not reconcile: λ·W = %.2f vs %s (off by %.0f %%): %s", l, what, 100*math.Abs(l-want)/want, why)
+			lc := Little(pr)
+			if lc.Want > 0 && math.Abs(lc.L-lc.Want)/lc.Want > LittleTolerance && math.Abs(lc.L-lc.Want) > littleFloor {
+				at("littles-law", "Little's law does not reconcile: λ·W = %.2f vs %s (off by %.0f %%): %s", lc.L, lc.Against, 100*math.Abs(lc.L-lc.Want)/lc.Want, lc.why)
 			}
 		}
 		if !p.Warmup && s.Response.Count() > 0 && s.Response.Count() < 1000 {
@@ -124,7 +107,9 @@ func Checks(pl *Plan, res *Result) []Warning {
 		case pr.LatenessMax > LatenessLimit:
 			at("schedule-lateness", "the load generator dispatched an arrival %s late while connections were free (%d of %d arrivals later than %s): a hiccup of the client machine", pr.LatenessMax.Round(time.Microsecond), pr.LateArrivals, s.Arrivals, LatenessLimit)
 		}
-		if pr.ClientCPU > 0.9*cores {
+		// getrusage counts in scheduler ticks: over a phase shorter than a
+		// second the ratio is noise (it can exceed the machine).
+		if pr.ClientCPU > 0.9*cores && pr.Wall >= time.Second {
 			at("client-cpu", "client CPU %.0f %% of %d cores: the load generator is saturated and may be the bottleneck", 100*pr.ClientCPU, int(cores))
 			ws[len(ws)-1].Invalidates = !p.Warmup
 		}
@@ -140,4 +125,45 @@ func Checks(pl *Plan, res *Result) []Warning {
 		}
 	}
 	return ws
+}
+
+// LittleCheck is Little's law applied to one phase: L = λ·W with λ the
+// completed responses per second and W their mean response time (J. D. C.
+// Little, 1961), compared with the concurrency the phase should have had.
+type LittleCheck struct {
+	// L is λ·W; with think time Z in the closed model, λ·(W + Z).
+	L float64
+	// Want is what L should equal: the connections of a closed phase
+	// (each is always waiting or thinking), or the mean in-flight at the
+	// target of an open phase or a ramp.
+	Want float64
+	// Against names Want for people, e.g. "4 connections".
+	Against string
+	why     string
+}
+
+// Little computes the Little's law check of a phase; the console and the
+// warning use this one computation.
+func Little(pr *PhaseResult) LittleCheck {
+	s, p := pr.Summary, pr.Phase
+	c := LittleCheck{L: s.LittleL()}
+	if p.Model == Closed && len(p.Steps) == 0 {
+		// Every connection is either waiting for a response or thinking:
+		// N = λ·(W + Z).
+		c.Want = float64(pr.ConnectionsRequested)
+		c.Against = fmt.Sprintf("%d connections", pr.ConnectionsRequested)
+		if p.ThinkTime > 0 && s.Elapsed > 0 {
+			c.L += float64(s.Responded) / s.Elapsed.Seconds() * p.ThinkTime.Seconds()
+			c.Against += " (λ·(W+think))"
+		}
+		c.why = "requests that ended without a response (timeouts, resets) are not in W, or connections sat idle"
+		return c
+	}
+	// Open model or ramp: W counts from the intended start, the in-flight
+	// mean only from the send; the gap is time spent waiting in the client
+	// for a free slot or for the pacer.
+	c.Want = s.InflightMean()
+	c.Against = fmt.Sprintf("mean in-flight at the target %.2f", c.Want)
+	c.why = "requests waited in the client (for a free connection, or a late pacer) or ended without a response"
+	return c
 }

@@ -40,10 +40,15 @@ func Env(pr *PhaseResult) rules.Env {
 	return rules.NewEnv(pr.Summary, rules.Extras{
 		Connections:            int64(pr.ConnectionsRequested),
 		ConnectionsEstablished: int64(pr.ConnectionsEstablished),
-		OfferedRate:            pr.Phase.OfferedRate(),
+		OfferedRate:            offeredOrZero(pr),
 		Server:                 pr.Server,
 		Client:                 &rules.ClientUsage{CPU: pr.ClientCPU / cores, GCPauseMax: pr.GCPauseMax},
 	})
+}
+
+func offeredOrZero(pr *PhaseResult) float64 {
+	r, _ := Offered(pr)
+	return r
 }
 
 // Judge judges every rule of the plan. An unscoped rule is judged on every

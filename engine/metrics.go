@@ -36,6 +36,18 @@ type Latency struct {
 	Mean    *float64 `json:"mean_ms"`
 }
 
+// Offered is the arrival rate an open phase actually offered: its
+// arrivals (sent, dropped or never sent) per second of its elapsed time.
+// For uniform arrivals it is the planned rate; for Poisson arrivals it is
+// the rate of the arrivals drawn, so that a random draw is not mistaken for
+// a target that could not keep up. ok is false for the closed model.
+func Offered(pr *PhaseResult) (float64, bool) {
+	if pr.Phase == nil || pr.Phase.Model != Open || pr.Summary.Elapsed <= 0 {
+		return 0, false
+	}
+	return float64(pr.Summary.Arrivals) / pr.Summary.Elapsed.Seconds(), true
+}
+
 // MetricsOf computes the headline figures of a finished phase.
 func MetricsOf(pr *PhaseResult) *Metrics {
 	s := pr.Summary
@@ -48,8 +60,7 @@ func MetricsOf(pr *PhaseResult) *Metrics {
 		Response:      latencyOf(&s.Response),
 		Service:       latencyOf(&s.Service),
 	}
-	if pr.Phase != nil && pr.Phase.Model == Open {
-		r := pr.Phase.OfferedRate()
+	if r, ok := Offered(pr); ok {
 		m.OfferedRate = &r
 	}
 	if r, ok := s.ErrorRate(); ok {

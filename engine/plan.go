@@ -120,11 +120,17 @@ func (p *PhasePlan) Window() time.Duration {
 	return max(p.Duration, 0)
 }
 
-// OfferedRate is the mean offered arrival rate of an open phase in
-// arrivals per second (for a linear ramp, (from+to)/2); 0 for closed.
+// OfferedRate is the mean planned arrival rate of an open phase in
+// arrivals per second over its window, Λ(window)/window (a linear ramp
+// run to its end: (from+to)/2); 0 for closed. The rate a run actually
+// offered is its arrivals over its elapsed time (engine.Offered), which
+// differs for Poisson draws.
 func (p *PhasePlan) OfferedRate() float64 {
 	if p.Model != Open {
 		return 0
+	}
+	if w := p.Window(); w > 0 {
+		return p.Rate.Count(w) / w.Seconds()
 	}
 	return (p.Rate.From + p.Rate.To) / 2
 }

@@ -340,9 +340,16 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	usage := sample()
 	ph.start = time.Now()
 	wall := time.Now()
+	// The phase's time is up at its window: its duration, or for an open
+	// phase bounded by count, the span of its arrivals. No new request
+	// starts after it.
 	var timer *time.Timer
-	if p.Duration > 0 {
-		timer = time.AfterFunc(p.Duration, ph.endPhase)
+	if p.Duration > 0 || (p.Model == Open && window > 0) {
+		end := p.Duration
+		if p.Model == Open {
+			end = window
+		}
+		timer = time.AfterFunc(end, ph.endPhase)
 	}
 	close(release)
 
@@ -549,7 +556,9 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 		if ph.p.Duration > 0 && at >= ph.p.Duration {
 			return
 		}
-		early := at > time.Since(ph.start)
+		// In drop mode the pacer never waits for a slot, so any delay is
+		// the generator's; in queue mode only for arrivals it reached early.
+		early := ph.p.Drop || at > time.Since(ph.start)
 		if !sl.Until(ph.start.Add(at), ph.hard.Done()) {
 			return // halted before the arrival was due: it never happened
 		}
@@ -597,8 +606,8 @@ func (ph *phaseRun) unsent(sched Schedule, i int64) {
 		// The run's context was cancelled before halt noted the instant.
 		due = time.Since(ph.start)
 	}
-	if ph.p.Duration > 0 {
-		due = min(due, ph.p.Duration)
+	if w := ph.p.Window(); ph.p.Model == Open && w > 0 {
+		due = min(due, w)
 	}
 	n := Due(sched, due, i+1) - i
 	if r := ph.p.Requests; r > 0 {

@@ -421,3 +421,36 @@ func TestInterruptQueuedArrivals(t *testing.T) {
 		}
 	})
 }
+
+// An open phase bounded by count ends when its arrivals' span is over,
+// like one bounded by time: 50 arrivals at 100/s span 0.5 s; a slow
+// single-worker target (45 ms) starts 12 of them in that time (at 0, 45,
+// …, 495 ms), the other 38 are dropped, and the rates are per the 0.5 s,
+// not per the drain.
+func TestOpenCountBoundStopsAtItsWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(45 * time.Millisecond), Serial: true}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(100), Connections: 1}, Requests: 50}, 10*time.Second)
+		s := run(t, d, pl, 10*time.Second).Phases[0].Summary
+		if s.Arrivals != 50 || s.Requests != 12 || s.Dropped != 38 || s.Elapsed != 500*time.Millisecond {
+			t.Fatalf("arrivals %d requests %d dropped %d elapsed %s, want 50/12/38/500ms", s.Arrivals, s.Requests, s.Dropped, s.Elapsed)
+		}
+		if got := s.Throughput(); got != 24 {
+			t.Fatalf("throughput %.1f/s, want 24/s", got)
+		}
+	})
+}
+
+// A rate ramp cut short by its count offers the rate of the part that ran:
+// 0 → 800/s over 2 s, 200 arrivals: Λ(t) = 200t², so they span 1 s, and
+// the offered rate is 200/s, not the whole ramp's 400/s.
+func TestOfferedRateOfARampCutShort(t *testing.T) {
+	pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: schema.RateSpec{From: 0, To: 800, Ramp: true}, Connections: 4}, Requests: 200, Duration: dur("2s")}, time.Second)
+	p := pl.Phases[0]
+	if w := p.Window(); w != time.Second {
+		t.Fatalf("window %s, want 1s", w)
+	}
+	if got := p.OfferedRate(); got < 199.99 || got > 200.01 {
+		t.Fatalf("offered %.2f/s, want 200/s", got)
+	}
+}

@@ -19,8 +19,9 @@ type Schedule interface {
 // RateCurve is an arrival rate that moves linearly from From to To
 // (arrivals per second) over Over. From == To is a constant rate.
 type RateCurve struct {
-	From, To float64
-	Over     time.Duration
+	From float64       `json:"from"`
+	To   float64       `json:"to"`
+	Over time.Duration `json:"over"`
 }
 
 // Count is the expected number of arrivals in [0, t): the area under the

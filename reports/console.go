@@ -74,8 +74,13 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 		if s.CancelledUnsent > 0 {
 			unsent = fmt.Sprintf(" + cancelled before sending %d", s.CancelledUnsent)
 		}
-		c.f("  load          offered %s/s, achieved %s/s; arrivals %d = requests %d + dropped %d%s; %d connection(s) × in-flight %d\n",
-			rate(p.OfferedRate()), rate(s.AchievedRate()), s.Arrivals, s.Requests, s.Dropped, unsent, pr.ConnectionsRequested, p.Inflight)
+		off, _ := engine.Offered(pr)
+		planned := ""
+		if p.Arrivals == "poisson" {
+			planned = fmt.Sprintf(" (Poisson draw; planned %s/s)", rate(p.OfferedRate()))
+		}
+		c.f("  load          offered %s/s%s, achieved %s/s; arrivals %d = requests %d + dropped %d%s; %d connection(s) × in-flight %d\n",
+			rate(off), planned, rate(s.AchievedRate()), s.Arrivals, s.Requests, s.Dropped, unsent, pr.ConnectionsRequested, p.Inflight)
 	default:
 		c.f("  load          %d connection(s), achieved %s/s, %d requests\n", pr.ConnectionsRequested, rate(s.AchievedRate()), s.Requests)
 	}
@@ -95,12 +100,8 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 		c.f(", %d failed to connect", s.ConnectFailures)
 	}
 	c.f("\n")
-	l := s.LittleL()
-	if p.Model == engine.Closed {
-		c.f("  little's law  λ·W = %.2f vs %d connections; mean in-flight %.2f\n", l, pr.ConnectionsRequested, s.InflightMean())
-	} else {
-		c.f("  little's law  λ·W = %.2f vs mean in-flight %.2f\n", l, s.InflightMean())
-	}
+	lc := engine.Little(pr)
+	c.f("  little's law  λ·W = %.2f vs %s\n", lc.L, lc.Against)
 	c.f("  client        cpu %.1f %% of a core, longest GC pause %s", 100*pr.ClientCPU, pr.GCPauseMax.Round(time.Microsecond))
 	if p.Model == engine.Open {
 		c.f(", pacer lateness max %s", pr.LatenessMax.Round(time.Microsecond))
@@ -295,6 +296,8 @@ func (c *consoleWriter) verdict() {
 		c.f("\nverdict: COULD NOT RUN: %s\n", r.Error)
 	case r.Result != nil && r.Result.Interrupted:
 		c.f("\nverdict: INTERRUPTED (partial results written; nothing judged as passed)\n")
+	case r.Outcome == "inconclusive" && r.Verdict != nil && r.Verdict.Status.String() == "pass":
+		c.f("\nverdict: INCONCLUSIVE (every rule holds, but the load generator was the bottleneck: see the warnings)\n")
 	case r.Verdict != nil:
 		c.f("\nverdict: %s\n", strings.ToUpper(r.Verdict.Status.String()))
 	}

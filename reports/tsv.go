@@ -22,6 +22,7 @@ var TSVColumns = []string{
 	"timestamp", "runId", "tool", "connections", "requests", "throughput", "p50", "p95", "p99", "errors", "cpu", "gcPause", "note",
 	"scenario", "phase", "repeat", "model", "warmup", "offered_rate", "achieved_rate", "ok", "error_rate", "dropped", "cancelled",
 	"p90", "p999", "max", "mean", "samples", "service_p99", "littleL", "inflight_mean", "connections_opened", "verdict",
+	"arrivals", "cancelled_unsent",
 }
 
 // Rows renders one finished (repeat, phase) as a TSV row, cells in
@@ -50,8 +51,8 @@ func (r *Run) Rows(pr *engine.PhaseResult) [][]string {
 		note = "-"
 	}
 	offered := "-"
-	if p.Model == engine.Open {
-		offered = rate(p.OfferedRate())
+	if off, ok := engine.Offered(pr); ok {
+		offered = rate(off)
 	}
 	row := []string{
 		pr.Start.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
@@ -88,6 +89,8 @@ func (r *Run) Rows(pr *engine.PhaseResult) [][]string {
 		fmt.Sprintf("%.3f", s.InflightMean()),
 		strconv.FormatInt(s.ConnectionsOpened, 10),
 		string(engine.JudgePhase(r.Plan, pr)),
+		strconv.FormatInt(s.Arrivals, 10),
+		strconv.FormatInt(s.CancelledUnsent, 10),
 	}
 	for i, c := range row {
 		row[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(r.redact(c))
@@ -187,6 +190,11 @@ func CheckTSV(path string) error {
 		// Prove that it can be created without creating it: a concurrent
 		// run may create it and append rows meanwhile.
 		return checkDir(path, "tsv")
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		// A pipe or device would swallow the rows (a FIFO opened for
+		// reading and writing reads its own writes) or refuse them.
+		return fmt.Errorf("tsv %s: is not a regular file (%s); results must go to a file", path, st.Mode().Type())
 	}
 	f, err := openTSV(path)
 	if err != nil {

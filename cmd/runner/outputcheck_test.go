@@ -51,6 +51,8 @@ func TestUnwritableOutputs_ExitBeforeTraffic(t *testing.T) {
 		{"json in /proc", plain, []string{"--json", "/proc/nope.json"}, "/proc/nope.json"},
 		{"json is a directory", plain, []string{"--json", dir}, dir},
 		{"json is a fifo", plain, []string{"--json", fifo}, fifo},
+		{"tsv is a fifo", plain, []string{"--tsv", fifo}, fifo},
+		{"tsv is a device", plain, []string{"--tsv", "/dev/full"}, "/dev/full"},
 		{"outputs.json in /proc", outputScenario(t, base, "outputs: {json: /proc/nope.json}\n"), nil, "/proc/nope.json"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,19 +81,23 @@ func TestUnwritableOutputs_LostDuringRunExit3(t *testing.T) {
 	js := filepath.Join(t.TempDir(), "r.json")
 
 	t.Run("tsv", func(t *testing.T) {
-		if _, err := os.Stat("/dev/full"); err != nil {
-			t.Skip("no /dev/full")
+		// The path passes the check before traffic; then the append fails
+		// (a disk that fills up during the run).
+		tsv := filepath.Join(t.TempDir(), "r.tsv")
+		appendRows = func(path string, _ [][]string) error {
+			return errors.New("append to " + path + ": no space left on device")
 		}
-		code, out, stderr := cli(t, "run", "--log-level", "disabled", "--tsv", "/dev/full", "--json", js, p)
-		if code != exitCouldNotRun || !strings.Contains(stderr, "/dev/full") || !strings.Contains(stderr, "results lost") {
-			t.Fatalf("exit %d, want 3 naming /dev/full\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+		defer func() { appendRows = reports.AppendTSV }()
+		code, out, stderr := cli(t, "run", "--log-level", "disabled", "--tsv", tsv, "--json", js, p)
+		if code != exitCouldNotRun || !strings.Contains(stderr, tsv) || !strings.Contains(stderr, "results lost") {
+			t.Fatalf("exit %d, want 3 naming %s\nstdout:\n%s\nstderr:\n%s", code, tsv, out, stderr)
 		}
 		if strings.Contains(out, "verdict: PASS") {
 			t.Errorf("lost results printed PASS:\n%s", out)
 		}
 		// The JSON report, written after the failed append, says so.
 		rep := readJSON(t, js)
-		if rep["exit_code"].(float64) != exitCouldNotRun || !strings.Contains(rep["error"].(string), "/dev/full") {
+		if rep["exit_code"].(float64) != exitCouldNotRun || !strings.Contains(rep["error"].(string), tsv) {
 			t.Errorf("JSON report: exit_code %v, error %q", rep["exit_code"], rep["error"])
 		}
 	})

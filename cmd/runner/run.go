@@ -221,8 +221,12 @@ func checkOutputs(tsvPath, jsonPath string) error {
 	return errors.Join(errs...)
 }
 
-// writeReport writes the JSON report; tests replace it to make it fail.
-var writeReport = reports.WriteJSON
+// writeReport writes the JSON report and appendRows appends TSV rows;
+// tests replace them to make them fail.
+var (
+	writeReport = reports.WriteJSON
+	appendRows  = reports.AppendTSV
+)
 
 // runOne runs one compiled scenario and returns its exit code. An output
 // file that could not be written (TSV rows or the final JSON report lost)
@@ -295,7 +299,7 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		}
 		if tsvPath != "" {
 			outputs.Lock()
-			err := reports.AppendTSV(tsvPath, rep.Rows(pr))
+			err := appendRows(tsvPath, rep.Rows(pr))
 			outputs.Unlock()
 			if err != nil {
 				if tsvErr == nil {
@@ -334,6 +338,16 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		resultsLost(rep, err)
 	}
 	reports.Console(stdout, rep, !f.quiet)
+	if len(lost) == 0 && (tsvPath != "" || jsonPath != "") {
+		var where []string
+		if tsvPath != "" {
+			where = append(where, "rows appended to "+tsvPath)
+		}
+		if jsonPath != "" {
+			where = append(where, "report written to "+jsonPath)
+		}
+		fmt.Fprintf(stdout, "results: %s\n", strings.Join(where, "; "))
+	}
 	if runErr != nil {
 		fmt.Fprintf(stderr, "runner: %s: could not complete: %v\n", sc.File, runErr)
 	}
