@@ -326,8 +326,10 @@ func expected(p *PhasePlan) (int64, time.Duration) {
 		}
 		return n, d
 	default:
+		// With both bounds, whichever comes first ends the phase: the
+		// count is then an upper bound, not an expectation.
 		n, d := int64(-1), time.Duration(-1)
-		if p.Requests > 0 {
+		if p.Requests > 0 && p.Duration <= 0 {
 			n = p.Requests
 		}
 		if p.Duration > 0 {
@@ -356,6 +358,9 @@ func (pl *Plan) Describe() string {
 			if p.ThinkTime > 0 {
 				fmt.Fprintf(&b, ", think time %s", p.ThinkTime)
 			}
+			if p.ExpectedInterval > 0 {
+				fmt.Fprintf(&b, ", CO-corrected for one request per %s per connection (expected_rate)", p.ExpectedInterval)
+			}
 			b.WriteString("\n")
 			if len(p.Steps) > 0 {
 				var s []string
@@ -381,9 +386,12 @@ func (pl *Plan) Describe() string {
 			bound = append(bound, fmt.Sprintf("%d requests", p.Requests))
 		}
 		fmt.Fprintf(&b, "    bound        %s (then in-flight requests get a grace of %s)\n", strings.Join(bound, " or "), p.Grace)
-		if p.ExpectedRequests >= 0 {
+		switch {
+		case p.ExpectedRequests >= 0:
 			fmt.Fprintf(&b, "    expected     %d requests", p.ExpectedRequests)
-		} else {
+		case p.Requests > 0:
+			fmt.Fprintf(&b, "    expected     at most %d requests (closed model: the rest depends on the target)", p.Requests)
+		default:
 			b.WriteString("    expected     requests depend on the target (closed model)")
 		}
 		if p.ExpectedDuration >= 0 {

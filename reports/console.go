@@ -263,6 +263,9 @@ func (c *consoleWriter) rules() {
 		c.f("\n%s\n", title)
 		for _, rr := range rs {
 			c.f("  %-12s %s  [phase %s]\n", strings.ToUpper(rr.Status.String()), rr.Source, rr.Phase)
+			if len(rr.Repeats) == 0 && rr.Reason != "" {
+				c.f("      %s\n", rr.Reason)
+			}
 			for i, pv := range rr.Repeats {
 				line := pv.Observed
 				if pv.Reason != "" {
@@ -280,8 +283,8 @@ func (c *consoleWriter) rules() {
 }
 
 func (c *consoleWriter) warnings() {
-	if len(c.r.Warnings) == 0 {
-		return
+	if len(c.r.Warnings) == 0 || (c.r.Error != "" && (c.r.Result == nil || len(c.r.Result.Phases) == 0)) {
+		return // nothing was measured: warnings about the plan would only distract
 	}
 	c.f("\nwarnings\n")
 	for _, w := range c.r.Warnings {

@@ -29,7 +29,7 @@ func TestValidateRejectsBeforeRunning(t *testing.T) {
 			[]string{`:2:15: target.url: port out of range`}},
 		// The spawned target would exit before it was ready (exit 3).
 		{"target-args-bad-value", "version: 1\ntarget: {serve: http, args: [\"--delay\", \"banana\"]}\n" + driver + phases,
-			[]string{`:2:41: target.args: invalid value "banana" for flag -delay: parse error (runner serve http --help lists the flags)`}},
+			[]string{`:2:41: target.args: invalid value "banana" for flag -delay: parse error (a duration needs a unit, e.g. 5ms) (runner serve http --help lists the flags)`}},
 		{"target-args-unknown-flag", "version: 1\ntarget:\n  serve: http\n  args: [--delay, 5ms, --dealy, 1ms]\n" + driver + phases,
 			[]string{`:4:24: target.args: flag provided but not defined: -dealy`}},
 		{"target-args-out-of-range", "version: 1\ntarget: {serve: http, args: [--error-status, \"700\"]}\n" + driver + phases,

@@ -82,6 +82,12 @@ func ParseArgs(args []string) (Config, error) {
 	fs.SetOutput(io.Discard)
 	cfg.flags(fs)
 	if err := fs.Parse(args); err != nil {
+		msg := err.Error()
+		duration := strings.Contains(msg, "-delay") || strings.Contains(msg, "-slow-for")
+		if duration && strings.Contains(msg, "parse error") {
+			// The flag package does not say what a duration looks like.
+			return Config{}, fmt.Errorf("%w (a duration needs a unit, e.g. 5ms)", err)
+		}
 		return Config{}, err
 	}
 	if fs.NArg() > 0 {
