@@ -119,27 +119,10 @@ func (r *fcRun) rows(t *testing.T) ([]string, [][]string) {
 	return readTSV(t, r.tsv)
 }
 
-// fcNum reads a JSON number at a path of object keys.
-func fcNum(t *testing.T, v any, keys ...string) float64 {
-	t.Helper()
-	for _, k := range keys {
-		m, ok := v.(map[string]any)
-		if !ok {
-			t.Fatalf("%s: not an object", strings.Join(keys, "."))
-		}
-		v = m[k]
-	}
-	f, ok := v.(float64)
-	if !ok {
-		t.Fatalf("%s = %v, not a number", strings.Join(keys, "."), v)
-	}
-	return f
-}
-
 // fcCount reads a counter of a phase's summary.
 func fcCount(t *testing.T, ph map[string]any, key string) int64 {
 	t.Helper()
-	return int64(fcNum(t, ph, "summary", key))
+	return int64(jsonNum(t, ph, "summary", key))
 }
 
 // fcPhaseName is the name of a phase result's phase, and its warmup flag.
@@ -371,7 +354,7 @@ func checkB04(t *testing.T, r *fcRun) {
 	}
 	// A phase bounded by time lasts its duration: rates are per second
 	// of it, so achieved = 300 / 30 s exactly.
-	elapsed := time.Duration(fcNum(t, ph, "summary", "elapsed_ns"))
+	elapsed := time.Duration(jsonNum(t, ph, "summary", "elapsed_ns"))
 	fcWithin(t, "JSON achieved rate (requests / elapsed)", float64(fcCount(t, ph, "requests"))/elapsed.Seconds(), 10, 0.2)
 	header, rows := r.rows(t)
 	if len(rows) != 1 {
@@ -386,10 +369,10 @@ func checkB04(t *testing.T, r *fcRun) {
 	// The target saw exactly what the client counted, on the 50
 	// connections dialled before the phase (its own counters, fetched
 	// before and after the phase; the fetches are not counted).
-	if d := fcNum(t, ph, "server", "requests"); d != 300 {
+	if d := jsonNum(t, ph, "server", "requests"); d != 300 {
 		t.Errorf("target counted %g requests, client 300", d)
 	}
-	if d := fcNum(t, ph, "server", "connections"); d != 50 {
+	if d := jsonNum(t, ph, "server", "connections"); d != 50 {
 		t.Errorf("target accepted %g connections, want 50", d)
 	}
 }
@@ -449,16 +432,16 @@ assert: [errors == 0]
 	}
 	fcWithin(t, "TSV achieved_rate", fcFloat(t, header, row, "achieved_rate"), 300, 3)
 	fcWithin(t, "TSV error_rate", fcFloat(t, header, row, "error_rate"), 0.3333, 0.001)
-	fcWithin(t, "JSON metrics.throughput", fcNum(t, ph, "metrics", "throughput"), 200, 2)
-	fcWithin(t, "JSON metrics.achieved_rate", fcNum(t, ph, "metrics", "achieved_rate"), 300, 3)
-	fcWithin(t, "JSON metrics.error_rate", fcNum(t, ph, "metrics", "error_rate"), 1.0/3, 0.001)
+	fcWithin(t, "JSON metrics.throughput", jsonNum(t, ph, "metrics", "throughput"), 200, 2)
+	fcWithin(t, "JSON metrics.achieved_rate", jsonNum(t, ph, "metrics", "achieved_rate"), 300, 3)
+	fcWithin(t, "JSON metrics.error_rate", jsonNum(t, ph, "metrics", "error_rate"), 1.0/3, 0.001)
 
 	// Reconciliation holds: the server's 503 delta is the client's count,
 	// and so is its request count.
-	if got := fcNum(t, ph, "server", "status_503"); got != float64(errs) {
+	if got := jsonNum(t, ph, "server", "status_503"); got != float64(errs) {
 		t.Errorf("server status_503 delta %g, client errors_by[503] %d", got, errs)
 	}
-	if got := fcNum(t, ph, "server", "requests"); got != 3000 {
+	if got := jsonNum(t, ph, "server", "requests"); got != 3000 {
 		t.Errorf("server requests delta %g, client 3000", got)
 	}
 	if !strings.Contains(r.stdout, `PASS         server.status_503 == errors_by["503"]`) {
@@ -531,11 +514,11 @@ assert: [errors == 0]
 		// The last request was still in flight at the end of the 1 s
 		// phase and was let finish: the phase's wall time, drain included,
 		// reaches past ok × 150 ms (the target's delay is never short).
-		wall := time.Duration(fcNum(t, ph, "wall"))
+		wall := time.Duration(jsonNum(t, ph, "wall"))
 		if least := time.Duration(ok) * service; wall < least || wall <= time.Second {
 			t.Errorf("wall %s, want ≥ %s and > 1s: the request in flight at the end was not let finish", wall, least)
 		}
-		if d := fcNum(t, ph, "server", "requests"); d != float64(req) {
+		if d := jsonNum(t, ph, "server", "requests"); d != float64(req) {
 			t.Errorf("target counted %g requests, client %d", d, req)
 		}
 		if !strings.Contains(r.stdout, "PASS         errors == 0") {
@@ -565,7 +548,7 @@ assert: [errors == 0]
 		if ok > 50*34 || ok < 50*25 {
 			t.Errorf("ok = %d, want 1250..1700", ok)
 		}
-		if d := fcNum(t, ph, "server", "requests"); d != float64(req) {
+		if d := jsonNum(t, ph, "server", "requests"); d != float64(req) {
 			t.Errorf("target counted %g requests, client %d", d, req)
 		}
 		t.Logf("B08 (b): ok %d of %d, errors %d, cancelled %d", ok, req, errs, canc)
@@ -617,7 +600,7 @@ phases:
 	if got := col(t, header, rows[0], "verdict"); got != "fail" {
 		t.Errorf("TSV verdict %s, want fail", got)
 	}
-	fcWithin(t, "JSON metrics.error_rate", fcNum(t, ph, "metrics", "error_rate"), 0.25, 0.01)
+	fcWithin(t, "JSON metrics.error_rate", jsonNum(t, ph, "metrics", "error_rate"), 0.25, 0.01)
 	t.Logf("B10 gated: %d errors of %d requests (%.4f); %s", errs, req, float64(errs)/float64(req), strings.TrimSpace(regexp.MustCompile(`repeat 1: PASS: p99=\S+`).FindString(rg.stdout)))
 
 	// Without rules: exit 0, and the error rate is still reported.
@@ -629,7 +612,7 @@ phases:
 	}
 	header, rows = rp.rows(t)
 	fcWithin(t, "without rules: TSV error_rate", fcFloat(t, header, rows[0], "error_rate"), 0.25, 0.01)
-	fcWithin(t, "without rules: JSON metrics.error_rate", fcNum(t, php, "metrics", "error_rate"), 0.25, 0.01)
+	fcWithin(t, "without rules: JSON metrics.error_rate", jsonNum(t, php, "metrics", "error_rate"), 0.25, 0.01)
 	if !strings.Contains(rp.stdout, "(25.00 %)") {
 		t.Errorf("without rules: console does not show the 25 %% errors:\n%s", rp.stdout)
 	}
@@ -760,7 +743,7 @@ reconcile:
 	// The reconcile fetches (before and after each phase) are in no
 	// client count: per phase the server's delta equals the client's.
 	for i, ph := range phs {
-		if got, want := fcNum(t, ph, "server", "requests"), float64(fcCount(t, ph, "requests")); got != want {
+		if got, want := jsonNum(t, ph, "server", "requests"), float64(fcCount(t, ph, "requests")); got != want {
 			t.Errorf("phase %d: server counted %g requests, client %g", i, got, want)
 		}
 	}
@@ -859,7 +842,7 @@ assert: [p999 < 5s, p99 < 5s]
 	// 3 decimals) and on the console (s, 3 decimals, for values of a
 	// second and more).
 	for _, name := range []string{"min", "p50", "p90", "p95", "p99", "p999", "max"} {
-		if m, want := fcNum(t, ph, "metrics", "response_time", name+"_ms"), float64(got[name])/float64(ms); m != want {
+		if m, want := jsonNum(t, ph, "metrics", "response_time", name+"_ms"), float64(got[name])/float64(ms); m != want {
 			t.Errorf("JSON metrics.response_time.%s_ms = %v, histogram %v", name, m, want)
 		}
 	}
@@ -893,7 +876,7 @@ assert: [p999 < 5s, p99 < 5s]
 	if !single {
 		t.Error("the JSON report lacks the single-repeat warning")
 	}
-	if got := fcNum(t, ph, "server", "requests"); got != 1006 {
+	if got := jsonNum(t, ph, "server", "requests"); got != 1006 {
 		t.Errorf("the target counted %g requests, want 1006", got)
 	}
 }

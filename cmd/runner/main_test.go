@@ -133,3 +133,20 @@ func col(t *testing.T, header, row []string, name string) string {
 	t.Fatalf("no column %q", name)
 	return ""
 }
+
+// jsonNum reads a JSON number at a path of object keys.
+func jsonNum(t *testing.T, v any, keys ...string) float64 {
+	t.Helper()
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			t.Fatalf("%s: not an object", strings.Join(keys, "."))
+		}
+		v = m[k]
+	}
+	f, ok := v.(float64)
+	if !ok {
+		t.Fatalf("%s = %v, not a number", strings.Join(keys, "."), v)
+	}
+	return f
+}
