@@ -5,9 +5,11 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/internal/clock"
 )
 
 // Warning is an honesty warning (DESIGN.md §6): something that limits how
@@ -15,7 +17,9 @@ import (
 type Warning struct {
 	// Code names the kind: closed-model, single-repeat, achieved-below-offered,
 	// littles-law, few-samples, connections-missing, client-side-errors,
-	// schedule-lateness, client-cpu.
+	// schedule-lateness, client-cpu, target-thread-bound (Checks);
+	// stale-target-counters (StaleCounters); timer-granularity
+	// (TimerGranularity).
 	Code string `json:"code"`
 	// Phase and Repeat locate it; empty and 0 for the whole run.
 	Phase  string `json:"phase,omitempty"`
@@ -57,6 +61,14 @@ const (
 	// more than 1 % of its arrivals and at least this many were late, so
 	// that a single stall of a shared machine in a short run does not.
 	minLateArrivals = 10
+	// ThreadBound: a target thread above this fraction of one core while
+	// the target's total is below ThreadBoundTotal of the machine is
+	// warned: one thread is the bottleneck, not the machine.
+	ThreadBound      = 0.9
+	ThreadBoundTotal = 0.5
+	// GranularityLimit: a pacing clock whose sleeps overshoot by more than
+	// this is warned.
+	GranularityLimit = time.Millisecond
 )
 
 // Checks runs the self-checks over a run and returns its warnings, run-wide
@@ -113,6 +125,12 @@ func Checks(pl *Plan, res *Result) []Warning {
 			at("client-cpu", "client CPU %.0f %% of %d cores: the load generator is saturated and may be the bottleneck", 100*pr.ClientCPU, int(cores))
 			ws[len(ws)-1].Invalidates = !p.Warmup
 		}
+		// /proc counts CPU in 10 ms ticks: over a phase shorter than a
+		// second a thread's fraction is too coarse to call it pinned.
+		if t := pr.Target; t != nil && !p.Warmup && pr.Wall >= time.Second &&
+			t.CPUMaxThread > ThreadBound && t.CPU < ThreadBoundTotal {
+			at("target-thread-bound", "one target thread ran at %.0f %% of a core while the whole target used %.0f %% of the machine: a single thread (an event loop, a lock holder) limits the target, not its CPUs", 100*t.CPUMaxThread, 100*t.CPU)
+		}
 		var codes []string
 		for code := range s.ErrorsByCode {
 			if drivers.ClientSide(code) {
@@ -166,4 +184,72 @@ func Little(pr *PhaseResult) LittleCheck {
 	c.Against = fmt.Sprintf("mean in-flight at the target %.2f", c.Want)
 	c.why = "requests waited in the client (for a free connection, or a late pacer) or ended without a response"
 	return c
+}
+
+// StaleCounters checks the target's counters fetched before the run's
+// first phase (Result.ServerAtStart). A target the runner spawned a moment
+// ago has served nothing, so every counter must be zero; any other value
+// means the counters are not this run's (another process answered on the
+// port, or a server left over from an earlier run) and is warned, naming
+// them. A target given by URL is a long-lived server whose counters
+// rightly start wherever its history left them: no warning, since only
+// deltas are ever compared (the starting values are in the JSON report).
+// Counters named control_* (or group.control_*) count the runner's own
+// control traffic, the spawner's health checks and the counter fetches
+// themselves (the reference targets' control_connections), and are not
+// expected to be zero.
+func StaleCounters(res *Result, spawned bool) []Warning {
+	if !spawned || res == nil || len(res.ServerAtStart) == 0 {
+		return nil
+	}
+	var names []string
+	for k, v := range res.ServerAtStart {
+		leaf := k[strings.LastIndexByte(k, '.')+1:]
+		if v != 0 && !strings.HasPrefix(leaf, "control") {
+			names = append(names, k)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%s=%g", k, res.ServerAtStart[k]))
+	}
+	return []Warning{{Code: "stale-target-counters", Message: fmt.Sprintf("the freshly spawned target's counters did not start from zero before the first phase (%s): they are not only this run's (another process on the port, or a stale server); deltas are still compared", strings.Join(parts, " "))}}
+}
+
+// TimerGranularity warns when a clock the plan's phases pace on overshoots
+// its sleeps by more than GranularityLimit (median of res): the open
+// model's pacer sleeps on the precise clock (a Go timer where no timerfd
+// can be made), closed phases sleep think time and ramp stairs on Go
+// timers.
+func TimerGranularity(pl *Plan, res clock.Resolution) []Warning {
+	var ws []Warning
+	check := func(name string, over time.Duration, what string) {
+		if over > GranularityLimit {
+			ws = append(ws, Warning{Code: "timer-granularity", Message: fmt.Sprintf("%s on this machine overshoots a %s sleep by %s (median of %d): %s cannot be paced finer than that", name, res.Sleep, over.Round(time.Microsecond), res.Samples, what)})
+		}
+	}
+	open, timed := false, false
+	for _, p := range pl.Phases {
+		switch {
+		case p.Model == Open:
+			open = true
+		case p.ThinkTime > 0 || len(p.Steps) > 0:
+			timed = true
+		}
+	}
+	if open {
+		if res.PreciseAvailable {
+			check("the precise clock (timerfd)", res.Precise, "open-model arrivals")
+		} else {
+			check("the Go timer (no timerfd)", res.Timer, "open-model arrivals")
+		}
+	}
+	if timed {
+		check("the Go timer", res.Timer, "think time and ramp stairs")
+	}
+	return ws
 }

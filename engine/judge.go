@@ -37,12 +37,17 @@ type Verdict struct {
 // Env builds the rule environment of one measured (repeat, phase).
 func Env(pr *PhaseResult) rules.Env {
 	cores := float64(runtime.GOMAXPROCS(0))
+	var target *rules.TargetUsage
+	if t := pr.Target; t != nil {
+		target = &rules.TargetUsage{CPU: t.CPU, CPUMaxThread: t.CPUMaxThread, RSS: t.RSS}
+	}
 	return rules.NewEnv(pr.Summary, rules.Extras{
 		Connections:            int64(pr.ConnectionsRequested),
 		ConnectionsEstablished: int64(pr.ConnectionsEstablished),
 		OfferedRate:            offeredOrZero(pr),
 		Server:                 pr.Server,
 		Client:                 &rules.ClientUsage{CPU: pr.ClientCPU / cores, GCPauseMax: pr.GCPauseMax},
+		Target:                 target,
 	})
 }
 

@@ -43,6 +43,24 @@ type Runner struct {
 	// NewSleeper makes the open model's pacer clock; nil means
 	// NewPreciseSleeper. Tests under testing/synctest use NewTimerSleeper.
 	NewSleeper func() Sleeper
+	// TargetMeter, when non-nil, starts measuring the target process's
+	// resource use when a phase's measured time starts; the function it
+	// returns ends the measurement when the phase ends, and its usage
+	// lands in PhaseResult.Target. The engine knows nothing of how (the
+	// command samples /proc of the process it spawned).
+	TargetMeter func() (end func() (*TargetUsage, error))
+}
+
+// TargetUsage is the target process's resource use over a phase.
+type TargetUsage struct {
+	// CPU is the process's CPU time over the phase's wall time as a
+	// fraction of the machine (1.0: every core busy).
+	CPU float64 `json:"cpu"`
+	// CPUMaxThread is its busiest thread's CPU time over the phase's wall
+	// time as a fraction of one core (1.0: one core fully busy).
+	CPUMaxThread float64 `json:"cpu_max_thread"`
+	// RSS is its resident set size at the phase's end, in bytes.
+	RSS int64 `json:"rss"`
 }
 
 // interrupted reports whether ctx ended because the run was interrupted,
@@ -97,6 +115,13 @@ type PhaseResult struct {
 	// when not fetched. ServerErr says why they are missing.
 	Server    map[string]float64 `json:"server,omitempty"`
 	ServerErr string             `json:"server_error,omitempty"`
+	// Target is the target process's resource use over the phase; nil
+	// when not measured (a target that was not spawned). TargetErr says
+	// why a measurement failed.
+	Target    *TargetUsage `json:"target,omitempty"`
+	TargetErr string       `json:"target_error,omitempty"`
+	// serverBefore are the counters fetched before the phase.
+	serverBefore map[string]float64
 	// Interrupted is true when a signal stopped the phase early.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
@@ -106,6 +131,10 @@ type Result struct {
 	Phases []*PhaseResult `json:"phases"`
 	// Interrupted is true when the run was stopped by its context.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// ServerAtStart are the target's counters fetched before the run's
+	// first phase (reconcile.fetch); nil when not fetched. A freshly
+	// spawned target starts at zero (StaleCounters).
+	ServerAtStart map[string]float64 `json:"server_at_start,omitempty"`
 }
 
 // Run executes every repeat of the plan. It returns the phases measured
@@ -122,6 +151,9 @@ func (r *Runner) Run(ctx context.Context, pl *Plan) (*Result, error) {
 		for i := range pl.Phases {
 			p := &pl.Phases[i]
 			pr, err := r.runPhase(ctx, rep, p, pool, &seq)
+			if pr != nil && rep == 1 && i == 0 {
+				res.ServerAtStart = pr.serverBefore
+			}
 			if pr != nil {
 				res.Phases = append(res.Phases, pr)
 				if r.OnPhase != nil {
@@ -337,6 +369,10 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		wg.Add(1)
 		go func() { defer wg.Done(); <-release; ph.pace(arrivals) }()
 	}
+	var targetEnd func() (*TargetUsage, error)
+	if r.TargetMeter != nil {
+		targetEnd = r.TargetMeter()
+	}
 	usage := sample()
 	ph.start = time.Now()
 	wall := time.Now()
@@ -385,6 +421,14 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		elapsed = window
 	}
 	cpu, gcMax := usage.since(wallElapsed)
+	var target *TargetUsage
+	var targetErr string
+	if targetEnd != nil {
+		var err error
+		if target, err = targetEnd(); err != nil {
+			target, targetErr = nil, err.Error()
+		}
+	}
 
 	pr := &PhaseResult{
 		Repeat:                 rep,
@@ -399,6 +443,9 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		ClientCPU:              cpu,
 		GCPauseMax:             gcMax,
 		Interrupted:            interrupted,
+		Target:                 target,
+		TargetErr:              targetErr,
+		serverBefore:           before,
 	}
 	pr.Metrics = MetricsOf(pr)
 	if r.Counters != nil && !interrupted {

@@ -56,6 +56,13 @@ func (c *consoleWriter) header() {
 	if r.Plan != nil {
 		c.f("plan     %d repeat(s) × %d phase(s)\n", r.Plan.Repeats, len(r.Plan.Phases))
 	}
+	if t := r.Env.Timer; t != nil {
+		precise := dur(t.Precise)
+		if !t.PreciseAvailable {
+			precise = "unavailable (no timerfd; the pacer uses Go timers)"
+		}
+		c.f("timer    a %s sleep overshoots by (median of %d) %s on a Go timer, %s on the precise clock\n", dur(t.Sleep), t.Samples, dur(t.Timer), precise)
+	}
 }
 
 func (c *consoleWriter) phase(pr *engine.PhaseResult) {
@@ -107,6 +114,11 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 		c.f(", pacer lateness max %s", pr.LatenessMax.Round(time.Microsecond))
 	}
 	c.f("\n")
+	if t := pr.Target; t != nil {
+		c.f("  target        cpu %.1f %% of the machine, busiest thread %.1f %% of a core, rss %.1f MiB\n", 100*t.CPU, 100*t.CPUMaxThread, float64(t.RSS)/(1<<20))
+	} else if pr.TargetErr != "" {
+		c.f("  target        usage unavailable: %s\n", pr.TargetErr)
+	}
 	if pr.Server != nil {
 		keys := make([]string, 0, len(pr.Server))
 		for k := range pr.Server {

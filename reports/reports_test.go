@@ -15,6 +15,7 @@ import (
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/internal/clock"
 	"github.com/runner-dev/runner/internal/sysinfo"
 	"github.com/runner-dev/runner/schema"
 )
@@ -71,12 +72,18 @@ func fixture(t *testing.T) *Run {
 				Wall: elapsed, ClientCPU: 0.05, GCPauseMax: 120 * time.Microsecond,
 				Server: map[string]float64{"requests": float64(n)},
 			})
+			if rep == 2 && !p.Warmup {
+				// A spawned target's figures: one thread pinned, the
+				// process low (a target-thread-bound warning).
+				res.Phases[len(res.Phases)-1].Target = &engine.TargetUsage{CPU: 0.48, CPUMaxThread: 0.95, RSS: 12 << 20}
+			}
 			res.Phases[len(res.Phases)-1].Metrics = engine.MetricsOf(res.Phases[len(res.Phases)-1])
 		}
 	}
 	r := &Run{
 		RunID: "20261129T120000Z-abcdef", Tool: "runner", Scenario: sc, Plan: pl,
-		Env:    sysinfo.Env{OS: "linux", Arch: "amd64", Cores: 2, GoVersion: "go1.26", Runner: "test"},
+		Env: sysinfo.Env{OS: "linux", Arch: "amd64", Cores: 2, GoVersion: "go1.26", Runner: "test",
+			Timer: &clock.Resolution{Sleep: time.Millisecond, Samples: 25, Timer: 1080 * time.Microsecond, Precise: 55 * time.Microsecond, PreciseAvailable: true}},
 		Target: "http://127.0.0.1:8080/?token=s3cr3t-token", Started: start, Ended: start.Add(time.Hour),
 		Result: res,
 	}
@@ -109,7 +116,10 @@ func TestConsoleGolden(t *testing.T) {
 	out := b.String()
 	// Facts the golden file must hold whatever its layout: the failed rule
 	// with its observed value, and no secret.
-	for _, want := range []string{"FAIL         errors == 0", "errors=10", "PASS         p50 < 20ms", "verdict: FAIL", "warm · closed model", "never judged"} {
+	for _, want := range []string{"FAIL         errors == 0", "errors=10", "PASS         p50 < 20ms", "verdict: FAIL", "warm · closed model", "never judged",
+		"timer    a 1.000ms sleep overshoots by (median of 25) 1.080ms on a Go timer, 55.0µs on the precise clock",
+		"target        cpu 48.0 % of the machine, busiest thread 95.0 % of a core, rss 12.0 MiB",
+		"one target thread ran at 95 % of a core while the whole target used 48 % of the machine"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("console lacks %q", want)
 		}

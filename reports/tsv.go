@@ -22,14 +22,17 @@ var TSVColumns = []string{
 	"timestamp", "runId", "tool", "connections", "requests", "throughput", "p50", "p95", "p99", "errors", "cpu", "gcPause", "note",
 	"scenario", "phase", "repeat", "model", "warmup", "offered_rate", "achieved_rate", "ok", "error_rate", "dropped", "cancelled",
 	"p90", "p999", "max", "mean", "samples", "service_p99", "littleL", "inflight_mean", "connections_opened", "verdict",
-	"arrivals", "cancelled_unsent",
+	"arrivals", "cancelled_unsent", "target_cpu", "target_cpu_max_thread", "target_rss",
 }
 
 // Rows renders one finished (repeat, phase) as a TSV row, cells in
 // TSVColumns order: timestamps ISO-8601 UTC, latencies in ms with 3
 // decimals, rates in 1/s with 1 decimal, cpu in percent of one core,
-// gcPause the longest GC pause in ms. A percentile without samples is
-// "n/a".
+// gcPause the longest GC pause in ms; target_cpu the spawned target's CPU
+// in percent of the machine, target_cpu_max_thread its busiest thread in
+// percent of one core, target_rss its resident set in bytes at the
+// phase's end ("-" when the target was not measured). A percentile
+// without samples is "n/a".
 func (r *Run) Rows(pr *engine.PhaseResult) [][]string {
 	s := pr.Summary
 	p := pr.Phase
@@ -91,6 +94,11 @@ func (r *Run) Rows(pr *engine.PhaseResult) [][]string {
 		string(engine.JudgePhase(r.Plan, pr)),
 		strconv.FormatInt(s.Arrivals, 10),
 		strconv.FormatInt(s.CancelledUnsent, 10),
+	}
+	if t := pr.Target; t != nil {
+		row = append(row, fmt.Sprintf("%.1f", 100*t.CPU), fmt.Sprintf("%.1f", 100*t.CPUMaxThread), strconv.FormatInt(t.RSS, 10))
+	} else {
+		row = append(row, "-", "-", "-")
 	}
 	for i, c := range row {
 		row[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(r.redact(c))

@@ -159,6 +159,14 @@ func (p *Process) Stop() error {
 	}
 }
 
+// Pid is the target's process id (the leader of its process group).
+func (p *Process) Pid() int {
+	if p == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Exited reports whether the target has exited on its own (crashed).
 func (p *Process) Exited() bool {
 	select {

@@ -132,6 +132,16 @@ func TestSpawnStartsAndStopStops(t *testing.T) {
 	if p.Exited() {
 		t.Fatal("Exited is true while the child runs")
 	}
+	// Pid is the child's: its /proc entry runs this test binary, and it
+	// is not us.
+	pid := p.Pid()
+	if pid <= 0 || pid == os.Getpid() {
+		t.Fatalf("Pid %d", pid)
+	}
+	child := "/proc/" + strconv.Itoa(pid) + "/exe"
+	if got, err := os.Readlink(child); err != nil || got != exe(t) {
+		t.Fatalf("%s -> %q (%v), want %s", child, got, err, exe(t))
+	}
 	if err := p.Stop(); err != nil {
 		t.Fatalf("Stop: %v (a child ended by SIGTERM is a clean stop)", err)
 	}
@@ -158,6 +168,9 @@ func TestSpawnStartsAndStopStops(t *testing.T) {
 	var nilp *Process
 	if err := nilp.Stop(); err != nil {
 		t.Fatalf("nil Stop: %v", err)
+	}
+	if nilp.Pid() != 0 {
+		t.Fatal("nil Pid is not 0")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,7 +23,9 @@ import (
 	httpdriver "github.com/runner-dev/runner/drivers/http"
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/rules"
+	"github.com/runner-dev/runner/internal/clock"
 	"github.com/runner-dev/runner/internal/limits"
+	"github.com/runner-dev/runner/internal/procstat"
 	"github.com/runner-dev/runner/internal/sysinfo"
 	"github.com/runner-dev/runner/reports"
 	"github.com/runner-dev/runner/targets"
@@ -235,6 +238,9 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	sc := pl.Scenario
 	rep := newReport(pl)
 	rep.Env = sysinfo.Collect()
+	// The sleep resolution of this machine, once per run (~60 ms).
+	timer := clock.Measure(timerSamples, time.Millisecond)
+	rep.Env.Timer = &timer
 	rep.Started = time.Now()
 	tsvPath, jsonPath := outputPaths(rep, f)
 
@@ -269,6 +275,9 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		}
 		defer proc.Stop()
 		base = proc.URL
+		if afterSpawn != nil {
+			afterSpawn(base)
+		}
 		rep.TargetSpawned = "runner serve " + sc.Target.Serve + " " + strings.Join(sc.Target.Args, " ")
 	}
 	rep.Target = base
@@ -285,6 +294,9 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	}
 	if sc.Reconcile != nil {
 		r.Counters = fetchCounters(base, sc.Reconcile.Fetch.Path)
+	}
+	if proc != nil {
+		r.TargetMeter = meterProcess(proc.Pid())
 	}
 	var (
 		tsvErr     error // the last failed TSV append: rows were lost
@@ -318,12 +330,15 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	}
 	res, runErr := r.Run(ctx, pl)
 	rep.Result.Interrupted = res.Interrupted
+	rep.Result.ServerAtStart = res.ServerAtStart
 	rep.Ended = time.Now()
 	if proc != nil && proc.Exited() {
 		runErr = errors.Join(runErr, errors.New("the spawned target exited during the run"))
 	}
 	rep.Verdict = engine.Judge(pl, rep.Result)
-	rep.Warnings = engine.Checks(pl, rep.Result)
+	// Run-wide warnings first, as Checks orders its own.
+	rep.Warnings = append(engine.StaleCounters(rep.Result, proc != nil), engine.TimerGranularity(pl, timer)...)
+	rep.Warnings = append(rep.Warnings, engine.Checks(pl, rep.Result)...)
 	if runErr != nil {
 		rep.Error = runErr.Error()
 	}
@@ -416,6 +431,32 @@ func writeJSON(rep *reports.Run, path string) error {
 	outputs.Lock()
 	defer outputs.Unlock()
 	return writeReport(path, rep)
+}
+
+// timerSamples is how many 1 ms sleeps measure each clock's resolution.
+const timerSamples = 25
+
+// afterSpawn, when set (by tests), is called with the spawned target's
+// URL before the run starts.
+var afterSpawn func(url string)
+
+// meterProcess measures process pid over a phase from /proc: CPU of the
+// whole process and of its busiest thread, and RSS at the end.
+func meterProcess(pid int) func() func() (*engine.TargetUsage, error) {
+	return func() func() (*engine.TargetUsage, error) {
+		a, errA := procstat.Take(pid)
+		return func() (*engine.TargetUsage, error) {
+			if errA != nil {
+				return nil, errA
+			}
+			b, err := procstat.Take(pid)
+			if err != nil {
+				return nil, err
+			}
+			u := procstat.Between(a, b, runtime.NumCPU())
+			return &engine.TargetUsage{CPU: u.CPU, CPUMaxThread: u.CPUMaxThread, RSS: u.RSS}, nil
+		}
+	}
 }
 
 // fetchCounters reads the target's counters: GET base+path answering a

@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/runner-dev/runner/internal/clock"
 )
 
 // Version is the runner's version; the build may set it with
@@ -34,6 +36,9 @@ type Env struct {
 	// WorkdirCommit is `git rev-parse HEAD` in the working directory (the
 	// project under test), with "+dirty" when it has uncommitted changes.
 	WorkdirCommit string `json:"workdir_commit,omitempty"`
+	// Timer is the sleep resolution of this machine, measured once per
+	// run (clock.Measure); nil when not measured.
+	Timer *clock.Resolution `json:"timer_resolution,omitempty"`
 }
 
 // Collect reads the environment. It never fails: unknown fields stay empty.

@@ -27,8 +27,7 @@ const (
 // Config is the target's behaviour. The zero value is a plain target on a
 // free loopback port that answers every request at once with 200 "ok\n".
 //
-// Later truth knobs (worker count, periodic stall, …) will be added as
-// further fields whose zero value keeps today's behaviour.
+// Every knob's zero value keeps the plain behaviour.
 type Config struct {
 	// Listen is the TCP address to listen on; default 127.0.0.1:0 (a free port).
 	Listen string
@@ -54,6 +53,17 @@ type Config struct {
 	// (/d/17 → 17 × DelayPerSeq); a path ending otherwise gets nothing
 	// extra. 0 means off.
 	DelayPerSeq time.Duration
+	// Truth knobs (truth.go). Workers 1 serves counted requests one at a
+	// time, FIFO in arrival order, each taking its delay as service time;
+	// 0 serves them all at once. StallEvery P and StallFor D hold every
+	// response that would leave during [kP, kP+D) of the stall clock
+	// until kP+D; the stall clock starts at StallOrigin: "start" (the
+	// target began listening, the default) or "first" (its first counted
+	// request); "" means "start".
+	Workers     int
+	StallEvery  time.Duration
+	StallFor    time.Duration
+	StallOrigin string
 }
 
 // flags registers cfg's fields on fs, with their current values as defaults.
@@ -66,6 +76,7 @@ func (cfg *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&cfg.SlowFor, "slow-for", cfg.SlowFor, "slow start: for this long after the target starts listening, delay counted requests by --slow-delay instead of --delay (e.g. 5s); 0 = off")
 	fs.DurationVar(&cfg.SlowDelay, "slow-delay", cfg.SlowDelay, "the delay of counted requests during --slow-for (e.g. 300ms)")
 	fs.DurationVar(&cfg.DelayPerSeq, "delay-per-seq", cfg.DelayPerSeq, "add n times this to the delay, n the number that ends the path (/d/17: 17 × it; e.g. 4ms); 0 = off")
+	cfg.truthFlags(fs)
 }
 
 func defaults() Config {
@@ -83,7 +94,7 @@ func ParseArgs(args []string) (Config, error) {
 	cfg.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		msg := err.Error()
-		duration := strings.Contains(msg, "-delay") || strings.Contains(msg, "-slow-for")
+		duration := strings.Contains(msg, "-delay") || strings.Contains(msg, "-slow-for") || strings.Contains(msg, "-stall-")
 		if duration && strings.Contains(msg, "parse error") {
 			// The flag package does not say what a duration looks like.
 			return Config{}, fmt.Errorf("%w (a duration needs a unit, e.g. 5ms)", err)
@@ -138,6 +149,7 @@ func (cfg Config) validate() error {
 	if cfg.SlowFor < 0 || cfg.SlowDelay < 0 || cfg.DelayPerSeq < 0 {
 		errs = append(errs, fmt.Errorf("slow-for %s, slow-delay %s, delay-per-seq %s: must not be negative", cfg.SlowFor, cfg.SlowDelay, cfg.DelayPerSeq))
 	}
+	errs = append(errs, cfg.validateTruth()...)
 	return errors.Join(errs...)
 }
 
@@ -201,6 +213,7 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 type target struct {
 	cfg   Config
 	start time.Time // when the target began listening (SlowFor)
+	truth truthState
 
 	requests           atomic.Int64
 	ok                 atomic.Int64
@@ -275,7 +288,7 @@ func (t *target) serveCounted(w nethttp.ResponseWriter, r *nethttp.Request, ci *
 		t.closedByServer.Add(1)
 	}
 	io.Copy(io.Discard, r.Body)
-	wait(r.Context(), t.delay(r))
+	t.hold(r.Context(), t.delay(r))
 	status := nethttp.StatusOK
 	if e := t.cfg.ErrorEvery; e > 0 && n%int64(e) == 0 {
 		status = t.cfg.ErrorStatus

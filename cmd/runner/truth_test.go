@@ -1,0 +1,257 @@
+package main
+
+// Truth tests (issue 3): the reference target's truth knobs make its
+// behaviour known in closed form, so what runner measures is compared
+// with the analytical answer, and a closed-model run of the same target
+// is shown to report far less (coordinated omission) and to say so.
+//
+// Runs go as separate processes (fcExec) against spawned targets, over
+// loopback. The target's waits end at absolute instants on the precise
+// clock, exact to microseconds; what is noisy on two shared cores is the
+// client's side (dispatch and reading of responses, under -race), which
+// only ever adds time. So the tolerances are asymmetric: a little below
+// the truth (the HdrHistogram's bucket, 3 significant digits: ≤ 0.1 %),
+// and a few milliseconds or percent above it.
+
+import (
+	"math"
+	"testing"
+)
+
+// truthMs reads a headline response-time metric (ms) of a phase result.
+func truthMs(t *testing.T, ph map[string]any, name string) float64 {
+	t.Helper()
+	return jsonNum(t, ph, "metrics", "response_time", name+"_ms")
+}
+
+// truthWarned reports whether the run's JSON carries a warning of code
+// for phase.
+func truthWarned(t *testing.T, r *fcRun, code, phase string) bool {
+	t.Helper()
+	ws, _ := readJSON(t, r.json)["warnings"].([]any)
+	for _, w := range ws {
+		m, _ := w.(map[string]any)
+		if m["code"] == code && m["phase"] == phase {
+			return true
+		}
+	}
+	return false
+}
+
+// truthCheck fails unless truth − below ≤ got ≤ truth + above (all ms).
+func truthCheck(t *testing.T, what string, got, truth, below, above float64) {
+	t.Helper()
+	if got < truth-below || got > truth+above {
+		t.Errorf("%s = %.3f ms, want %.3f ms (−%.3g/+%.3g)", what, got, truth, below, above)
+	} else {
+		t.Logf("%s = %.3f ms, truth %.3f ms", what, got, truth)
+	}
+}
+
+// nearestRank is the nearest-rank percentile of n values given by the
+// k-th smallest (k from 0): rank ⌈p/100·n⌉.
+func nearestRank(p float64, n int, kth func(k int) float64) float64 {
+	rank := int(math.Ceil(p / 100 * float64(n)))
+	return kth(rank - 1)
+}
+
+// TestTruth_QueueGrowsLinearly: a single worker with service time
+// S = 10 ms (capacity 100/s) offered 150/s for 2 s, uniform arrivals.
+//
+// Analytical value: arrival k (k = 0…299) is due at k/150 s. The worker
+// is never idle once it starts (each arrival comes before the previous
+// completion, since k·6.67 ms < k·10 ms), so request k completes at
+// (k+1)·10 ms and its response time is R_k = (k+1)·10 − k·20/3 ms =
+// 10 + 3.333·k ms: the queue grows linearly (50 more per second), and
+// R_k rises with k, so the nearest-rank pN of the 300 samples is R at
+// k = ⌈N/100·300⌉ − 1: p50 = R_149 = 506.667 ms, p90 = R_269 = 906.667
+// ms, p99 = R_296 = 996.667 ms, max = R_299 = 1006.667 ms, mean =
+// 10 + 3.333·149.5 = 508.333 ms.
+//
+// The queue forms at the target, not in the client: at most ⌈300/3⌉ + 1
+// = 101 requests are ever outstanding (arrivals minus completions), so
+// 128 connections always have a free one; the timeout (5 s) outlasts the
+// last completion at 3 s, so the grace drains every request.
+//
+// Tolerance: −1 ms (histogram bucket) / +6 ms or +1 %: the first arrival
+// reaching the target late shifts the whole chain by that much, and each
+// response is read by a client on a busy core; nothing can make it early.
+//
+// Naive measurements: service time (send to completion) is the same here
+// because the client never waits for a connection; the closed model at 4
+// connections, though, sees a queue of at most 4: every response time is
+// ≈ 4·S = 40 ms, p99 ≈ 40 ms, under 1/24 of the truth. It must report
+// less than 1/5 of the open-model p99, and carry the closed-model warning.
+func TestTruth_QueueGrowsLinearly(t *testing.T) {
+	const yaml = `version: 1
+name: truth-queue
+target: {serve: http, args: ["--workers", "1", "--delay", "10ms"]}
+driver: {http: {path: /q, timeout: 5s}}
+phases:
+  - name: open
+    open: {rate: 150/s, connections: 128, on_saturation: queue}
+    duration: 2s
+  - name: closed
+    closed: {connections: 4}
+    duration: 2s
+`
+	r := fcRunScenario(t, "truth-queue", yaml, 0)
+	phs := r.phases(t)
+	if len(phs) != 2 {
+		t.Fatalf("%d phase results, want 2", len(phs))
+	}
+	open, closed := phs[0], phs[1]
+	for _, k := range []string{"arrivals", "requests", "ok"} {
+		if got := fcCount(t, open, k); got != 300 {
+			t.Errorf("open: %s = %d, want 300", k, got)
+		}
+	}
+	if got := fcCount(t, open, "dropped"); got != 0 {
+		t.Errorf("open: dropped = %d, want 0", got)
+	}
+	const ms = 1.0
+	R := func(k int) float64 { return 10 + float64(k)*10/3.0 }
+	for _, c := range []struct {
+		name string
+		p    float64
+	}{{"p50", 50}, {"p90", 90}, {"p99", 99}} {
+		truth := nearestRank(c.p, 300, R)
+		truthCheck(t, "open "+c.name, truthMs(t, open, c.name), truth, 1*ms, math.Max(6*ms, truth/100))
+	}
+	truthCheck(t, "open max", truthMs(t, open, "max"), R(299), 1*ms, 10*ms)
+	truthCheck(t, "open mean", truthMs(t, open, "mean"), 10+149.5*10/3.0, 1*ms, 6*ms)
+
+	truthP99 := nearestRank(99, 300, R)
+	cp99 := truthMs(t, closed, "p99")
+	t.Logf("closed p99 = %.3f ms (truth of the open model %.3f ms)", cp99, truthP99)
+	if cp99 >= truthP99/5 {
+		t.Errorf("closed model p99 = %.3f ms, want < %.3f ms (1/5 of the open-model truth)", cp99, truthP99/5)
+	}
+	if !truthWarned(t, r, "closed-model", "closed") {
+		t.Error("the closed phase carries no closed-model warning in the JSON")
+	}
+	if truthWarned(t, r, "closed-model", "open") {
+		t.Error("the open phase carries a closed-model warning")
+	}
+}
+
+// TestTruth_PeriodicStall: a target that freezes for D = 500 ms every
+// P = 2 s, offered 1000/s (uniform) for 4 s over only 50 connections.
+//
+// The stall clock starts at the target's first counted request
+// (--stall-origin first), which is the phase's first arrival: a spawned
+// target starts listening well before the phase, and a stall that a
+// phase's start or end cut in two would change the truth. So the stalls
+// are [0, 0.5 s) and [2 s, 2.5 s) of the phase, both wholly inside it,
+// and the last 1.5 s of the phase are calm, so every waiting arrival has
+// been sent and answered long before the phase's time is up (none is
+// dropped: they are all counted).
+//
+// Analytical value: an arrival at t inside a stall [s, s+D) is answered
+// at s+D, so it waits s+D−t; an arrival outside a stall waits nothing.
+// A quarter of the arrivals (D/P) wait, uniformly between 0 and 500 ms:
+// P(R > x) = 0.25·(1 − x/500 ms). So p90 is the x with 0.25·(1 − x/500) =
+// 0.10: 300 ms; p95: 400 ms; p99: 480 ms; mean = 0.25 · 250 ms = 62.5 ms.
+// Exactly, over the 4000 arrivals at j ms (j = 0…3999), the 1000 in the
+// stalls wait 500 − (j mod 2000) ms, two of each value 1…500 ms, and the
+// other 3000 wait 0, so the nearest ranks land on the same values: p90 =
+// the 3600th smallest = 300 ms, p95 (3800th) = 400 ms, p99 (3960th) =
+// 480 ms, and the mean is 2·(1+…+500)/4000 = 62.625 ms.
+//
+// It must hold with only 50 connections: during a stall the 50 are all
+// held within 50 ms, and the next 450 arrivals wait at the client for a
+// connection; their response time counts from their intended start, so
+// waiting at the client is measured like waiting at the target.
+//
+// Tolerance: −1 % below (the histogram's bucket; the target never
+// answers before the stall's end, nor the client before the target).
+// Above, the analytical model drains the backlog instantly when a stall
+// ends; the real client pushes the 450 waiting requests through 50
+// connections at its own pace C (the two processes, built with -race, on
+// two shared cores: measured C ≈ 5000–8000/s), so the backlog's k-th
+// request leaves about k/C after the stall's end, and the arrivals
+// during the drain wait for it too. The allowances hold for C ≥ 2700/s,
+// plus 10 ms for a late first arrival (which starts the stall clock) and
+// the reading of 50 responses released at once:
+//   - p99 is an arrival of a stall's first 20 ms, on the wire when the
+//     stall began (no backlog ahead of it): +5 % (24 ms);
+//   - p95, the stall's 100th arrival, 50 requests deep in the backlog:
+//     50/C ≤ 20 ms, +10 % (40 ms);
+//   - p90, the 200th arrival, 150 deep: 150/C ≤ 60 ms, +20 % (60 ms);
+//   - the mean: the backlog of each stall drains in 450/(C − 1000/s) and
+//     adds ½·450·that to the sum of waits, 2·½·450²/(C − 1000/s)/4000:
+//     31 ms at C = 2700/s; +50 % (31 ms).
+//
+// Worst of 12 runs on this otherwise idle 2-core machine (also inside a
+// whole `go test -race ./...`): p99 +1.7 %, p95 +5.5 %, p90 +10.3 %,
+// mean +17.7 %. With one of the two cores taken by a busy loop the drain
+// slows to C ≈ 2500/s and p90 reached +28 %: then this test can fail,
+// and that is the client's drain, not the target's truth.
+//
+// Naive measurements: with latency counted from the actual send (service
+// time, which the report shows apart), the 450 arrivals of each stall
+// that waited for a connection report almost nothing: only the 100
+// requests on the wire during the stalls (2.5 %) wait, so service p90 is
+// a few ms (7 ms here; peers with 50 workers report p90 2.3 ms and
+// 2.9 ms for this truth): asserted below 1/10 of the truth. A closed model at 10
+// connections sends only 10 requests into each stall, 20 slow samples
+// among tens of thousands: p99 ≈ 1 ms (3 ms here under -race). It must
+// report less than 1/10 of the open-model truth, and carry the
+// closed-model warning.
+func TestTruth_PeriodicStall(t *testing.T) {
+	const yaml = `version: 1
+name: truth-stall
+target: {serve: http, args: ["--stall-every", "2s", "--stall-for", "500ms", "--stall-origin", "first"]}
+driver: {http: {path: /s, timeout: 5s}}
+phases:
+  - name: open
+    open: {rate: 1000/s, connections: 50, on_saturation: queue}
+    duration: 4s
+  - name: closed
+    closed: {connections: 10}
+    duration: 4s
+`
+	r := fcRunScenario(t, "truth-stall", yaml, 0)
+	phs := r.phases(t)
+	if len(phs) != 2 {
+		t.Fatalf("%d phase results, want 2", len(phs))
+	}
+	open, closed := phs[0], phs[1]
+	for _, k := range []string{"arrivals", "requests", "ok"} {
+		if got := fcCount(t, open, k); got != 4000 {
+			t.Errorf("open: %s = %d, want 4000", k, got)
+		}
+	}
+	if got := fcCount(t, open, "dropped"); got != 0 {
+		t.Errorf("open: dropped = %d, want 0", got)
+	}
+	// wait(k): the k-th smallest exact response time, in ms.
+	wait := func(k int) float64 {
+		if k < 3000 {
+			return 0
+		}
+		return float64((k-3000)/2 + 1)
+	}
+	for _, c := range []struct {
+		name       string
+		p, allowed float64 // allowed: the fraction above the truth
+	}{{"p90", 90, 0.20}, {"p95", 95, 0.10}, {"p99", 99, 0.05}} {
+		truth := nearestRank(c.p, 4000, wait)
+		truthCheck(t, "open "+c.name, truthMs(t, open, c.name), truth, truth/100, truth*c.allowed)
+	}
+	truthCheck(t, "open mean", truthMs(t, open, "mean"), 62.625, 0.63, 62.625*0.50)
+	sp90 := jsonNum(t, open, "metrics", "service_time", "p90_ms")
+	t.Logf("open service-time p90 = %.3f ms (the naive reading; truth of p90 300 ms)", sp90)
+	if sp90 >= 30 {
+		t.Errorf("open service-time p90 = %.3f ms, want < 30 ms: only the requests on the wire wait at the target", sp90)
+	}
+
+	cp99 := truthMs(t, closed, "p99")
+	t.Logf("closed p99 = %.3f ms, max %.3f ms (truth of the open model 480 ms)", cp99, truthMs(t, closed, "max"))
+	if cp99 >= 48 {
+		t.Errorf("closed model p99 = %.3f ms, want < 48 ms (1/10 of the open-model truth)", cp99)
+	}
+	if !truthWarned(t, r, "closed-model", "closed") {
+		t.Error("the closed phase carries no closed-model warning in the JSON")
+	}
+}

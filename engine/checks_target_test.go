@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/runner-dev/runner/drivers/fake"
+	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/rules"
+	"github.com/runner-dev/runner/internal/clock"
+	"github.com/runner-dev/runner/schema"
+)
+
+// twoPhasePlan is a warmup and a measured open phase, repeated twice.
+func twoPhasePlan(t *testing.T) *Plan {
+	t.Helper()
+	sc := &schema.Scenario{Version: 1, Name: "t", File: "t.yaml", Repeats: 2, Phases: []schema.Phase{
+		{Name: "warm", Warmup: true, Closed: &schema.Closed{Connections: 1}, Duration: dur("1s")},
+		{Name: "steady", Open: &schema.Open{Rate: constRate(50), Connections: 2}, Duration: dur("2s")},
+	}}
+	pl, err := Compile(sc, Limits{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+// The target meter starts when a phase's time starts and ends with it,
+// once per (repeat, phase); its usage lands in the phase's result and in
+// the rules as target.*; a failed measurement is reported, not fatal.
+// The counters fetched before the first phase are kept as the run's
+// starting counters, not those of a later phase.
+func TestTargetMeterAndCountersAtStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(5 * time.Millisecond)}
+		pl := twoPhasePlan(t)
+		calls, fetches := 0, 0.0
+		r := &Runner{Driver: d, Timeout: time.Second, NewSleeper: NewTimerSleeper,
+			Counters: func(context.Context) (map[string]float64, error) {
+				fetches++
+				return map[string]float64{"requests": 7 + fetches}, nil
+			},
+			TargetMeter: func() func() (*TargetUsage, error) {
+				calls++
+				n := calls
+				t0 := time.Now()
+				return func() (*TargetUsage, error) {
+					if n == 3 {
+						return nil, errors.New("no such process")
+					}
+					// The measurement spans the phase (fake time).
+					return &TargetUsage{CPU: 0.25, CPUMaxThread: time.Since(t0).Seconds() / 10, RSS: int64(n) << 20}, nil
+				}
+			}}
+		res, err := r.Run(context.Background(), pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls != 4 {
+			t.Fatalf("meter started %d times, want once per (repeat, phase) = 4", calls)
+		}
+		if got := res.ServerAtStart["requests"]; got != 8 {
+			t.Errorf("counters at start %v, want the first fetch (8)", res.ServerAtStart)
+		}
+		steady := res.Phases[1]
+		if steady.Target == nil || steady.Target.RSS != 2<<20 || steady.Target.CPUMaxThread < 0.2 {
+			t.Fatalf("steady target usage %+v, want the second measurement over its 2 s", steady.Target)
+		}
+		if res.Phases[2].Target != nil || res.Phases[2].TargetErr != "no such process" {
+			t.Errorf("failed measurement: %+v %q", res.Phases[2].Target, res.Phases[2].TargetErr)
+		}
+		rule, err := rules.Compile("target.cpu < 0.5 && target.rss < 4000000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j := rules.Judge(rule, []rules.Env{Env(steady)}); j.Status != rules.Pass {
+			t.Errorf("target rule on a measured phase: %v (%s)", j.Status, j.Reason)
+		}
+		// Not measured: the rule cannot pass.
+		if j := rules.Judge(rule, []rules.Env{Env(res.Phases[2])}); j.Status == rules.Pass {
+			t.Errorf("target rule on an unmeasured phase passed")
+		}
+	})
+}
+
+func TestTargetThreadBoundWarning(t *testing.T) {
+	pl := twoPhasePlan(t)
+	res := &Result{}
+	phase := func(rep, i int, wall time.Duration, u *TargetUsage) {
+		res.Phases = append(res.Phases, &PhaseResult{Repeat: rep, Phase: &pl.Phases[i], Summary: emptySummary(), Wall: wall, Target: u})
+	}
+	phase(1, 0, time.Second, &TargetUsage{CPU: 0.2, CPUMaxThread: 0.99})    // warmup: never warned
+	phase(1, 1, 2*time.Second, &TargetUsage{CPU: 0.45, CPUMaxThread: 0.95}) // pinned thread, low total: warned
+	phase(2, 0, time.Second, nil)
+	phase(2, 1, 2*time.Second, &TargetUsage{CPU: 0.6, CPUMaxThread: 0.95}) // the machine is busy too: not the thread's fault
+	var got []Warning
+	for _, w := range Checks(pl, res) {
+		if w.Code == "target-thread-bound" {
+			got = append(got, w)
+		}
+	}
+	if len(got) != 1 || got[0].Repeat != 1 || got[0].Phase != "steady" || !strings.Contains(got[0].Message, "95 % of a core") || got[0].Invalidates {
+		t.Fatalf("warnings %+v, want one for repeat 1 steady", got)
+	}
+	// Below the threshold: no warning.
+	res.Phases[1].Target.CPUMaxThread = 0.85
+	for _, w := range Checks(pl, res) {
+		if w.Code == "target-thread-bound" {
+			t.Fatalf("warned at 85 %% of a core: %+v", w)
+		}
+	}
+}
+
+func TestStaleCounters(t *testing.T) {
+	// control_* counters are the runner's own health checks and fetches.
+	res := &Result{ServerAtStart: map[string]float64{"requests": 12, "ok": 10, "errors": 0, "status_503": 2, "control_connections": 2}}
+	ws := StaleCounters(res, true)
+	if len(ws) != 1 || ws[0].Code != "stale-target-counters" || ws[0].Invalidates {
+		t.Fatalf("%+v", ws)
+	}
+	// Every non-zero counter is named with its value, in order; zeros are not.
+	if m := ws[0].Message; !strings.Contains(m, "(ok=10 requests=12 status_503=2)") || strings.Contains(m, "errors=") || strings.Contains(m, "control") {
+		t.Errorf("message %q", m)
+	}
+	if ws := StaleCounters(res, false); ws != nil {
+		t.Errorf("a target given by URL is long-lived: %+v", ws)
+	}
+	if ws := StaleCounters(&Result{ServerAtStart: map[string]float64{"requests": 0, "control_connections": 2, "tcp.control_accepts": 1}}, true); ws != nil {
+		t.Errorf("zero counters warned: %+v", ws)
+	}
+	if ws := StaleCounters(&Result{}, true); ws != nil {
+		t.Errorf("no counters fetched, warned: %+v", ws)
+	}
+}
+
+func TestTimerGranularityWarning(t *testing.T) {
+	open := twoPhasePlan(t) // warmup closed without think time + open
+	closedThink := onePhase(t, schema.Phase{Name: "c", Closed: &schema.Closed{Connections: 1, ThinkTime: dur("10ms")}, Duration: dur("1s")}, time.Second)
+	closedPlain := onePhase(t, schema.Phase{Name: "c", Closed: &schema.Closed{Connections: 1}, Duration: dur("1s")}, time.Second)
+	coarseTimer := clock.Resolution{Sleep: time.Millisecond, Samples: 25, Timer: 1500 * time.Microsecond, Precise: 60 * time.Microsecond, PreciseAvailable: true}
+	codes := func(ws []Warning) string {
+		var s []string
+		for _, w := range ws {
+			s = append(s, w.Code+": "+w.Message)
+		}
+		return strings.Join(s, "\n")
+	}
+	// The open pacer uses the precise clock: a coarse Go timer does not matter.
+	if ws := TimerGranularity(open, coarseTimer); len(ws) != 0 {
+		t.Errorf("open plan on a fine precise clock warned:\n%s", codes(ws))
+	}
+	// Think time sleeps on Go timers: it does.
+	if ws := TimerGranularity(closedThink, coarseTimer); len(ws) != 1 || !strings.Contains(ws[0].Message, "think time") {
+		t.Errorf("think time on a coarse Go timer:\n%s", codes(ws))
+	}
+	if ws := TimerGranularity(closedPlain, coarseTimer); len(ws) != 0 {
+		t.Errorf("a closed plan that never sleeps warned:\n%s", codes(ws))
+	}
+	// Without a timerfd the pacer falls back to Go timers.
+	noFD := coarseTimer
+	noFD.PreciseAvailable, noFD.Precise = false, noFD.Timer
+	if ws := TimerGranularity(open, noFD); len(ws) != 1 || ws[0].Code != "timer-granularity" || !strings.Contains(ws[0].Message, "open-model arrivals") {
+		t.Errorf("open plan without timerfd:\n%s", codes(ws))
+	}
+	coarsePrecise := coarseTimer
+	coarsePrecise.Precise = 2 * time.Millisecond
+	if ws := TimerGranularity(open, coarsePrecise); len(ws) != 1 || !strings.Contains(ws[0].Message, "2ms") {
+		t.Errorf("coarse precise clock:\n%s", codes(ws))
+	}
+}
+
+func emptySummary() *measure.Summary {
+	return measure.NewRecorder(1, measure.Options{Duration: time.Second}).Summary(time.Second)
+}

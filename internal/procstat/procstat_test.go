@@ -1,0 +1,108 @@
+package procstat
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// A thread kept busy for 400 ms shows as the busiest thread at close to
+// one core, and the process's own total includes it.
+func TestBusyThreadOfOwnProcess(t *testing.T) {
+	pid := os.Getpid()
+	a, err := Take(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.RSS <= 0 || a.CPU < 0 || len(a.Threads) == 0 {
+		t.Fatalf("first sample %+v: want RSS > 0 and threads", a)
+	}
+	if _, ok := a.Threads[pid]; !ok {
+		t.Errorf("the main thread %d is not among the threads %v", pid, a.Threads)
+	}
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		end := time.Now().Add(400 * time.Millisecond)
+		for time.Now().Before(end) {
+		}
+		close(done)
+	}()
+	<-done
+	b, err := Take(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := Between(a, b, 0)
+	// 400 ms of one thread over ≥ 400 ms: close to 1 core; on a loaded
+	// 2-core machine the busy thread may be preempted, hence the floor.
+	if u.CPUMaxThread < 0.4 || u.CPUMaxThread > 1.1 {
+		t.Errorf("busiest thread %.2f of a core, want about 1", u.CPUMaxThread)
+	}
+	total := u.CPU * float64(runtime.NumCPU())
+	if total < u.CPUMaxThread-0.05 {
+		t.Errorf("process %.2f cores is below its busiest thread %.2f", total, u.CPUMaxThread)
+	}
+	if u.RSS != b.RSS || u.Wall < 400*time.Millisecond {
+		t.Errorf("usage %+v", u)
+	}
+}
+
+// An idle interval is idle: no thread near a core.
+func TestIdleOwnProcess(t *testing.T) {
+	a, err := Take(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	b, err := Take(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := Between(a, b, 2); u.CPUMaxThread > 0.5 {
+		t.Errorf("idle process: busiest thread %.2f of a core", u.CPUMaxThread)
+	}
+}
+
+// The command name may hold spaces and parentheses; fields count after
+// its last ')'.
+func TestStatCommandWithParens(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "stat")
+	line := "1234 (a) b) c) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0 100 1000 200\n"
+	if err := os.WriteFile(p, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := statCPU(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 325 * clockTick; got != want {
+		t.Fatalf("utime+stime %s, want %s", got, want)
+	}
+}
+
+func TestGoneProcess(t *testing.T) {
+	if _, err := Take(1 << 30); err == nil {
+		t.Fatal("a pid that cannot exist sampled without error")
+	}
+}
+
+func TestBetweenArithmetic(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	a := Sample{At: t0, CPU: time.Second, Threads: map[int]time.Duration{1: 500 * time.Millisecond, 2: 0}, RSS: 1}
+	b := Sample{At: t0.Add(2 * time.Second), CPU: 3 * time.Second,
+		Threads: map[int]time.Duration{1: 2300 * time.Millisecond, 2: 200 * time.Millisecond, 3: 100 * time.Millisecond}, RSS: 4096}
+	u := Between(a, b, 4)
+	if u.CPU != 0.25 { // 2 s of CPU over 2 s on 4 cores
+		t.Errorf("CPU %v, want 0.25", u.CPU)
+	}
+	if u.CPUMaxThread != 0.9 { // thread 1: 1.8 s over 2 s
+		t.Errorf("CPUMaxThread %v, want 0.9", u.CPUMaxThread)
+	}
+	if u.RSS != 4096 {
+		t.Errorf("RSS %d", u.RSS)
+	}
+}
