@@ -197,70 +197,37 @@ func counts(m map[string]int64) string {
 	return strings.Join(parts, " ")
 }
 
-// acrossRepeats prints, per measured phase run more than once, the median
-// and range of the key metrics. Percentiles are never averaged.
+// acrossRepeats prints, per phase run more than once, the median and range
+// of the key metrics (engine.Across). Percentiles are never averaged.
 func (c *consoleWriter) acrossRepeats() {
 	if c.r.Plan == nil || c.r.Plan.Repeats < 2 {
 		return
 	}
-	byPhase := map[string][]*engine.PhaseResult{}
-	var order []string
-	for _, pr := range c.r.Result.Phases {
-		if pr.Interrupted {
-			continue
-		}
-		if _, ok := byPhase[pr.Phase.Name]; !ok {
-			order = append(order, pr.Phase.Name)
-		}
-		byPhase[pr.Phase.Name] = append(byPhase[pr.Phase.Name], pr)
+	across := c.r.Across
+	if across == nil {
+		across = engine.Across(c.r.Result)
 	}
 	header := false
-	for _, name := range order {
-		prs := byPhase[name]
-		if len(prs) < 2 {
+	for _, ps := range across {
+		if len(ps.Repeats) < 2 {
 			continue
 		}
 		if !header {
 			c.f("\nacross repeats: median [min – max]; percentiles are never averaged; the median of an even count is the worse middle value\n")
 			header = true
 		}
-		c.f("  %-12s n=%d  throughput %s/s  p50 %s  p99 %s  errors %s\n", name, len(prs),
-			spread(prs, false, func(s *measure.Summary) (float64, bool) { return s.Throughput(), true }, func(v float64) string { return rate(v) }),
-			spread(prs, true, pctOf(50), durOf),
-			spread(prs, true, pctOf(99), durOf),
-			spread(prs, true, func(s *measure.Summary) (float64, bool) { return float64(s.Errors), true }, func(v float64) string { return fmt.Sprintf("%g", v) }))
-	}
-}
-
-func pctOf(p float64) func(*measure.Summary) (float64, bool) {
-	return func(s *measure.Summary) (float64, bool) {
-		v, ok := s.Response.Percentile(p)
-		return float64(v), ok
-	}
-}
-
-func durOf(v float64) string { return dur(time.Duration(v)) }
-
-// spread renders median [min – max] over the repeats' values. The median
-// of an even count is the worse of the two middle values (the higher when
-// higherIsWorse), as the rules' median() takes it: a value that was
-// measured, and never the flattering one.
-func spread(prs []*engine.PhaseResult, higherIsWorse bool, get func(*measure.Summary) (float64, bool), show func(float64) string) string {
-	var vs []float64
-	for _, pr := range prs {
-		if v, ok := get(pr.Summary); ok {
-			vs = append(vs, v)
+		show := func(name string, format func(float64) string) string {
+			m, ok := ps.Metrics[name]
+			if !ok {
+				return "n/a"
+			}
+			return fmt.Sprintf("%s [%s – %s]", format(m.Median), format(m.Min), format(m.Max))
 		}
+		ms := func(v float64) string { return dur(time.Duration(v * float64(time.Millisecond))) }
+		c.f("  %-12s n=%d  throughput %s/s  p50 %s  p99 %s  errors %s\n", ps.Phase, len(ps.Repeats),
+			show("throughput", rate), show("p50_ms", ms), show("p99_ms", ms),
+			show("errors", func(v float64) string { return fmt.Sprintf("%g", v) }))
 	}
-	if len(vs) == 0 {
-		return "n/a"
-	}
-	sort.Float64s(vs)
-	med := vs[(len(vs)-1)/2]
-	if higherIsWorse {
-		med = vs[len(vs)/2]
-	}
-	return fmt.Sprintf("%s [%s – %s]", show(med), show(vs[0]), show(vs[len(vs)-1]))
 }
 
 func (c *consoleWriter) rules() {

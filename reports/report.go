@@ -28,6 +28,9 @@ type Run struct {
 	Started  time.Time      `json:"started"`
 	Ended    time.Time      `json:"ended"`
 	Result   *engine.Result `json:"result"`
+	// Across is every phase's headline metrics across its repeats:
+	// median, min and max, never an average (engine.Across).
+	Across []engine.PhaseSpread `json:"across_repeats,omitempty"`
 	// Verdict is nil until the run is judged.
 	Verdict  *engine.Verdict  `json:"verdict,omitempty"`
 	Warnings []engine.Warning `json:"warnings,omitempty"`

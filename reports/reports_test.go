@@ -88,6 +88,7 @@ func fixture(t *testing.T) *Run {
 		Result: res,
 	}
 	r.Verdict = engine.Judge(pl, res)
+	r.Across = engine.Across(res)
 	r.Warnings = engine.Checks(pl, res)
 	return r
 }
@@ -179,12 +180,13 @@ func TestJSONCompleteAndRedacted(t *testing.T) {
 				Summary measure.Summary `json:"summary"`
 			} `json:"phases"`
 		} `json:"result"`
-		Environment sysinfo.Env `json:"environment"`
+		Environment sysinfo.Env          `json:"environment"`
+		Across      []engine.PhaseSpread `json:"across_repeats"`
 	}
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.RunID != r.RunID || len(back.Result.Phases) != 4 || back.Environment.Cores != 2 {
+	if back.RunID != r.RunID || len(back.Result.Phases) != 4 || back.Environment.Cores != 2 || len(back.Across) != 2 {
 		t.Fatalf("round trip lost data: %+v", back.RunID)
 	}
 	// The histograms survive: the same nearest-rank percentile after decoding.

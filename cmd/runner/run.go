@@ -336,6 +336,7 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		runErr = errors.Join(runErr, errors.New("the spawned target exited during the run"))
 	}
 	rep.Verdict = engine.Judge(pl, rep.Result)
+	rep.Across = engine.Across(rep.Result)
 	// Run-wide warnings first, as Checks orders its own.
 	rep.Warnings = append(engine.StaleCounters(rep.Result, proc != nil), engine.TimerGranularity(pl, timer)...)
 	rep.Warnings = append(rep.Warnings, engine.Checks(pl, rep.Result)...)
