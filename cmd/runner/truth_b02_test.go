@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// throttledServer answers each request once it has read the whole body,
+// reading at rate bytes/s through a 16 KiB receive buffer, so a large body
+// takes size/rate seconds to leave the client. It stops with the test.
+func throttledServer(t *testing.T, rate int) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.(*net.TCPConn).SetReadBuffer(16 << 10)
+				br := bufio.NewReaderSize(c, 4096)
+				for {
+					length := 0
+					for {
+						line, err := br.ReadString('\n')
+						if err != nil {
+							return
+						}
+						if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && strings.EqualFold(k, "Content-Length") {
+							length, _ = strconv.Atoi(strings.TrimSpace(v))
+						}
+						if line == "\r\n" {
+							break
+						}
+					}
+					const chunk = 16 << 10
+					pause := time.Duration(float64(chunk) / float64(rate) * float64(time.Second))
+					start := time.Now()
+					for read := 0; read < length; {
+						n, err := io.CopyN(io.Discard, br, int64(min(chunk, length-read)))
+						read += int(n)
+						if err != nil {
+							return
+						}
+						// Pace against the start, so sleeps that run late
+						// do not add up.
+						if ahead := time.Until(start.Add(time.Duration(read/chunk) * pause)); ahead > 0 {
+							select {
+							case <-time.After(ahead):
+							case <-done:
+								return
+							}
+						}
+					}
+					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestField_B02_ClockStartsBeforeTheSend: a 1 MiB POST to a server that
+// reads at 512 KiB/s takes 2.0 s to leave the client, and the server
+// answers as soon as the last byte is read. The response time (= service
+// time in the closed model) of each of 5 requests is ≈ 2.0 s (±10 %),
+// never near 0: the clock starts before the first byte is written, not
+// after the write returns (wrk's bug). The first-byte split shows where
+// the time sits: before the first response byte.
+func TestField_B02_ClockStartsBeforeTheSend(t *testing.T) {
+	base := throttledServer(t, 512<<10)
+	p := scenario(t, "b02.yaml", fmt.Sprintf(`version: 1
+name: b02
+target: {url: %q}
+driver:
+  http: {method: POST, path: /upload, body_size: 1MiB, timeout: 10s}
+phases:
+  - {name: upload, closed: {connections: 1}, requests: 5}
+assert: [errors == 0]
+`, base))
+	js := filepath.Join(t.TempDir(), "r.json")
+	code, out, stderr := cli(t, "run", "--log-level", "disabled", "--json", js, p)
+	if code != exitPass {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	ph := readJSON(t, js)["result"].(map[string]any)["phases"].([]any)[0].(map[string]any)
+	if ok := fcCount(t, ph, "ok"); ok != 5 {
+		t.Fatalf("ok %d, want 5", ok)
+	}
+	for _, q := range []string{"min", "p50", "max"} {
+		got := jsonNum(t, ph, "metrics", "response_time", q+"_ms")
+		if got < 1800 || got > 2200 {
+			t.Errorf("response time %s = %.1f ms, want 2000 ms ± 10 %%", q, got)
+		}
+	}
+	fb := jsonNum(t, ph, "summary", "first_byte", "min_ns") / 1e6
+	if fb < 1800 {
+		t.Errorf("first byte after %.1f ms, want ≈ 2000: the time must sit before the first response byte", fb)
+	}
+	t.Logf("B02: response time p50 %.1f ms, first byte min %.1f ms", jsonNum(t, ph, "metrics", "response_time", "p50_ms"), fb)
+}
