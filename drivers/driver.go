@@ -94,3 +94,18 @@ type Outcome struct {
 	// byte; zero when no byte arrived.
 	FirstByte time.Duration
 }
+
+// ConfigError is a problem in a driver's configuration, found before any
+// traffic. Key locates it in the scenario: a key path relative to the
+// driver's own mapping ("tls.ca_file", "headers.X-Id"), or an absolute one
+// when it starts with "target." ("target.url"). Error is the message alone.
+type ConfigError struct {
+	Key string
+	Err error
+}
+
+// Error returns the message.
+func (e *ConfigError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the message's error.
+func (e *ConfigError) Unwrap() error { return e.Err }

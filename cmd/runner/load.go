@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runner-dev/runner/drivers"
 	httpdriver "github.com/runner-dev/runner/drivers/http"
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/rules"
@@ -123,44 +124,20 @@ func argIndex(msg string, args []string) (int, bool) {
 	return 0, false
 }
 
-// driverKeys maps the start of a driver's message to the key it is about,
-// under the driver's own key.
-var driverKeys = []struct{ prefix, key string }{
-	{"tls.ca_file", "tls.ca_file"},
-	{"success rule", "success"},
-	{"body_size", "body_size"},
-	{"body", "body"},
-	{"version", "version"},
-	{"method", "method"},
-	{"path", "path"},
-}
-
 // driverError positions a problem that the driver under key (e.g.
-// driver.http) found in its configuration: at the key its message names
-// (`tls.ca_file: ...`, `header X-Id: ...`), or at the driver's mapping.
+// driver.http) found in its configuration, at the key its
+// drivers.ConfigError names, or at the driver's mapping.
 func driverError(sc *schema.Scenario, key string, err error) *schema.Error {
-	msg := err.Error()
 	at := key
-	switch {
-	case strings.HasPrefix(msg, "target url"):
-		at = "target.url"
-	case strings.HasPrefix(msg, "header "):
-		name := strings.TrimPrefix(msg, "header ")
-		if q, err := strconv.QuotedPrefix(name); err == nil {
-			name, _ = strconv.Unquote(q)
+	var ce *drivers.ConfigError
+	if errors.As(err, &ce) {
+		if strings.HasPrefix(ce.Key, "target.") {
+			at = ce.Key
 		} else {
-			name, _, _ = strings.Cut(name, ":")
-		}
-		at = key + ".headers." + name
-	default:
-		for _, k := range driverKeys {
-			if strings.HasPrefix(msg, k.prefix) {
-				at = key + "." + k.key
-				break
-			}
+			at = key + "." + ce.Key
 		}
 	}
-	e := problem(sc, at, msg)
+	e := problem(sc, at, err.Error())
 	e.Path = key
 	return e
 }

@@ -103,15 +103,15 @@ func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
 	var prefix, host string
 	switch {
 	case err != nil:
-		errs = append(errs, fmt.Errorf("target url: %w", err))
+		errs = append(errs, bad("target.url", fmt.Errorf("target url: %w", err)))
 	case u.Scheme != "http" && u.Scheme != "https":
-		errs = append(errs, fmt.Errorf("target url %q: scheme must be http or https", baseURL))
+		errs = append(errs, bad("target.url", fmt.Errorf("target url %q: scheme must be http or https", baseURL)))
 	case u.Hostname() == "":
-		errs = append(errs, fmt.Errorf("target url %q: no host", baseURL))
+		errs = append(errs, bad("target.url", fmt.Errorf("target url %q: no host", baseURL)))
 	case u.RawQuery != "" || u.Fragment != "":
-		errs = append(errs, fmt.Errorf("target url %q: query and fragment belong in driver.http.path", baseURL))
+		errs = append(errs, bad("target.url", fmt.Errorf("target url %q: query and fragment belong in driver.http.path", baseURL)))
 	case u.User != nil:
-		errs = append(errs, fmt.Errorf("target url %q: user info is not supported; send an Authorization header", baseURL))
+		errs = append(errs, bad("target.url", fmt.Errorf("target url %q: user info is not supported; send an Authorization header", baseURL)))
 	default:
 		host = u.Host
 		port := u.Port()
@@ -126,7 +126,7 @@ func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
 		if u.Scheme == "https" {
 			conf, err := tlsConfig(cfg.TLS, u.Hostname())
 			if err != nil {
-				errs = append(errs, err)
+				errs = append(errs, bad("tls.ca_file", err))
 			}
 			d.tls = conf
 			d.insecure = cfg.TLS != nil && cfg.TLS.InsecureSkipVerify
@@ -138,10 +138,10 @@ func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
 		version = DefaultVersion
 	}
 	if version != "1.1" && version != "1.0" {
-		errs = append(errs, fmt.Errorf("version %q: want 1.1 or 1.0", version))
+		errs = append(errs, bad("version", fmt.Errorf("version %q: want 1.1 or 1.0", version)))
 	}
 	if !isToken(d.method) {
-		errs = append(errs, fmt.Errorf("method %q: not an HTTP token", d.method))
+		errs = append(errs, bad("method", fmt.Errorf("method %q: not an HTTP token", d.method)))
 	}
 
 	path := cfg.Path
@@ -150,11 +150,11 @@ func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
 	}
 	pathT, err := parseTemplate(path)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("path: %w", err))
+		errs = append(errs, bad("path", fmt.Errorf("path: %w", err)))
 	} else if !strings.HasPrefix(path, "/") && !(path == "*" && prefix == "") {
-		errs = append(errs, fmt.Errorf("path %q: must start with /", path))
+		errs = append(errs, bad("path", fmt.Errorf("path %q: must start with /", path)))
 	} else if err := pathT.each(checkPath); err != nil {
-		errs = append(errs, fmt.Errorf("path %q: %w", path, err))
+		errs = append(errs, bad("path", fmt.Errorf("path %q: %w", path, err)))
 	}
 
 	// Request line and Host.
@@ -179,22 +179,22 @@ func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
 		value := cfg.Headers[name]
 		switch {
 		case !isToken(name):
-			errs = append(errs, fmt.Errorf("header %q: not an HTTP token", name))
+			errs = append(errs, bad("headers."+name, fmt.Errorf("header %q: not an HTTP token", name)))
 			continue
 		case strings.EqualFold(name, "Connection"):
-			errs = append(errs, fmt.Errorf("header %q: set by the driver from keep_alive", name))
+			errs = append(errs, bad("headers."+name, fmt.Errorf("header %q: set by the driver from keep_alive", name)))
 			continue
 		case strings.EqualFold(name, "Content-Length") || strings.EqualFold(name, "Transfer-Encoding"):
-			errs = append(errs, fmt.Errorf("header %q: set by the driver from body or body_size", name))
+			errs = append(errs, bad("headers."+name, fmt.Errorf("header %q: set by the driver from body or body_size", name)))
 			continue
 		}
 		vt, err := parseTemplate(value)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("header %s: %w", name, err))
+			errs = append(errs, bad("headers."+name, fmt.Errorf("header %s: %w", name, err)))
 			continue
 		}
 		if err := vt.each(checkHeaderValue); err != nil {
-			errs = append(errs, fmt.Errorf("header %s: %w", name, err))
+			errs = append(errs, bad("headers."+name, fmt.Errorf("header %s: %w", name, err)))
 			continue
 		}
 		d.head.concat(literal(name + ": "))
@@ -214,7 +214,7 @@ func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
 	// Body.
 	switch {
 	case cfg.BodySize < 0:
-		errs = append(errs, fmt.Errorf("body_size %d: must not be negative", cfg.BodySize))
+		errs = append(errs, bad("body_size", fmt.Errorf("body_size %d: must not be negative", cfg.BodySize)))
 	case cfg.BodySize > 0:
 		d.filler = make([]byte, cfg.BodySize)
 		for i := range d.filler {
@@ -224,7 +224,7 @@ func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
 	case cfg.Body != "":
 		bt, err := parseTemplate(cfg.Body)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("body: %w", err))
+			errs = append(errs, bad("body", fmt.Errorf("body: %w", err)))
 		}
 		d.body = bt
 		d.sendLen = true
@@ -238,7 +238,7 @@ func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
 	if cfg.Success != "" {
 		r, err := compileRule(cfg.Success)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, bad("success", err))
 		}
 		d.rule = r
 	}
@@ -382,3 +382,6 @@ func checkHeaderValue(s string) error {
 	}
 	return nil
 }
+
+// bad places a configuration problem at its key (drivers.ConfigError).
+func bad(key string, err error) error { return &drivers.ConfigError{Key: key, Err: err} }
