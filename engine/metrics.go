@@ -20,6 +20,11 @@ type Metrics struct {
 	InflightMean  float64  `json:"inflight_mean"`
 	Response      Latency  `json:"response_time"`
 	Service       Latency  `json:"service_time"`
+	// Corrected is the coordinated-omission-corrected response time of a
+	// closed phase with expected_rate (HdrHistogram's corrected
+	// recording: a response longer than the expected interval adds the
+	// samples it held back); absent otherwise.
+	Corrected *Latency `json:"corrected_response_time,omitempty"`
 }
 
 // Latency is a distribution's nearest-rank percentiles and exact extremes
@@ -62,6 +67,10 @@ func MetricsOf(pr *PhaseResult) *Metrics {
 	}
 	if r, ok := Offered(pr); ok {
 		m.OfferedRate = &r
+	}
+	if s.Corrected != nil {
+		c := latencyOf(s.Corrected)
+		m.Corrected = &c
 	}
 	if r, ok := s.ErrorRate(); ok {
 		m.ErrorRate = &r

@@ -82,6 +82,17 @@ func nearestRank(p float64, n int, kth func(k int) float64) float64 {
 // connections, though, sees a queue of at most 4: every response time is
 // ≈ 4·S = 40 ms, p99 ≈ 40 ms, under 1/24 of the truth. It must report
 // less than 1/5 of the open-model p99, and carry the closed-model warning.
+//
+// The coordinated-omission correction (expected_rate: 150/s, so one
+// request per 4/150 s = 26.7 ms per connection) cannot recover this
+// truth either, and the test asserts that it does not pretend to: it adds
+// the requests a slow response held back (one sample of 40 − 26.7 = 13.3
+// ms per response), which models a stall, not a queue that grows for as
+// long as the overload lasts. Its p99 stays ≈ 40 ms, under 1/5 of the
+// truth. (Issue 3 expected the corrected histogram to land near the
+// open-model truth here; that holds for a stall, see
+// TestTruth_PeriodicStallCorrected, and not for sustained overload,
+// which only an open model measures.)
 func TestTruth_QueueGrowsLinearly(t *testing.T) {
 	const yaml = `version: 1
 name: truth-queue
@@ -92,7 +103,7 @@ phases:
     open: {rate: 150/s, connections: 128, on_saturation: queue}
     duration: 2s
   - name: closed
-    closed: {connections: 4}
+    closed: {connections: 4, expected_rate: 150/s}
     duration: 2s
 `
 	r := fcRunScenario(t, "truth-queue", yaml, 0)
@@ -126,6 +137,11 @@ phases:
 	t.Logf("closed p99 = %.3f ms (truth of the open model %.3f ms)", cp99, truthP99)
 	if cp99 >= truthP99/5 {
 		t.Errorf("closed model p99 = %.3f ms, want < %.3f ms (1/5 of the open-model truth)", cp99, truthP99/5)
+	}
+	corr := jsonNum(t, closed, "metrics", "corrected_response_time", "p99_ms")
+	t.Logf("closed CO-corrected p99 = %.3f ms", corr)
+	if corr < cp99 || corr >= truthP99/5 {
+		t.Errorf("closed CO-corrected p99 = %.3f ms, want in [%.3f, %.3f) ms: the correction adds samples below each response, it cannot model the growing queue", corr, cp99, truthP99/5)
 	}
 	if !truthWarned(t, r, "closed-model", "closed") {
 		t.Error("the closed phase carries no closed-model warning in the JSON")
@@ -250,6 +266,59 @@ phases:
 	t.Logf("closed p99 = %.3f ms, max %.3f ms (truth of the open model 480 ms)", cp99, truthMs(t, closed, "max"))
 	if cp99 >= 48 {
 		t.Errorf("closed model p99 = %.3f ms, want < 48 ms (1/10 of the open-model truth)", cp99)
+	}
+	if !truthWarned(t, r, "closed-model", "closed") {
+		t.Error("the closed phase carries no closed-model warning in the JSON")
+	}
+}
+
+// TestTruth_PeriodicStallCorrected: the stall of TestTruth_PeriodicStall
+// (500 ms every 2 s) measured by a paced closed loop with the
+// coordinated-omission correction: 10 connections each send a request,
+// read the answer and think 10 ms, about 1000 req/s in all, declared as
+// expected_rate: 1000/s (one request per 10 ms per connection).
+//
+// Plain closed-model reading: during a stall only the 10 requests on the
+// wire wait (20 slow samples among ≈ 3000), so p99 is ≈ 1 ms, 1/480 of
+// the truth (asserted below 1/10 of it).
+//
+// Corrected: each stuck response of v ms adds the ⌊v/10⌋ − 1 requests
+// its connection would have sent meanwhile, at v − 10, v − 20, … ms, so
+// each stall contributes ≈ 10 × 50 samples uniform over 0…500 ms, the
+// open model's 500 waits per stall; and the calm 3 s contribute ≈ 3000
+// fast samples (fewer when think-time sleeps overshoot, which raises the
+// slow fraction a little). So the corrected distribution has the truth's
+// shape: P(R > x) ≈ 0.25·(1 − x/500 ms), p90 300 ms, p95 400 ms, p99
+// 480 ms. Tolerance ±15 % (p90), ±10 % (p95), ±5 % (p99): the slow
+// fraction is 1000/(1000 + calm samples), 0.24–0.28 for a loop pacing at
+// 900–1050 req/s, which moves p90 by up to 15 %, p95 by 10 %, p99 by 3 %.
+func TestTruth_PeriodicStallCorrected(t *testing.T) {
+	const yaml = `version: 1
+name: truth-stall-corrected
+target: {serve: http, args: ["--stall-every", "2s", "--stall-for", "500ms", "--stall-origin", "first"]}
+driver: {http: {path: /s, timeout: 5s}}
+phases:
+  - name: closed
+    closed: {connections: 10, think_time: 10ms, expected_rate: 1000/s}
+    duration: 4s
+`
+	r := fcRunScenario(t, "truth-stall-corrected", yaml, 0)
+	phs := r.phases(t)
+	if len(phs) != 1 {
+		t.Fatalf("%d phase results, want 1", len(phs))
+	}
+	ph := phs[0]
+	for _, c := range []struct {
+		name         string
+		truth, allow float64
+	}{{"p90", 300, 0.15}, {"p95", 400, 0.10}, {"p99", 480, 0.05}} {
+		got := jsonNum(t, ph, "metrics", "corrected_response_time", c.name+"_ms")
+		truthCheck(t, "corrected "+c.name, got, c.truth, c.truth*c.allow, c.truth*c.allow)
+	}
+	p99 := truthMs(t, ph, "p99")
+	t.Logf("plain closed p99 = %.3f ms, %d requests", p99, fcCount(t, ph, "requests"))
+	if p99 >= 48 {
+		t.Errorf("plain closed p99 = %.3f ms, want < 48 ms (1/10 of the truth): only the requests on the wire wait", p99)
 	}
 	if !truthWarned(t, r, "closed-model", "closed") {
 		t.Error("the closed phase carries no closed-model warning in the JSON")

@@ -70,12 +70,15 @@ type metrics struct {
 	InflightMean           float64       `expr:"inflight_mean"`
 	LittleL                float64       `expr:"littleL"`
 
-	Service  latency            `expr:"service"`
-	Failed   latency            `expr:"failed"`
-	ErrorsBy map[string]int64   `expr:"errors_by"`
-	Server   map[string]float64 `expr:"server"`
-	Client   clientVars         `expr:"client"`
-	Target   targetVars         `expr:"target"`
+	Service latency `expr:"service"`
+	Failed  latency `expr:"failed"`
+	// Corrected is the coordinated-omission-corrected response time of
+	// a closed phase with expected_rate; empty otherwise.
+	Corrected latency            `expr:"corrected"`
+	ErrorsBy  map[string]int64   `expr:"errors_by"`
+	Server    map[string]float64 `expr:"server"`
+	Client    clientVars         `expr:"client"`
+	Target    targetVars         `expr:"target"`
 }
 
 // root is what a compiled rule runs against: the phase's metrics, the
@@ -142,7 +145,7 @@ type metricDef struct {
 }
 
 // groups are the names that hold members: `service.p99`, `errors_by["503"]`.
-var groups = []string{"service", "failed", "errors_by", "server", "client", "target", "baseline"}
+var groups = []string{"service", "failed", "corrected", "errors_by", "server", "client", "target", "baseline"}
 
 var (
 	// topLevel maps each top-level metric to its definition.
@@ -195,6 +198,7 @@ func init() {
 	topNames = append(slices.Clone(latencyNames), topNames...)
 	members["service"], memberNames["service"] = latencyDefs, latencyNames
 	members["failed"], memberNames["failed"] = latencyDefs, latencyNames
+	members["corrected"], memberNames["corrected"] = latencyDefs, latencyNames
 	members["client"] = map[string]metricDef{
 		"cpu":          {unit: numberUnit, dir: lowerBetter, need: clientNeed},
 		"gc_pause_max": {unit: durationUnit, dir: lowerBetter, need: clientNeed},
@@ -221,7 +225,7 @@ func unitOfType(t reflect.Type) unit {
 // ref is one metric a rule reads.
 type ref struct {
 	view  string // "", viewMedian, viewWorst or "baseline"
-	group string // "", "service", "failed", "errors_by", "server", "client", "target"
+	group string // "", "service", "failed", "corrected", "errors_by", "server", "client", "target"
 	name  string // metric or member; "" for a map group read with a computed key
 }
 

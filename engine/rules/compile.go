@@ -487,7 +487,7 @@ func resolveAt(p []string) (r ref, res resolution, msg string, at int) {
 	if !slices.Contains(groups, head) || head == "baseline" {
 		known := append(slices.Clone(topNames), groups...)
 		return r, notFound, unknownMsg(head, known, "known metrics: "+strings.Join(topNames, " ")+
-			"; groups: service.* failed.* errors_by[code] server.* client.* target.* baseline.*"), off
+			"; groups: service.* failed.* corrected.* errors_by[code] server.* client.* target.* baseline.*"), off
 	}
 	r.group = head
 	if len(p) == 1 {
@@ -547,7 +547,7 @@ func orList(s []string) string {
 
 // groupExample shows how a group is read.
 var groupExample = map[string]string{
-	"service": "service.p99", "failed": "failed.p99", "errors_by": `errors_by["503"]`,
+	"service": "service.p99", "failed": "failed.p99", "corrected": "corrected.p99", "errors_by": `errors_by["503"]`,
 	"server": "server.<counter>", "client": "client.cpu", "target": "target.cpu", "baseline": "baseline.p99",
 }
 

@@ -13,7 +13,7 @@
 //   - Duration literals: a decimal number directly followed by a unit
 //     (ns, us, µs, ms, s, m, h), possibly compound: 100ns 250us 20ms 1.5s
 //     2m 1h30m. They are time.Duration values, as are the latency metrics
-//     (p50 … stddev, service.*, failed.*, duration, client.gc_pause_max),
+//     (p50 … stddev, service.*, failed.*, corrected.*, duration, client.gc_pause_max),
 //     so `p99 < 20ms` compares durations. A duration used with a bare
 //     number is a compile error: `p99 < 20` says "p99 is a duration: write
 //     the unit, e.g. 20ms". Durations add and subtract with durations,
@@ -48,7 +48,7 @@
 //   - worst(x) is the max of a lower-is-better metric and the min of a
 //     higher-is-better one:
 //     lower is better: p50 p90 p95 p99 p999 max min mean stddev, service.*,
-//     failed.*, errors, error_rate, errors_by[code], timeouts, late,
+//     failed.*, corrected.*, errors, error_rate, errors_by[code], timeouts, late,
 //     dropped, cancelled, reconnects, connections_opened, inflight_mean,
 //     littleL, client.*, target.*;
 //     higher is better: requests, ok, samples, throughput, completed_rate,

@@ -159,7 +159,9 @@ type Env struct {
 // counters are int64, rates float64 per second, error_rate a fraction 0..1,
 // latencies time.Duration; p50…stddev are response times of ok requests,
 // service.* service times of ok requests, failed.* response times of
-// failed requests (every class). errors_by[code] is 0 for a code that did
+// failed requests (every class), corrected.* the coordinated-omission-
+// corrected response times of a closed phase with expected_rate (empty,
+// so INCONCLUSIVE, elsewhere). errors_by[code] is 0 for a code that did
 // not occur.
 func NewEnv(s *measure.Summary, extra Extras) Env {
 	if s == nil {
@@ -187,13 +189,19 @@ func NewEnv(s *measure.Summary, extra Extras) Env {
 	m.InflightMean = s.InflightMean()
 	m.LittleL = s.LittleL()
 	failed := s.FailedAll()
-	for g, d := range map[string]*measure.Dist{"": &s.Response, "service": &s.Service, "failed": failed} {
+	corrected := s.Corrected
+	if corrected == nil {
+		corrected = &measure.Dist{}
+	}
+	for g, d := range map[string]*measure.Dist{"": &s.Response, "service": &s.Service, "failed": failed, "corrected": corrected} {
 		l := &m.latency
 		switch g {
 		case "service":
 			l = &m.Service
 		case "failed":
 			l = &m.Failed
+		case "corrected":
+			l = &m.Corrected
 		}
 		fillLatency(l, d)
 		e.samples[g] = d.Count()

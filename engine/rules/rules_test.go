@@ -241,6 +241,42 @@ func TestApprox(t *testing.T) {
 	}
 }
 
+// TestEvalCorrected: corrected.* reads the coordinated-omission-corrected
+// distribution. One connection expected to send every 10 ms whose 99
+// responses took 1 ms and whose 100th took 1 s: the corrected histogram
+// adds the 99 requests the stall held back (990 ms, 980 ms, … 10 ms), so
+// of its 199 samples 100 are ≥ 10 ms and its p90 (rank 180) is 810 ms,
+// while the plain p90 stays 1 ms.
+func TestEvalCorrected(t *testing.T) {
+	rec := measure.NewRecorder(1, measure.Options{ExpectedInterval: 10 * time.Millisecond})
+	for i := 1; i <= 100; i++ {
+		rec.AddArrivals(1)
+		d := time.Millisecond
+		if i == 100 {
+			d = time.Second
+		}
+		rec.Record(0, &measure.Result{Done: d, Outcome: ok200})
+	}
+	env := NewEnv(rec.Summary(2*time.Second), Extras{})
+	// Bounds: a percentile is its HdrHistogram bucket's top (3
+	// significant digits: at most 0.1 % above the value).
+	for _, src := range []string{
+		"810ms <= corrected.p90 and corrected.p90 <= 811ms",
+		"1ms <= p90 and p90 <= 1001us",
+		"corrected.max == max and max == 1s",
+		// rank 100 of 199: past the 99 fast samples, the first corrected one.
+		"10ms <= corrected.p50 and corrected.p50 <= 10010us",
+	} {
+		r, err := Compile(src)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", src, err)
+		}
+		if v := r.Eval(env); v.Status != Pass {
+			t.Errorf("%s: %v, observed %s; %s", src, v.Status, v.Observed, v.Reason)
+		}
+	}
+}
+
 func TestEval(t *testing.T) {
 	env := NewEnv(b19Summary(), Extras{Connections: 200, OfferedRate: 100,
 		Server: map[string]float64{"echoed": 1006, "limited": 0}})
@@ -271,6 +307,8 @@ func TestEval(t *testing.T) {
 		{"service.p99 < 5s", Pass, "service.p99=3.985408s", ""},
 		{"failed.max < 2s", Pass, "failed.max=1s", ""},
 		{"failed.p50 < 2s", Inconclusive, "failed.p50=1s (1 sample, needs ≥ 20)", ""},
+		// No expected_rate: the corrected distribution is empty.
+		{"corrected.p99 < 5s", Inconclusive, "corrected.p99=n/a (0 samples)", ""},
 		{"client.cpu < 0.9", Inconclusive, "client.cpu=n/a (not measured)", ""},
 		{"target.rss < 1e9", Inconclusive, "", ""},
 		{"baseline.p99 > 1s", Inconclusive, "baseline.p99=n/a (no baseline)", ""},
