@@ -13,8 +13,13 @@ import (
 // arrival that finds the slot busy is dropped at once, and
 // requests + dropped == arrivals exactly; achieved is lower there (≈ 67/s
 // measured): a response takes a hair over 10 ms, so the arrival due at the
-// instant the slot would free is already gone and two in three drop. (A tool that paced by the
-// previous response would report the offered rate as achieved.)
+// instant the slot would free is already gone and two in three drop.
+//
+// Naive measurement: a tool that paces by the previous response (the
+// closed loop in disguise) reports the rate it managed as the rate
+// offered, so achieved = offered and no warning; the test requires
+// achieved ≤ 95 % of offered (measured 47.5 % in queue mode, 33.5 % in
+// drop mode: a factor 2 to 3 that the naive report hides).
 func TestTruth_AchievedBelowOffered(t *testing.T) {
 	for _, mode := range []string{"queue", "drop"} {
 		t.Run(mode, func(t *testing.T) {
