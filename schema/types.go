@@ -50,6 +50,13 @@ type Target struct {
 	Serve string `yaml:"serve,omitempty" json:"serve,omitempty" jsonschema:"enum=http"`
 	// Args are extra command-line flags for the spawned reference target.
 	Args []string `yaml:"args,omitempty" json:"args,omitempty"`
+	// Pid is the process id of a url target running on this machine,
+	// ≥ 1: its CPU (whole process and busiest thread) and RSS are sampled
+	// from /proc per phase, as for a spawned target (target.cpu, …). The
+	// process itself, not its children: for a server that forks workers
+	// (nginx), give a worker's pid. The process must exist when the run
+	// starts.
+	Pid int `yaml:"pid,omitempty" json:"pid,omitempty" jsonschema:"minimum=1"`
 }
 
 // Driver selects the protocol; exactly one field is set.

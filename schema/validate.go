@@ -104,6 +104,14 @@ func (l *loader) validateTarget(t *Target) {
 	if l.ok("target.args") && hasURL && !hasServe {
 		l.failf("target.args", "args apply only to a spawned reference target (serve), not to a url")
 	}
+	if _, set := l.nodes["target.pid"]; set && l.ok("target.pid") {
+		switch {
+		case t.Pid < 1:
+			l.failf("target.pid", "expected a process id ≥ 1, found %d", t.Pid)
+		case hasServe:
+			l.failf("target.pid", "a spawned target (serve) is measured by its own pid; pid is for a url target")
+		}
+	}
 }
 
 func (l *loader) validateDriver(s *Scenario) {

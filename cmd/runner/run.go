@@ -295,8 +295,16 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	if sc.Reconcile != nil {
 		r.Counters = fetchCounters(base, sc.Reconcile.Fetch.Path)
 	}
-	if proc != nil {
+	switch {
+	case proc != nil:
 		r.TargetMeter = meterProcess(proc.Pid())
+	case sc.Target.Pid > 0:
+		// Checked before any traffic: a wrong pid is a scenario error,
+		// not a phase without target figures.
+		if _, err := procstat.Take(sc.Target.Pid); err != nil {
+			return fail("%s: target.pid: cannot read process %d: %v", sc.File, sc.Target.Pid, err)
+		}
+		r.TargetMeter = meterProcess(sc.Target.Pid)
 	}
 	var (
 		tsvErr     error // the last failed TSV append: rows were lost

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -159,5 +160,36 @@ func TestURLTargetCountersNotWarned(t *testing.T) {
 	header, rows := readTSV(t, tsv)
 	if got := col(t, header, rows[0], "target_cpu"); got != "-" {
 		t.Errorf("TSV target_cpu %q, want -", got)
+	}
+}
+
+// A URL target with target.pid is measured like a spawned one: its CPU
+// and RSS per phase. (The in-process target runs in this test process,
+// so the pid is ours.) A pid that names no process is an error before
+// any traffic.
+func TestURLTargetPidFigures(t *testing.T) {
+	base := target(t)
+	dir := t.TempDir()
+	tsv, json := filepath.Join(dir, "r.tsv"), filepath.Join(dir, "r.json")
+	file := scenario(t, "s.yaml", strings.Replace(
+		selfCheckScenario("{url: "+base+", pid: "+strconv.Itoa(os.Getpid())+"}", tsv, json),
+		"  - errors == 0\n", "  - errors == 0\n  - target.rss > 1000000\n", 1))
+	code, out, errOut := cli(t, "run", "--log-level", "disabled", file)
+	if code != exitPass {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	ph := readJSON(t, json)["result"].(map[string]any)["phases"].([]any)[0]
+	if rss := jsonNum(t, ph, "target", "rss"); rss < 1<<20 {
+		t.Errorf("target rss %g bytes, want a live process's (> 1 MiB)", rss)
+	}
+	if !strings.Contains(out, "PASS         target.rss > 1000000") {
+		t.Errorf("target.rss rule not judged as passed:\n%s", out)
+	}
+
+	// Above the kernel's pid_max (at most 2^22): no such process.
+	bad := scenario(t, "bad.yaml", selfCheckScenario("{url: "+base+", pid: 99999999}", "", ""))
+	code, out, errOut = cli(t, "run", "--log-level", "disabled", "--json", filepath.Join(dir, "b.json"), "--tsv", filepath.Join(dir, "b.tsv"), bad)
+	if code != exitCouldNotRun || !strings.Contains(errOut, "target.pid: cannot read process 99999999") {
+		t.Errorf("bad pid: exit %d, want %d with a target.pid error\n%s\n%s", code, exitCouldNotRun, out, errOut)
 	}
 }
