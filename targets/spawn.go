@@ -82,7 +82,7 @@ func Spawn(ctx context.Context, exe, kind string, args []string, stderr io.Write
 		p.Stop()
 		return nil, ctx.Err()
 	}
-	if err := waitHealthy(ctx, p.URL+"/healthz", timeout); err != nil {
+	if err := waitHealthy(ctx, HealthURL(p.URL), timeout); err != nil {
 		p.Stop()
 		return nil, fmt.Errorf("%s target at %s: %w", kind, p.URL, err)
 	}
@@ -194,3 +194,16 @@ func exitErr(err error) error {
 // Self is the path of the running executable, which serves the reference
 // targets as `runner serve KIND`.
 func Self() (string, error) { return os.Executable() }
+
+// HealthURL is the plain-HTTP health check of a reference target at base:
+// base + "/healthz", with a ws:// or wss:// scheme read as http:// or
+// https:// (a WebSocket target serves its health check on the same port).
+func HealthURL(base string) string {
+	switch {
+	case strings.HasPrefix(base, "ws://"):
+		base = "http://" + strings.TrimPrefix(base, "ws://")
+	case strings.HasPrefix(base, "wss://"):
+		base = "https://" + strings.TrimPrefix(base, "wss://")
+	}
+	return base + "/healthz"
+}

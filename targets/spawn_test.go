@@ -262,3 +262,16 @@ func TestSpawnCancelled(t *testing.T) {
 	}
 	reaped(t, pidfile)
 }
+
+func TestHealthURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:1":  "http://127.0.0.1:1/healthz",
+		"ws://127.0.0.1:2":    "http://127.0.0.1:2/healthz",
+		"wss://[::1]:3":       "https://[::1]:3/healthz",
+		"https://localhost:4": "https://localhost:4/healthz",
+	} {
+		if got := HealthURL(in); got != want {
+			t.Errorf("HealthURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
