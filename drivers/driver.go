@@ -39,6 +39,33 @@ type Inflighter interface {
 	MaxInflight() int
 }
 
+// StrayCounter is implemented by drivers whose connections can receive
+// what no request waits for (WebSocket, binary frames): replies after
+// their request's timeout, replies with an id never sent or already
+// answered, and closes the server started. The engine reads the totals
+// when a phase starts and ends and books the differences to the phase:
+// counted apart, never as ok and never dropped silently.
+type StrayCounter interface {
+	// Strays returns running totals since the driver was made. It is
+	// safe for concurrent use.
+	Strays() Strays
+}
+
+// Strays are running totals of a driver's unsolicited events.
+type Strays struct {
+	// Late counts replies that arrived after their request had timed out.
+	Late int64
+	// UnknownID counts replies whose id matches no request sent on their
+	// connection (or whose id could not be read).
+	UnknownID int64
+	// DuplicateID counts further replies to an already answered request.
+	DuplicateID int64
+	// Closes counts connections the server closed, by close code: "1000"
+	// for a clean close handshake, "1006" for a connection dropped without
+	// one (abnormal closure), or the code the server sent.
+	Closes map[string]int64
+}
+
 // Request identifies one request. Drivers render their templates from it.
 type Request struct {
 	// Seq is the request's sequence number, 1-based and unique within a run.

@@ -373,6 +373,11 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	if r.TargetMeter != nil {
 		targetEnd = r.TargetMeter()
 	}
+	strays, _ := r.Driver.(drivers.StrayCounter)
+	var straysBefore drivers.Strays
+	if strays != nil {
+		straysBefore = strays.Strays()
+	}
 	usage := sample()
 	ph.start = time.Now()
 	wall := time.Now()
@@ -421,6 +426,16 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		elapsed = window
 	}
 	cpu, gcMax := usage.since(wallElapsed)
+	if strays != nil {
+		// What arrived unasked during the phase and its drain.
+		after := strays.Strays()
+		rec.AddLate(after.Late - straysBefore.Late)
+		closes := map[string]int64{}
+		for k, v := range after.Closes {
+			closes[k] = v - straysBefore.Closes[k]
+		}
+		rec.AddStrays(after.UnknownID-straysBefore.UnknownID, after.DuplicateID-straysBefore.DuplicateID, closes)
+	}
 	var target *TargetUsage
 	var targetErr string
 	if targetEnd != nil {

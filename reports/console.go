@@ -102,6 +102,11 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	if n := s.Cancelled - s.CancelledUnsent; n > 0 {
 		c.f("  cancelled     %d sent requests (still in flight when the phase ended or was interrupted; not target errors)\n", n)
 	}
+	if s.Late+s.UnknownID+s.DuplicateID > 0 || len(s.ClosesByCode) > 0 {
+		// Counted apart: no request waited for them.
+		c.f("  unsolicited   late replies %d, unknown id %d, duplicate id %d; server closes %s\n",
+			s.Late, s.UnknownID, s.DuplicateID, orNone(counts(s.ClosesByCode)))
+	}
 	c.f("  connections   %d requested, %d established; in this phase %d opened, %d re-dialled", pr.ConnectionsRequested, pr.ConnectionsEstablished, s.ConnectionsOpened, s.Reconnects)
 	if s.ConnectFailures > 0 {
 		c.f(", %d failed to connect", s.ConnectFailures)
@@ -283,4 +288,11 @@ func (c *consoleWriter) verdict() {
 	case r.Verdict != nil:
 		c.f("\nverdict: %s\n", strings.ToUpper(r.Verdict.Status.String()))
 	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

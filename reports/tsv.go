@@ -46,6 +46,14 @@ func (r *Run) Rows(pr *engine.PhaseResult) [][]string {
 	if s.Cancelled > 0 {
 		notes = append(notes, fmt.Sprintf("cancelled=%d", s.Cancelled))
 	}
+	for _, c := range []struct {
+		name string
+		n    int64
+	}{{"late", s.Late}, {"unknown_id", s.UnknownID}, {"duplicate_id", s.DuplicateID}} {
+		if c.n > 0 {
+			notes = append(notes, fmt.Sprintf("%s=%d", c.name, c.n))
+		}
+	}
 	if r.Insecure {
 		notes = append(notes, "tls-unverified")
 	}

@@ -63,6 +63,51 @@ type Target struct {
 type Driver struct {
 	// HTTP drives HTTP/1.x requests.
 	HTTP *HTTP `yaml:"http,omitempty" json:"http,omitempty"`
+	// WebSocket drives messages over WebSocket connections (ws:// or wss://).
+	WebSocket *WebSocket `yaml:"websocket,omitempty" json:"websocket,omitempty"`
+}
+
+// WebSocket describes the message every arrival sends over a WebSocket
+// connection and how its reply is found and judged. A connection carries
+// up to the phase's in-flight cap of messages at once; replies may come
+// in any order.
+type WebSocket struct {
+	// Path is the handshake request path; default "/".
+	Path string `yaml:"path,omitempty" json:"path,omitempty"`
+	// Headers are sent with the opening handshake.
+	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	// Message is the template of each message (required): {{seq}}, the
+	// request's sequence number; {{bytes N}}, N filler bytes [a-z0-9];
+	// {{data.NAME}}, a column of the data file.
+	Message string `yaml:"message" json:"message"`
+	// Binary sends binary frames; default text frames.
+	Binary bool `yaml:"binary,omitempty" json:"binary,omitempty"`
+	// Data is a .csv (header row) or .json (array of objects) file whose
+	// rows {{data.NAME}} reads in turn; relative to the scenario file.
+	Data string `yaml:"data,omitempty" json:"data,omitempty"`
+	// Correlate is the dot path of the reply field that carries the
+	// request id (e.g. id, meta.request_id): the message's own field at
+	// that path must be {{seq}}. Replies are then paired by id, in any
+	// order; a reply with an id never sent is unknown-id, a second reply
+	// to the same id duplicate-id, a reply after its request timed out
+	// late: counted apart, never ok. Empty: one message in flight per
+	// connection, and the next reply answers it.
+	Correlate string `yaml:"correlate,omitempty" json:"correlate,omitempty"`
+	// Success is an expr rule over `resp`, the reply decoded from JSON
+	// (nil when it is not JSON), e.g. `resp.ok == true`; default: any
+	// reply is a success. A reply that fails it is a rule-failed error.
+	Success string `yaml:"success,omitempty" json:"success,omitempty"`
+	// ErrorCode is an expr over `resp` whose value is the code of a
+	// failed reply (errors_by[code]), e.g. `resp.code`; nil or "" leaves
+	// the code empty.
+	ErrorCode string `yaml:"error_code,omitempty" json:"error_code,omitempty"`
+	// Timeout bounds each message from its send to its reply; default 10s.
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// MaxMessage bounds a reply's size; a larger one closes the
+	// connection (close 1009). Default 1MiB.
+	MaxMessage Size `yaml:"max_message,omitempty" json:"max_message,omitempty"`
+	// TLS configures wss:// targets.
+	TLS *TLS `yaml:"tls,omitempty" json:"tls,omitempty"`
 }
 
 // HTTP describes the request every arrival sends.
@@ -203,8 +248,20 @@ type Reconcile struct {
 // answered with a flat JSON object of numbers. Fetches are never counted
 // as requests of the run.
 type Fetch struct {
-	// Path is the request path of the counters, e.g. /stats.
-	Path string `yaml:"path" json:"path"`
+	// Path is an HTTP GET path answering the counters as a JSON object,
+	// e.g. /stats (on the target's host; http:// for a ws:// target).
+	Path string `yaml:"path,omitempty" json:"path,omitempty"`
+	// Prometheus is an HTTP GET path answering the Prometheus text format,
+	// e.g. /metrics: each sample is a counter, named as exposed
+	// (`name` or `name{label="v",…}` with labels sorted).
+	Prometheus string `yaml:"prometheus,omitempty" json:"prometheus,omitempty"`
+	// Message is a WebSocket control message, e.g. '{"cmd":"stats"}',
+	// sent on a connection of its own to the driver's path; the reply is
+	// a JSON object of counters (websocket driver only).
+	Message string `yaml:"message,omitempty" json:"message,omitempty"`
+	// Field is the dot path of the counters object inside a JSON reply
+	// (path or message), e.g. stats; default the whole reply.
+	Field string `yaml:"field,omitempty" json:"field,omitempty"`
 }
 
 // Rule is one assertion: an expr-lang expression over the metrics, with

@@ -17,7 +17,7 @@ import (
 
 // Closed sets of values; the JSON Schema's enums agree (see types.go).
 var (
-	serveKinds         = []string{"http"}
+	serveKinds         = []string{"http", "ws-gateway"}
 	httpVersions       = []string{"1.1", "1.0"}
 	arrivalKinds       = []string{"uniform", "poisson"}
 	saturationPolicies = []string{"queue", "drop"}
@@ -52,13 +52,11 @@ func (l *loader) validate(s *Scenario) {
 	if l.ok("repeats") && s.Repeats < 1 {
 		l.failf("repeats", "expected at least 1 repeat, found %d", s.Repeats)
 	}
-	l.validateTarget(&s.Target)
+	l.validateTarget(&s.Target, s.Driver)
 	l.validateDriver(s)
 	l.validatePhases(s.Phases)
 	if s.Reconcile != nil {
-		if l.ok("reconcile.fetch.path") {
-			l.checkPath("reconcile.fetch.path", s.Reconcile.Fetch.Path)
-		}
+		l.validateFetch(&s.Reconcile.Fetch, s.Driver)
 		if l.ok("reconcile.expect") && len(s.Reconcile.Expect) == 0 {
 			l.failf("reconcile.expect", "no rules; expected at least one, e.g. [server.requests == requests]")
 		}
@@ -69,7 +67,18 @@ func (l *loader) validate(s *Scenario) {
 	l.validateOutputs(s.Outputs)
 }
 
-func (l *loader) validateTarget(t *Target) {
+// schemesOf are the url schemes a driver reaches its target by.
+func schemesOf(d Driver) []string {
+	switch {
+	case d.HTTP != nil && d.WebSocket == nil:
+		return []string{"http", "https"}
+	case d.WebSocket != nil && d.HTTP == nil:
+		return []string{"ws", "wss"}
+	}
+	return []string{"http", "https", "ws", "wss"}
+}
+
+func (l *loader) validateTarget(t *Target, d Driver) {
 	if !l.ok("target") {
 		return
 	}
@@ -85,8 +94,8 @@ func (l *loader) validateTarget(t *Target) {
 		switch {
 		case err != nil || u.Scheme == "" || u.Host == "":
 			l.failf("target.url", "expected a URL such as http://127.0.0.1:8080, found %s", l.show("target.url", t.URL))
-		case u.Scheme != "http" && u.Scheme != "https":
-			l.failf("target.url", "unsupported scheme %s in %s; expected http or https", quote(u.Scheme), l.show("target.url", t.URL))
+		case !slices.Contains(schemesOf(d), u.Scheme):
+			l.failf("target.url", "unsupported scheme %s in %s; expected %s", quote(u.Scheme), l.show("target.url", t.URL), strings.Join(schemesOf(d), " or "))
 		case u.User != nil:
 			// The url is not shown: it holds a password.
 			l.failf("target.url", "user info (user:password@) in the url is not supported; send an Authorization header (driver.http.headers)")
@@ -135,6 +144,89 @@ func (l *loader) validateDriver(s *Scenario) {
 	if h := s.Driver.HTTP; h != nil {
 		l.validateHTTP(h, s.Target)
 	}
+	if w := s.Driver.WebSocket; w != nil {
+		l.validateWebSocket(w, s.Target)
+	}
+}
+
+func (l *loader) validateWebSocket(w *WebSocket, t Target) {
+	const p = "driver.websocket"
+	if l.has(p+".path") && l.ok(p+".path") {
+		l.checkPath(p+".path", w.Path)
+	}
+	if l.ok(p+".message") && w.Message == "" {
+		l.failf(p+".message", "empty message; expected a template such as '{\"id\": {{seq}}}'")
+	}
+	if l.has(p+".timeout") && l.ok(p+".timeout") && w.Timeout <= 0 {
+		l.failf(p+".timeout", "expected a positive duration, found %s", w.Timeout)
+	}
+	if l.has(p+".max_message") && l.ok(p+".max_message") && w.MaxMessage <= 0 {
+		l.failf(p+".max_message", "expected a positive size, found %s", w.MaxMessage)
+	}
+	for k, v := range map[string]string{"success": w.Success, "error_code": w.ErrorCode, "correlate": w.Correlate, "data": w.Data} {
+		if l.has(p+"."+k) && l.ok(p+"."+k) && strings.TrimSpace(v) == "" {
+			l.failf(p+"."+k, "empty; leave %s out for the default", k)
+		}
+	}
+	if l.ok(p+".correlate") && w.Correlate != "" {
+		for _, seg := range strings.Split(w.Correlate, ".") {
+			if seg == "" {
+				l.failf(p+".correlate", "expected a dot path of field names such as id or meta.id, found %s", quote(w.Correlate))
+				break
+			}
+		}
+	}
+	l.checkHeaders(p, w.Headers)
+	if w.TLS != nil {
+		if l.ok(p+".tls.ca_file") && w.TLS.CAFile == "" {
+			l.failf(p+".tls.ca_file", "expected a PEM file name, found an empty string")
+		}
+		if u, err := url.Parse(t.URL); t.Serve != "" || err == nil && u.Scheme == "ws" {
+			l.failf(p+".tls", "tls applies only to wss:// targets")
+		}
+	}
+}
+
+// validateFetch checks that reconcile.fetch names exactly one channel.
+func (l *loader) validateFetch(f *Fetch, d Driver) {
+	const p = "reconcile.fetch"
+	if !l.ok(p) {
+		return
+	}
+	var set []string
+	for _, k := range []string{"path", "prometheus", "message"} {
+		if l.has(p + "." + k) {
+			set = append(set, k)
+		}
+	}
+	switch {
+	case len(set) == 0:
+		l.failf(p, "no channel; expected one of path (GET, JSON), prometheus (GET, Prometheus text) or message (WebSocket control message)")
+	case len(set) > 1:
+		l.failf(p, "more than one channel (%s); expected exactly one", strings.Join(set, ", "))
+	}
+	if l.has(p+".path") && l.ok(p+".path") {
+		l.checkPath(p+".path", f.Path)
+	}
+	if l.has(p+".prometheus") && l.ok(p+".prometheus") {
+		l.checkPath(p+".prometheus", f.Prometheus)
+	}
+	if l.has(p+".message") && l.ok(p+".message") {
+		switch {
+		case f.Message == "":
+			l.failf(p+".message", "empty message; expected e.g. '{\"cmd\":\"stats\"}'")
+		case d.WebSocket == nil:
+			l.failf(p+".message", "a control message needs the websocket driver; use path (GET, JSON) or prometheus")
+		}
+	}
+	if l.has(p+".field") && l.ok(p+".field") {
+		switch {
+		case l.has(p + ".prometheus"):
+			l.failf(p+".field", "field applies to a JSON reply (path or message), not to prometheus")
+		case f.Field == "" || strings.Contains(f.Field, ".."):
+			l.failf(p+".field", "expected a dot path of field names such as stats, found %s", quote(f.Field))
+		}
+	}
 }
 
 var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"}
@@ -167,20 +259,7 @@ func (l *loader) validateHTTP(h *HTTP, t Target) {
 	if l.ok(p+".success") && strings.TrimSpace(h.Success) == "" {
 		l.failf(p+".success", "empty rule; leave success out to use the default (a successful status)")
 	}
-	seen := map[string]string{}
-	for _, name := range slices.Sorted(maps.Keys(h.Headers)) {
-		path := p + ".headers." + name
-		switch {
-		case !isToken(name):
-			l.failf(path, "invalid header name %s; expected letters, digits and !#$%%&'*+-.^_`|~", quote(name))
-		case strings.ContainsAny(h.Headers[name], "\r\n\x00"):
-			l.failf(path, "header value contains a line break or NUL; expected a single line")
-		}
-		if other, dup := seen[strings.ToLower(name)]; dup {
-			l.failf(path, "header %s given twice (also as %s); header names are case-insensitive", quote(name), quote(other))
-		}
-		seen[strings.ToLower(name)] = name
-	}
+	l.checkHeaders(p, h.Headers)
 	if h.TLS != nil {
 		if l.ok(p+".tls.ca_file") && h.TLS.CAFile == "" {
 			l.failf(p+".tls.ca_file", "expected a PEM file name, found an empty string")
@@ -188,6 +267,24 @@ func (l *loader) validateHTTP(h *HTTP, t Target) {
 		if u, err := url.Parse(t.URL); t.Serve != "" || err == nil && u.Scheme == "http" {
 			l.failf(p+".tls", "tls applies only to https:// targets")
 		}
+	}
+}
+
+// checkHeaders checks header names and values under p + ".headers".
+func (l *loader) checkHeaders(p string, headers map[string]string) {
+	seen := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(headers)) {
+		path := p + ".headers." + name
+		switch {
+		case !isToken(name):
+			l.failf(path, "invalid header name %s; expected letters, digits and !#$%%&'*+-.^_`|~", quote(name))
+		case strings.ContainsAny(headers[name], "\r\n\x00"):
+			l.failf(path, "header value contains a line break or NUL; expected a single line")
+		}
+		if other, dup := seen[strings.ToLower(name)]; dup {
+			l.failf(path, "header %s given twice (also as %s); header names are case-insensitive", quote(name), quote(other))
+		}
+		seen[strings.ToLower(name)] = name
 	}
 }
 

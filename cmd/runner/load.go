@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/runner-dev/runner/drivers"
 	httpdriver "github.com/runner-dev/runner/drivers/http"
+	wsdriver "github.com/runner-dev/runner/drivers/websocket"
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/rules"
 	"github.com/runner-dev/runner/schema"
@@ -19,7 +21,41 @@ import (
 
 // placeholderURL stands in for a reference target's address, which is
 // known only once it is spawned, so that validation never needs a target.
-const placeholderURL = "http://127.0.0.1:1"
+func placeholderURL(sc *schema.Scenario) string {
+	if sc.Driver.WebSocket != nil {
+		return "ws://127.0.0.1:1"
+	}
+	return "http://127.0.0.1:1"
+}
+
+// loaded is the driver a scenario names, built against a base URL.
+type loaded struct {
+	driver   drivers.Driver
+	key      string        // its scenario key, e.g. driver.http
+	timeout  time.Duration // its request timeout
+	insecure bool          // certificate verification is off
+	maxIn    int           // its largest in-flight cap per connection
+}
+
+// newDriver builds the scenario's driver against base. Its error holds
+// every problem the driver found (errors.Join of drivers.ConfigError).
+func newDriver(sc *schema.Scenario, base string) (*loaded, error) {
+	switch {
+	case sc.Driver.HTTP != nil:
+		d, err := httpdriver.New(*sc.Driver.HTTP, base)
+		if err != nil {
+			return &loaded{key: "driver.http"}, err
+		}
+		return &loaded{driver: d, key: "driver.http", timeout: d.Timeout(), insecure: d.Insecure(), maxIn: d.MaxInflight()}, nil
+	case sc.Driver.WebSocket != nil:
+		d, err := wsdriver.New(*sc.Driver.WebSocket, base, filepath.Dir(sc.File))
+		if err != nil {
+			return &loaded{key: "driver.websocket"}, err
+		}
+		return &loaded{driver: d, key: "driver.websocket", timeout: d.Timeout(), insecure: d.Insecure(), maxIn: d.MaxInflight()}, nil
+	}
+	return nil, errors.New("driver: no protocol")
+}
 
 // compile loads, validates and compiles one scenario file without sending
 // anything. Every problem of the file is in the returned error, each as
@@ -42,7 +78,7 @@ func compile(file string) (*schema.Scenario, *engine.Plan, error) {
 	}
 	base := sc.Target.URL
 	if base == "" {
-		base = placeholderURL
+		base = placeholderURL(sc)
 	}
 	var errs []error
 	if sc.Target.Serve == "http" {
@@ -53,17 +89,12 @@ func compile(file string) (*schema.Scenario, *engine.Plan, error) {
 		}
 	}
 	lim := engine.Limits{MaxInflight: 1}
-	switch {
-	case sc.Driver.HTTP != nil:
-		d, err := httpdriver.New(*sc.Driver.HTTP, base)
-		if err != nil {
-			for _, e := range flatten(err) {
-				errs = append(errs, driverError(sc, "driver.http", e))
-			}
-		} else {
-			lim.MaxInflight = d.MaxInflight()
+	if ld, err := newDriver(sc, base); err != nil {
+		for _, e := range flatten(err) {
+			errs = append(errs, driverError(sc, ld.key, e))
 		}
-		lim.Timeout = time.Duration(sc.Driver.HTTP.Timeout)
+	} else {
+		lim.MaxInflight, lim.Timeout = ld.maxIn, ld.timeout
 	}
 	pl, err := engine.Compile(sc, lim)
 	if err != nil {

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,14 +20,16 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	httpdriver "github.com/runner-dev/runner/drivers/http"
+	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/rules"
 	"github.com/runner-dev/runner/internal/clock"
+	"github.com/runner-dev/runner/internal/counters"
 	"github.com/runner-dev/runner/internal/limits"
 	"github.com/runner-dev/runner/internal/procstat"
 	"github.com/runner-dev/runner/internal/sysinfo"
 	"github.com/runner-dev/runner/reports"
+	"github.com/runner-dev/runner/schema"
 	"github.com/runner-dev/runner/targets"
 )
 
@@ -282,18 +284,18 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	}
 	rep.Target = base
 
-	d, err := httpdriver.New(*sc.Driver.HTTP, base)
+	ld, err := newDriver(sc, base)
 	if err != nil {
-		return fail("%s: driver.http: %v", sc.File, err)
+		return fail("%s: %s: %v", sc.File, ld.key, err)
 	}
-	rep.Insecure = d.Insecure()
+	rep.Insecure = ld.insecure
 	r := &engine.Runner{
-		Driver:  d,
-		Timeout: time.Duration(sc.Driver.HTTP.Timeout),
+		Driver:  ld.driver,
+		Timeout: ld.timeout,
 		Log:     log,
 	}
 	if sc.Reconcile != nil {
-		r.Counters = fetchCounters(base, sc.Reconcile.Fetch.Path)
+		r.Counters = fetchCounters(base, sc.Reconcile.Fetch, ld.driver)
 	}
 	switch {
 	case proc != nil:
@@ -468,13 +470,37 @@ func meterProcess(pid int) func() func() (*engine.TargetUsage, error) {
 	}
 }
 
-// fetchCounters reads the target's counters: GET base+path answering a
-// JSON object whose numeric fields are counters. Nested objects flatten
-// with dots. Its connection is its own: never counted as the run's.
-func fetchCounters(base, path string) func(context.Context) (map[string]float64, error) {
+// fetchCounters reads the target's counters through the channel f names:
+// GET base+path answering JSON (the object at f.Field), GET base+prometheus
+// answering the Prometheus text format, or a WebSocket control message on
+// a connection of its own (the driver's Control). A ws:// base is reached
+// over http:// for the GETs. The fetch's connection is its own: never
+// counted as the run's.
+func fetchCounters(base string, f schema.Fetch, d drivers.Driver) func(context.Context) (map[string]float64, error) {
+	if f.Message != "" {
+		ctl, _ := d.(interface {
+			Control(ctx context.Context, message string) ([]byte, error)
+		})
+		return func(ctx context.Context) (map[string]float64, error) {
+			if ctl == nil {
+				return nil, errors.New("this driver cannot send control messages")
+			}
+			b, err := ctl.Control(ctx, f.Message)
+			if err != nil {
+				return nil, fmt.Errorf("control message %s: %w", f.Message, err)
+			}
+			m, err := counters.JSON(b, f.Field)
+			if err != nil {
+				return nil, fmt.Errorf("control message %s: %w", f.Message, err)
+			}
+			return m, nil
+		}
+	}
+	httpBase := strings.TrimSuffix(targets.HealthURL(base), "/healthz")
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	path := cmp.Or(f.Path, f.Prometheus)
 	return func(ctx context.Context) (map[string]float64, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, httpBase+path, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -486,23 +512,21 @@ func fetchCounters(base, path string) func(context.Context) (map[string]float64,
 		if resp.StatusCode != http.StatusOK {
 			return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
 		}
-		var v map[string]any
-		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
-			return nil, fmt.Errorf("GET %s: not a JSON object: %w", path, err)
+		if f.Prometheus != "" {
+			m, err := counters.Prometheus(resp.Body)
+			if err != nil {
+				return nil, fmt.Errorf("GET %s: %w", path, err)
+			}
+			return m, nil
 		}
-		out := map[string]float64{}
-		flattenCounters("", v, out)
-		return out, nil
-	}
-}
-
-func flattenCounters(prefix string, v map[string]any, out map[string]float64) {
-	for k, x := range v {
-		switch x := x.(type) {
-		case float64:
-			out[prefix+k] = x
-		case map[string]any:
-			flattenCounters(prefix+k+".", x, out)
+		b, err := io.ReadAll(io.LimitReader(resp.Body, counters.MaxSize))
+		if err != nil {
+			return nil, fmt.Errorf("GET %s: %w", path, err)
 		}
+		m, err := counters.JSON(b, f.Field)
+		if err != nil {
+			return nil, fmt.Errorf("GET %s: %w", path, err)
+		}
+		return m, nil
 	}
 }

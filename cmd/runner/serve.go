@@ -11,12 +11,13 @@ import (
 
 	"github.com/runner-dev/runner/targets"
 	"github.com/runner-dev/runner/targets/httptarget"
+	"github.com/runner-dev/runner/targets/wsgateway"
 )
 
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	serve := &cobra.Command{
 		Use:   "serve KIND [flags]",
-		Short: "Run a reference target with known behaviour (kinds: http)",
+		Short: "Run a reference target with known behaviour (kinds: http, ws-gateway)",
 		Long: `serve runs a reference target: a server whose behaviour is known exactly, so
 that measured numbers can be checked against analytical ones. Scenarios with
 target: {serve: KIND, args: [...]} spawn it as a separate child process on a
@@ -66,6 +67,43 @@ It prints "listening on URL" once ready and stops on SIGINT/SIGTERM.`,
 			})
 			if err != nil && ctx.Err() == nil {
 				fmt.Fprintln(stderr, "runner serve http:", err)
+				return exitError(exitCouldNotRun)
+			}
+			return nil
+		},
+	})
+	serve.AddCommand(&cobra.Command{
+		Use:   "ws-gateway [--listen ADDR] [--bucket N] [--refill R] [--service D] [--jitter D] [--seed S] [--serial-service D] [--close-after N [--close-abrupt]] [--never-answer] [--reorder K] [--duplicate-every N] [--unknown-id-every N] [--slow-every N --slow-delay D]",
+		Short: "WebSocket reference target: a message gateway with a per-connection token bucket, /serial mode, GET /healthz and GET /stats",
+		Long: `The ws-gateway reference target is a synthetic WebSocket message gateway.
+Every path but /healthz and /stats is a WebSocket; /serial serves one message
+at a time per connection. Each JSON message {"id":...} gets {"id":...,"ok":true}
+after its service time, or {"id":...,"ok":false,"code":"RATE_LIMITED"} at once
+when the connection's token bucket is empty; {"cmd":"stats"} and GET /stats
+return its counters (messages, ok, limited, replies, connections, ...) as a
+flat JSON object. Its truth knobs make it misbehave in known ways.`,
+		// As for http: the target parses its own flags.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				if a == "-h" || a == "--help" {
+					fmt.Fprintln(stdout, cmd.Long+"\n\nUsage: runner "+cmd.Parent().Name()+" "+cmd.Use)
+					fmt.Fprintln(stdout, wsgateway.Usage())
+					return nil
+				}
+			}
+			cfg, err := wsgateway.ParseArgs(args)
+			if err != nil {
+				fmt.Fprintln(stderr, "runner serve ws-gateway:", err)
+				return exitError(exitInvalid)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			err = wsgateway.Serve(ctx, cfg, func(addr string) {
+				fmt.Fprintf(stdout, "%sws://%s\n", targets.ReadyPrefix, addr)
+			})
+			if err != nil && ctx.Err() == nil {
+				fmt.Fprintln(stderr, "runner serve ws-gateway:", err)
 				return exitError(exitCouldNotRun)
 			}
 			return nil

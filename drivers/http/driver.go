@@ -3,12 +3,10 @@ package http
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -249,35 +247,8 @@ func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
 	return d, nil
 }
 
-// tlsConfig builds the client TLS configuration: verification on, system
-// roots plus ca_file, HTTP/1.1 offered by ALPN.
 func tlsConfig(t *schema.TLS, host string) (*tls.Config, error) {
-	conf := &tls.Config{
-		ServerName: host,
-		NextProtos: []string{"http/1.1"},
-	}
-	if t == nil {
-		return conf, nil
-	}
-	if t.ServerName != "" {
-		conf.ServerName = t.ServerName
-	}
-	conf.InsecureSkipVerify = t.InsecureSkipVerify
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls.ca_file: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls.ca_file %s: no PEM certificate found", t.CAFile)
-		}
-		conf.RootCAs = pool
-	}
-	return conf, nil
+	return drivers.TLSConfig(t, host, []string{"http/1.1"})
 }
 
 // Dial opens one connection (TCP, then the TLS handshake for https://),
@@ -385,3 +356,7 @@ func checkHeaderValue(s string) error {
 
 // bad places a configuration problem at its key (drivers.ConfigError).
 func bad(key string, err error) error { return &drivers.ConfigError{Key: key, Err: err} }
+
+// Timeout is the per-request timeout (DefaultTimeout when the scenario
+// sets none).
+func (d *Driver) Timeout() time.Duration { return d.timeout }

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"maps"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -48,7 +49,11 @@ type Recorder struct {
 	opts     Options
 	timeline int // seconds
 
-	arrivals, dropped, cancelledUnsent, cancelledAtEnd, connectFailures, connectionsOpened, late atomic.Int64
+	arrivals, dropped, cancelledUnsent, cancelledAtEnd, connectFailures, connectionsOpened atomic.Int64
+	late, unknownID, duplicateID                                                           atomic.Int64
+
+	closesMu sync.Mutex
+	closes   map[string]int64 // server closes by code
 }
 
 // shard is one lock's worth of recording state.
@@ -237,6 +242,25 @@ func (r *Recorder) AddConnectionsOpened(n int64) { r.connectionsOpened.Add(n) }
 // ended as a timeout. They are not outcomes: the request stays a timeout.
 func (r *Recorder) AddLate(n int64) { r.late.Add(n) }
 
+// AddStrays books replies no request waited for (unknown id, duplicate
+// id) and connections the server closed, by close code. They are not
+// outcomes.
+func (r *Recorder) AddStrays(unknownID, duplicateID int64, closes map[string]int64) {
+	r.unknownID.Add(unknownID)
+	r.duplicateID.Add(duplicateID)
+	r.closesMu.Lock()
+	for k, v := range closes {
+		if v == 0 {
+			continue
+		}
+		if r.closes == nil {
+			r.closes = map[string]int64{}
+		}
+		r.closes[k] += v
+	}
+	r.closesMu.Unlock()
+}
+
 // Summary merges the shards into a new Summary of a phase that lasted
 // elapsed (wall clock; the denominator of every rate). It may be called
 // while recording goes on (for progress): each shard is consistent in
@@ -291,6 +315,10 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 	s.ConnectFailures = r.connectFailures.Load()
 	s.ConnectionsOpened = r.connectionsOpened.Load() + s.Reconnects
 	s.Late = r.late.Load()
+	s.UnknownID, s.DuplicateID = r.unknownID.Load(), r.duplicateID.Load()
+	r.closesMu.Lock()
+	s.ClosesByCode = maps.Clone(r.closes)
+	r.closesMu.Unlock()
 	s.seal()
 	return s
 }

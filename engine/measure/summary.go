@@ -58,6 +58,14 @@ type Summary struct {
 	// Late is the number of responses that arrived after their request had
 	// timed out. Not outcomes: those requests count as timeouts.
 	Late int64 `json:"late"`
+	// UnknownID counts replies whose id matched no request sent (or could
+	// not be read), DuplicateID further replies to an answered request.
+	// Not outcomes: no request waits for them (drivers.Strays).
+	UnknownID   int64 `json:"unknown_id"`
+	DuplicateID int64 `json:"duplicate_id"`
+	// ClosesByCode counts connections the server closed, by close code
+	// ("1000" clean, "1006" dropped without a close frame); nil when none.
+	ClosesByCode map[string]int64 `json:"closes_by_code,omitempty"`
 	// ErrorsByClass counts errors per drivers.Class ("timeout", "status", …).
 	ErrorsByClass map[string]int64 `json:"errors_by_class"`
 	// ErrorsByCode counts errors per Outcome.Code as the driver gave it
@@ -200,6 +208,9 @@ func (s *Summary) Merge(o *Summary) {
 	s.CancelledAtEnd += o.CancelledAtEnd
 	s.Timeouts += o.Timeouts
 	s.Late += o.Late
+	s.UnknownID += o.UnknownID
+	s.DuplicateID += o.DuplicateID
+	s.ClosesByCode = addCounts(s.ClosesByCode, o.ClosesByCode)
 	s.ErrorsByClass = addCounts(s.ErrorsByClass, o.ErrorsByClass)
 	s.ErrorsByCode = addCounts(s.ErrorsByCode, o.ErrorsByCode)
 	s.ConnectionsOpened += o.ConnectionsOpened
@@ -292,7 +303,7 @@ func (s *Summary) Check() error {
 		{"arrivals", s.Arrivals}, {"requests", s.Requests}, {"ok", s.OK}, {"errors", s.Errors},
 		{"dropped", s.Dropped}, {"cancelled", s.Cancelled}, {"cancelled_unsent", s.CancelledUnsent},
 		{"cancelled_at_end", s.CancelledAtEnd},
-		{"timeouts", s.Timeouts}, {"late", s.Late}, {"connections_opened", s.ConnectionsOpened},
+		{"timeouts", s.Timeouts}, {"late", s.Late}, {"unknown_id", s.UnknownID}, {"duplicate_id", s.DuplicateID}, {"connections_opened", s.ConnectionsOpened},
 		{"reconnects", s.Reconnects}, {"connect_failures", s.ConnectFailures}, {"responded", s.Responded},
 	} {
 		if c.v < 0 {

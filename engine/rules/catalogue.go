@@ -54,6 +54,8 @@ type metrics struct {
 	ErrorRate              float64       `expr:"error_rate"`
 	Timeouts               int64         `expr:"timeouts"`
 	Late                   int64         `expr:"late"`
+	UnknownID              int64         `expr:"unknown_id"`
+	DuplicateID            int64         `expr:"duplicate_id"`
 	Dropped                int64         `expr:"dropped"`
 	Arrivals               int64         `expr:"arrivals"`
 	Cancelled              int64         `expr:"cancelled"`
@@ -76,6 +78,7 @@ type metrics struct {
 	// a closed phase with expected_rate; empty otherwise.
 	Corrected latency            `expr:"corrected"`
 	ErrorsBy  map[string]int64   `expr:"errors_by"`
+	ClosesBy  map[string]int64   `expr:"closes_by"`
 	Server    map[string]float64 `expr:"server"`
 	Client    clientVars         `expr:"client"`
 	Target    targetVars         `expr:"target"`
@@ -145,7 +148,7 @@ type metricDef struct {
 }
 
 // groups are the names that hold members: `service.p99`, `errors_by["503"]`.
-var groups = []string{"service", "failed", "corrected", "errors_by", "server", "client", "target", "baseline"}
+var groups = []string{"service", "failed", "corrected", "errors_by", "closes_by", "server", "client", "target", "baseline"}
 
 var (
 	// topLevel maps each top-level metric to its definition.
@@ -160,7 +163,7 @@ var (
 )
 
 func init() {
-	lower := []string{"errors", "error_rate", "timeouts", "late", "dropped", "cancelled",
+	lower := []string{"errors", "error_rate", "timeouts", "late", "unknown_id", "duplicate_id", "dropped", "cancelled",
 		"reconnects", "connections_opened", "inflight_mean", "littleL"}
 	higher := []string{"requests", "ok", "samples", "throughput", "completed_rate",
 		"achieved_rate", "connections_established"}
@@ -225,7 +228,7 @@ func unitOfType(t reflect.Type) unit {
 // ref is one metric a rule reads.
 type ref struct {
 	view  string // "", viewMedian, viewWorst or "baseline"
-	group string // "", "service", "failed", "corrected", "errors_by", "server", "client", "target"
+	group string // "", "service", "failed", "corrected", "errors_by", "closes_by", "server", "client", "target"
 	name  string // metric or member; "" for a map group read with a computed key
 }
 
@@ -237,7 +240,7 @@ func (r ref) String() string {
 		s = r.name
 	case r.name == "":
 		s = r.group
-	case r.group == "errors_by":
+	case r.group == "errors_by" || r.group == "closes_by":
 		s = r.group + "[" + quote(r.name) + "]"
 	default:
 		s = r.group + "." + r.name
@@ -258,7 +261,7 @@ func (r ref) def() metricDef {
 	switch r.group {
 	case "":
 		return topLevel[r.name]
-	case "errors_by":
+	case "errors_by", "closes_by":
 		return metricDef{unit: numberUnit, dir: lowerBetter}
 	case "server":
 		return metricDef{unit: numberUnit, need: serverNeed}
@@ -279,6 +282,11 @@ func (r ref) get(m *metrics) any {
 			return m.ErrorsBy
 		}
 		return m.ErrorsBy[r.name]
+	case "closes_by":
+		if r.name == "" {
+			return m.ClosesBy
+		}
+		return m.ClosesBy[r.name]
 	case "server":
 		if r.name == "" {
 			return m.Server
@@ -300,6 +308,13 @@ func (r ref) set(m *metrics, v any) {
 				m.ErrorsBy = map[string]int64{}
 			}
 			m.ErrorsBy[r.name] = n
+		}
+	case "closes_by":
+		if n, ok := v.(int64); ok && r.name != "" {
+			if m.ClosesBy == nil {
+				m.ClosesBy = map[string]int64{}
+			}
+			m.ClosesBy[r.name] = n
 		}
 	case "server":
 		if f, ok := v.(float64); ok && r.name != "" {

@@ -38,6 +38,10 @@ type clause struct {
 	prog *vm.Program
 	refs []ref
 	text string // the atom as written
+	// sides are the two operands of an atom that compares (a < b, a ==
+	// b, a ≈ b), compiled apart so that a false comparison can show
+	// both values and their difference; nil otherwise.
+	sides *[2]*vm.Program
 }
 
 // CompileError is a rule that does not compile: where and why.
@@ -130,7 +134,7 @@ func compile(src string) (*Rule, *CompileError) {
 	if u != boolUnit && u != unknownUnit {
 		return nil, rw.errorAtText(startOf(tree.Node), "a rule must be true or false, e.g. p99 < 20ms; this one is a %s", u)
 	}
-	cfg := newConfig(rw)
+	cfg := newConfig(rw, true)
 	checked, err := checker.ParseCheck(rw.text, cfg)
 	if err != nil {
 		return nil, rw.exprError(err)
@@ -163,10 +167,10 @@ func (rw *rewritten) exprError(err error) *CompileError {
 }
 
 // newConfig is the expr configuration rules compile with: the typed env,
-// a boolean result, the front end's patches, approx, and the overloads
+// a boolean result (asBool; false for the operands of a comparison), the front end's patches, approx, and the overloads
 // that let durations scale by numbers (p99 * 1.5, p99 / 2) and divide into
 // ratios (p99 / p50).
-func newConfig(rw *rewritten) *conf.Config {
+func newConfig(rw *rewritten, asBool bool) *conf.Config {
 	durT := reflect.TypeFor[time.Duration]()
 	var mulTypes, divTypes []any
 	for _, n := range []any{int(0), int64(0), float64(0)} {
@@ -179,9 +183,8 @@ func newConfig(rw *rewritten) *conf.Config {
 	}
 	divTypes = append(divTypes, new(func(time.Duration, time.Duration) float64))
 	cfg := conf.CreateNew()
-	for _, opt := range []expr.Option{
+	opts := []expr.Option{
 		expr.Env(root{}),
-		expr.AsBool(),
 		expr.Function("approx", approxFunc,
 			new(func(any, any) bool), new(func(any, any, any) bool)),
 		expr.Function(mulName, mulFunc, mulTypes...),
@@ -189,7 +192,11 @@ func newConfig(rw *rewritten) *conf.Config {
 		expr.Patch(patcher{rw}),
 		expr.Operator("*", mulName),
 		expr.Operator("/", divName),
-	} {
+	}
+	if asBool {
+		opts = append(opts, expr.AsBool())
+	}
+	for _, opt := range opts {
 		opt(cfg)
 	}
 	cfg.Check()
@@ -487,7 +494,7 @@ func resolveAt(p []string) (r ref, res resolution, msg string, at int) {
 	if !slices.Contains(groups, head) || head == "baseline" {
 		known := append(slices.Clone(topNames), groups...)
 		return r, notFound, unknownMsg(head, known, "known metrics: "+strings.Join(topNames, " ")+
-			"; groups: service.* failed.* corrected.* errors_by[code] server.* client.* target.* baseline.*"), off
+			"; groups: service.* failed.* corrected.* errors_by[code] closes_by[code] server.* client.* target.* baseline.*"), off
 	}
 	r.group = head
 	if len(p) == 1 {
@@ -547,7 +554,7 @@ func orList(s []string) string {
 
 // groupExample shows how a group is read.
 var groupExample = map[string]string{
-	"service": "service.p99", "failed": "failed.p99", "corrected": "corrected.p99", "errors_by": `errors_by["503"]`,
+	"service": "service.p99", "failed": "failed.p99", "corrected": "corrected.p99", "errors_by": `errors_by["503"]`, "closes_by": `closes_by["1006"]`,
 	"server": "server.<counter>", "client": "client.cpu", "target": "target.cpu", "baseline": "baseline.p99",
 }
 
@@ -674,7 +681,7 @@ func (c *checkState) checkRef(n ast.Node) (unit, *CompileError) {
 			switch {
 			case res == notFound:
 				return 0, c.errAt(m.Node, "%s", msg)
-			case res == isGroup && (r.group == "errors_by" || r.group == "server") && !m.Method:
+			case res == isGroup && isMapGroup(r.group) && !m.Method:
 				if _, err := c.check(m.Property); err != nil {
 					return 0, err
 				}
@@ -1048,7 +1055,7 @@ func (v *refVisitor) Visit(node *ast.Node) {
 		} else if bp, ok := path(n.Node); ok {
 			// A map group read with a computed key: errors_by[code].
 			x, res, _ := resolve(bp)
-			if res != isGroup || (x.group != "errors_by" && x.group != "server") {
+			if res != isGroup || !isMapGroup(x.group) {
 				return
 			}
 			r = x
@@ -1116,7 +1123,28 @@ func buildClause(n ast.Node, src file.Source, cfg *conf.Config, rw *rewritten) (
 		return nil, err
 	}
 	node := n
-	return &clause{prog: prog, refs: readRefs(&node), text: atomText(n, rw)}, nil
+	c := &clause{prog: prog, refs: readRefs(&node), text: atomText(n, rw)}
+	var l, r ast.Node
+	switch x := n.(type) {
+	case *ast.BinaryNode:
+		switch x.Operator {
+		case "==", "!=", "<", "<=", ">", ">=":
+			l, r = x.Left, x.Right
+		}
+	case *ast.CallNode:
+		if id, ok := x.Callee.(*ast.IdentifierNode); ok && id.Value == "approx" && len(x.Arguments) >= 2 {
+			l, r = x.Arguments[0], x.Arguments[1]
+		}
+	}
+	if l != nil {
+		sideCfg := newConfig(rw, false)
+		lp, errL := compiler.Compile(&parser.Tree{Node: l, Source: src}, sideCfg)
+		rp, errR := compiler.Compile(&parser.Tree{Node: r, Source: src}, sideCfg)
+		if errL == nil && errR == nil {
+			c.sides = &[2]*vm.Program{lp, rp}
+		}
+	}
+	return c, nil
 }
 
 // spanVisitor finds the text range a subtree covers.
@@ -1143,4 +1171,10 @@ func atomText(n ast.Node, rw *rewritten) string {
 		}
 	}
 	return n.String()
+}
+
+// isMapGroup reports whether group is read by key: errors_by["503"],
+// closes_by["1000"], server.x or server["x"].
+func isMapGroup(group string) bool {
+	return group == "errors_by" || group == "closes_by" || group == "server"
 }

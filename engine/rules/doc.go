@@ -48,7 +48,7 @@
 //   - worst(x) is the max of a lower-is-better metric and the min of a
 //     higher-is-better one:
 //     lower is better: p50 p90 p95 p99 p999 max min mean stddev, service.*,
-//     failed.*, corrected.*, errors, error_rate, errors_by[code], timeouts, late,
+//     failed.*, corrected.*, errors, error_rate, errors_by[code], closes_by[code], timeouts, late, unknown_id, duplicate_id,
 //     dropped, cancelled, reconnects, connections_opened, inflight_mean,
 //     littleL, client.*, target.*;
 //     higher is better: requests, ok, samples, throughput, completed_rate,

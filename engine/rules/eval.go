@@ -161,7 +161,9 @@ type Env struct {
 // service.* service times of ok requests, failed.* response times of
 // failed requests (every class), corrected.* the coordinated-omission-
 // corrected response times of a closed phase with expected_rate (empty,
-// so INCONCLUSIVE, elsewhere). errors_by[code] is 0 for a code that did
+// so INCONCLUSIVE, elsewhere). unknown_id and duplicate_id count replies
+// no request waited for, closes_by[code] connections the server closed
+// ("1000", "1006"). errors_by[code] and closes_by[code] are 0 for a code that did
 // not occur.
 func NewEnv(s *measure.Summary, extra Extras) Env {
 	if s == nil {
@@ -210,6 +212,11 @@ func NewEnv(s *measure.Summary, extra Extras) Env {
 	if m.ErrorsBy == nil {
 		m.ErrorsBy = map[string]int64{}
 	}
+	m.ClosesBy = maps.Clone(s.ClosesByCode)
+	if m.ClosesBy == nil {
+		m.ClosesBy = map[string]int64{}
+	}
+	m.UnknownID, m.DuplicateID = s.UnknownID, s.DuplicateID
 	m.Server = maps.Clone(extra.Server)
 	if m.Server == nil {
 		m.Server = map[string]float64{}
@@ -439,6 +446,9 @@ func (r *Rule) eval(env *Env, views map[ref]viewValue) (v Verdict) {
 	if in.ErrorsBy == nil {
 		in.ErrorsBy = map[string]int64{}
 	}
+	if in.ClosesBy == nil {
+		in.ClosesBy = map[string]int64{}
+	}
 	if in.Server == nil {
 		in.Server = map[string]float64{}
 	}
@@ -591,8 +601,35 @@ func (c *clause) judge(in root, missing map[ref]string) (t truth, why []string, 
 	if b, _ := out.(bool); b {
 		return trueTruth, nil, nil
 	}
-	return falseTruth, []string{c.text + " is false"}, nil
+	return falseTruth, []string{c.text + " is false" + c.difference(in)}, nil
 }
+
+// difference shows both sides of a false comparison and how far apart
+// they are: ": 997 vs 1000, difference -3" (a − b); "" when the atom is
+// not a comparison of two numbers or two durations.
+func (c *clause) difference(in root) string {
+	if c.sides == nil {
+		return ""
+	}
+	a, errA := vm.Run(c.sides[0], in)
+	b, errB := vm.Run(c.sides[1], in)
+	if errA != nil || errB != nil {
+		return ""
+	}
+	if da, ok := a.(time.Duration); ok {
+		if db, ok := b.(time.Duration); ok {
+			return fmt.Sprintf(": %s vs %s, difference %s", FormatValue(da), FormatValue(db), FormatValue(da-db))
+		}
+		return ""
+	}
+	fa, okA := toFloat(a)
+	fb, okB := toFloat(b)
+	if !okA || !okB {
+		return ""
+	}
+	return fmt.Sprintf(": %s vs %s, difference %s", FormatValue(a), FormatValue(b), FormatValue(fa-fb))
+}
+
 
 func (c *clause) describe() string {
 	if c.op == "" {

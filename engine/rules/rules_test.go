@@ -287,12 +287,15 @@ func TestEval(t *testing.T) {
 		reason   string
 	}{
 		{"p99 < 5s", Pass, "p99=3.985408s", ""},
-		{"p99 < 20ms", Fail, "p99=3.985408s", "p99 < 20ms is false"},
+		{"p99 < 20ms", Fail, "p99=3.985408s", "p99 < 20ms is false: 3.985408s vs 20ms, difference 3.965408s"},
+		// A reconciliation mismatch shows both sides and their difference.
+		{"server.echoed == ok + 1", Fail, "server.echoed=1006 ok=1006", "server.echoed == ok + 1 is false: 1006 vs 1007, difference -1"},
+		{"errors == 0 and throughput ≈ 50", Fail, "", "errors == 0 is false: 1 vs 0, difference 1; throughput ≈ 50 is false: 100.6 vs 50, difference 50.6"},
 		{"min == 4ms and max == 4024ms", Pass, "min=4ms max=4.024s", ""},
 		// B19: p99.9 of 1006 samples cannot be judged.
 		{"p999 < 5s", Inconclusive, "p999=4.020224s (1006 samples, needs ≥ 10000)", "p999: 1006 samples, needs ≥ 10000"},
 		// Three-valued logic: false (or true) whatever p999 is.
-		{"p999 < 5s and errors == 0", Fail, "", "errors == 0 is false (whatever p999: 1006 samples, needs ≥ 10000)"},
+		{"p999 < 5s and errors == 0", Fail, "", "errors == 0 is false: 1 vs 0, difference 1 (whatever p999: 1006 samples, needs ≥ 10000)"},
 		{"p999 < 5s or errors == 1", Pass, "", "holds whatever p999"},
 		{"p999 < 5s and errors == 1", Inconclusive, "", ""},
 		{"not (p999 < 5s)", Inconclusive, "", ""},
@@ -309,6 +312,8 @@ func TestEval(t *testing.T) {
 		{"failed.p50 < 2s", Inconclusive, "failed.p50=1s (1 sample, needs ≥ 20)", ""},
 		// No expected_rate: the corrected distribution is empty.
 		{"corrected.p99 < 5s", Inconclusive, "corrected.p99=n/a (0 samples)", ""},
+		{`closes_by["1006"] == 0 and unknown_id == 0 and duplicate_id == 0`, Pass, `closes_by["1006"]=0 unknown_id=0 duplicate_id=0`, ""},
+		{`closes_by["10" + "00"] == 0`, Pass, "", ""},
 		{"client.cpu < 0.9", Inconclusive, "client.cpu=n/a (not measured)", ""},
 		{"target.rss < 1e9", Inconclusive, "", ""},
 		{"baseline.p99 > 1s", Inconclusive, "baseline.p99=n/a (no baseline)", ""},
@@ -500,7 +505,8 @@ func TestCatalogue(t *testing.T) {
 	design := strings.Fields(`requests ok errors error_rate timeouts late dropped arrivals
 		throughput completed_rate offered_rate achieved_rate duration samples
 		p50 p90 p95 p99 p999 max min mean stddev connections connections_opened reconnects
-		inflight_mean littleL cancelled connections_established`)
+		inflight_mean littleL cancelled connections_established
+		unknown_id duplicate_id`) // the last two: replies no request waited for (issue 4)
 	for _, name := range design {
 		if _, ok := topLevel[name]; !ok {
 			t.Errorf("%s missing from the catalogue", name)

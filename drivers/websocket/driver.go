@@ -1,0 +1,348 @@
+// Package websocket is the WebSocket driver: each request is one message
+// rendered from a template, answered by one reply that is paired to it by
+// an id field (in any order), decoded from JSON and judged by a success
+// rule. Replies no request waits for (late, unknown id, duplicate id) and
+// closes the server starts are counted apart (drivers.StrayCounter).
+//
+// It is built on github.com/coder/websocket. A connection carries up to
+// MaxInflight messages at once; one goroutine per connection reads the
+// replies.
+package websocket
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	nethttp "net/http"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/template"
+	"github.com/runner-dev/runner/schema"
+)
+
+// Defaults of zero fields of schema.WebSocket.
+const (
+	DefaultPath       = "/"
+	DefaultTimeout    = 10 * time.Second
+	DefaultMaxMessage = 1 << 20
+	// MaxCorrelated is the in-flight cap per connection with correlate.
+	MaxCorrelated = 1 << 16
+	// rememberIDs bounds, per connection, how many timed-out and answered
+	// ids are kept to tell a late or duplicate reply from an unknown one.
+	rememberIDs = 4096
+	// closeWait bounds our own close handshake when a connection is
+	// released; then the socket is closed regardless.
+	closeWait = time.Second
+)
+
+// Driver sends WebSocket messages to one target. It is immutable after
+// New apart from its counters; Dial is safe for concurrent use.
+type Driver struct {
+	url       string // ws:// or wss:// URL with the path
+	opts      websocket.DialOptions
+	insecure  bool
+	msg       *template.Template
+	typ       websocket.MessageType
+	correlate []string // dot path of the reply's id; nil: FIFO, one in flight
+	success   *vm.Program
+	errorCode *vm.Program
+	needJSON  bool // a rule or correlate reads the reply
+	timeout   time.Duration
+	maxMsg    int64
+
+	late, unknown, duplicate atomic.Int64
+	closesMu                 sync.Mutex
+	closes                   map[string]int64
+}
+
+var (
+	_ drivers.Driver       = (*Driver)(nil)
+	_ drivers.Inflighter   = (*Driver)(nil)
+	_ drivers.StrayCounter = (*Driver)(nil)
+)
+
+// New builds a driver for cfg against baseURL (ws:// or wss://, host and
+// port). dir is the directory relative file names (data) are read from.
+// Every problem is reported at once (errors.Join), each a
+// drivers.ConfigError with its key: a bad URL, a template action it does
+// not know, an unreadable data file, a success or error_code rule that
+// does not compile, a correlate path the message does not carry {{seq}}
+// at, an unreadable tls.ca_file.
+func New(cfg schema.WebSocket, baseURL, dir string) (*Driver, error) {
+	var errs []error
+	d := &Driver{
+		timeout: time.Duration(cfg.Timeout),
+		maxMsg:  int64(cfg.MaxMessage),
+		typ:     websocket.MessageText,
+		closes:  map[string]int64{},
+	}
+	if d.timeout <= 0 {
+		d.timeout = DefaultTimeout
+	}
+	if d.maxMsg <= 0 {
+		d.maxMsg = DefaultMaxMessage
+	}
+	if cfg.Binary {
+		d.typ = websocket.MessageBinary
+	}
+	path := cfg.Path
+	if path == "" {
+		path = DefaultPath
+	}
+	u, err := url.Parse(baseURL)
+	switch {
+	case err != nil:
+		errs = append(errs, bad("target.url", fmt.Errorf("target url: %w", err)))
+	case u.Scheme != "ws" && u.Scheme != "wss":
+		errs = append(errs, bad("target.url", fmt.Errorf("target url %q: scheme must be ws or wss", baseURL)))
+	case u.Hostname() == "":
+		errs = append(errs, bad("target.url", fmt.Errorf("target url %q: no host", baseURL)))
+	default:
+		d.url = u.Scheme + "://" + u.Host + strings.TrimSuffix(u.EscapedPath(), "/") + path
+		tr := &nethttp.Transport{
+			DialContext:       (&net.Dialer{Timeout: d.timeout}).DialContext,
+			ForceAttemptHTTP2: false,
+			MaxIdleConns:      -1,
+		}
+		if u.Scheme == "wss" {
+			conf, err := drivers.TLSConfig(cfg.TLS, u.Hostname(), []string{"http/1.1"})
+			if err != nil {
+				errs = append(errs, bad("tls.ca_file", err))
+			}
+			tr.TLSClientConfig = conf
+			d.insecure = cfg.TLS != nil && cfg.TLS.InsecureSkipVerify
+		}
+		d.opts.HTTPClient = &nethttp.Client{Transport: tr, Timeout: d.timeout}
+	}
+	if len(cfg.Headers) > 0 {
+		d.opts.HTTPHeader = nethttp.Header{}
+		for k, v := range cfg.Headers {
+			d.opts.HTTPHeader.Set(k, v)
+		}
+	}
+
+	var data *template.Data
+	if cfg.Data != "" {
+		p := cfg.Data
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if data, err = template.LoadData(p); err != nil {
+			errs = append(errs, bad("data", err))
+		}
+	}
+	if cfg.Message == "" {
+		errs = append(errs, bad("message", errors.New("message: empty; expected a template such as '{\"id\": {{seq}}}'")))
+	} else if t, err := template.Parse(cfg.Message, data); err != nil {
+		if cfg.Data == "" || data != nil { // else the data file's error says it
+			errs = append(errs, bad("message", fmt.Errorf("message: %w", err)))
+		}
+	} else {
+		d.msg = t
+	}
+
+	if cfg.Correlate != "" {
+		d.correlate = strings.Split(cfg.Correlate, ".")
+		d.needJSON = true
+		if d.msg != nil {
+			if err := d.checkCorrelate(cfg); err != nil {
+				errs = append(errs, bad("correlate", err))
+			}
+		}
+	}
+	if cfg.Success != "" {
+		p, err := compileRule(cfg.Success, true)
+		if err != nil {
+			errs = append(errs, bad("success", fmt.Errorf("success rule `%s`: %w", cfg.Success, err)))
+		}
+		d.success, d.needJSON = p, true
+	}
+	if cfg.ErrorCode != "" {
+		p, err := compileRule(cfg.ErrorCode, false)
+		if err != nil {
+			errs = append(errs, bad("error_code", fmt.Errorf("error_code `%s`: %w", cfg.ErrorCode, err)))
+		}
+		d.errorCode, d.needJSON = p, true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// checkCorrelate renders the message for two sequence numbers and checks
+// that the field at the correlate path carries each one: the request id
+// every reply is paired by must be {{seq}}.
+func (d *Driver) checkCorrelate(cfg schema.WebSocket) error {
+	for _, seq := range []uint64{1, 42} {
+		var v any
+		if err := json.Unmarshal(d.msg.Render(nil, seq), &v); err != nil {
+			return fmt.Errorf("correlate %s: the message is not JSON (%v), so it has no id field to pair replies by", cfg.Correlate, err)
+		}
+		id, ok := field(v, d.correlate)
+		if !ok {
+			return fmt.Errorf("correlate %s: the message has no field %s; put the request id there, e.g. '{\"id\": {{seq}}}'", cfg.Correlate, cfg.Correlate)
+		}
+		if id != strconv.FormatUint(seq, 10) {
+			return fmt.Errorf("correlate %s: the message's %s is %q for request %d; it must be {{seq}}", cfg.Correlate, cfg.Correlate, id, seq)
+		}
+	}
+	return nil
+}
+
+// compileRule compiles an expr over `resp` (any: the decoded reply);
+// asBool requires a boolean result.
+func compileRule(src string, asBool bool) (*vm.Program, error) {
+	opts := []expr.Option{expr.Env(ruleEnv{})}
+	if asBool {
+		opts = append(opts, expr.AsBool())
+	}
+	return expr.Compile(src, opts...)
+}
+
+// ruleEnv is what success and error_code rules see: the reply decoded
+// from JSON (objects map[string]any, arrays []any, numbers float64; nil
+// when the reply was not decoded).
+type ruleEnv struct {
+	Resp any `expr:"resp"`
+}
+
+func bad(key string, err error) error { return &drivers.ConfigError{Key: key, Err: err} }
+
+// MaxInflight is MaxCorrelated with correlate, else 1: without ids, the
+// next reply can only answer the one message in flight.
+func (d *Driver) MaxInflight() int {
+	if d.correlate == nil {
+		return 1
+	}
+	return MaxCorrelated
+}
+
+// Insecure reports whether certificate verification is off.
+func (d *Driver) Insecure() bool { return d.insecure }
+
+// Timeout is the per-message timeout.
+func (d *Driver) Timeout() time.Duration { return d.timeout }
+
+// Strays returns the running totals of late, unknown-id and duplicate-id
+// replies and of server-initiated closes by code.
+func (d *Driver) Strays() drivers.Strays {
+	d.closesMu.Lock()
+	closes := make(map[string]int64, len(d.closes))
+	for k, v := range d.closes {
+		closes[k] = v
+	}
+	d.closesMu.Unlock()
+	return drivers.Strays{Late: d.late.Load(), UnknownID: d.unknown.Load(), DuplicateID: d.duplicate.Load(), Closes: closes}
+}
+
+func (d *Driver) countClose(code string) {
+	d.closesMu.Lock()
+	d.closes[code]++
+	d.closesMu.Unlock()
+}
+
+// dial opens one WebSocket connection (TCP, TLS, handshake) bounded by
+// ctx and the timeout.
+func (d *Driver) dial(ctx context.Context) (*websocket.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, d.url, &d.opts)
+	if err != nil {
+		if resp != nil {
+			return nil, fmt.Errorf("handshake: %s: %w", resp.Status, errHandshake)
+		}
+		return nil, err
+	}
+	ws.SetReadLimit(d.maxMsg)
+	return ws, nil
+}
+
+// errHandshake is a handshake the server refused with an HTTP status.
+var errHandshake = errors.New("the server refused the WebSocket upgrade")
+
+// Dial opens one connection. Errors are classified with drivers.Classify
+// (a refused upgrade is Connect with code "HANDSHAKE").
+func (d *Driver) Dial(ctx context.Context) (drivers.Conn, error) {
+	c := &conn{d: d}
+	if err := c.open(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Control sends one control message on a connection of its own and
+// returns the first reply, for reconcile.fetch.message. The connection is
+// closed after it; it is never one of the run's.
+func (d *Driver) Control(ctx context.Context, message string) ([]byte, error) {
+	ws, err := d.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer ws.CloseNow()
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	if err := ws.Write(ctx, websocket.MessageText, []byte(message)); err != nil {
+		return nil, err
+	}
+	_, b, err := ws.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ws.Close(websocket.StatusNormalClosure, "")
+	return b, nil
+}
+
+// field walks a decoded JSON value along path and returns the value there
+// as text: a string as is, a number in decimal without exponent (exact
+// for integers below 2^53), anything else as JSON.
+func field(v any, path []string) (string, bool) {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		if v, ok = m[k]; !ok {
+			return "", false
+		}
+	}
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	case nil:
+		return "", false
+	default:
+		b, _ := json.Marshal(x)
+		return string(b), true
+	}
+}
+
+// codeText renders an error_code value: nil is "", a string as is,
+// anything else with fmt.
+func codeText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	default:
+		return fmt.Sprint(x)
+	}
+}

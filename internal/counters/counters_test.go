@@ -1,0 +1,87 @@
+package counters
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestJSON(t *testing.T) {
+	got, err := JSON([]byte(`{"cmd":"stats","stats":{"ok":12,"limited":3,"by":{"x":1.5},"name":"gw"}}`), "stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"ok": 12, "limited": 3, "by.x": 1.5}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	// Exact integers up to 2^53.
+	if got, _ := JSON([]byte(`{"n": 9007199254740992}`), ""); got["n"] != 9007199254740992 {
+		t.Errorf("n = %v", got["n"])
+	}
+	for in, want := range map[string]string{
+		`nope`:                "not JSON",
+		`[1]`:                 "the reply is not a JSON object",
+		`{"stats": 3}`:        "stats is not a JSON object",
+		`{"other": {"a": 1}}`: "no field stats in the reply; it has other",
+	} {
+		field := "stats"
+		if in == `[1]` || in == `nope` {
+			field = ""
+		}
+		if _, err := JSON([]byte(in), field); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("JSON(%s): %v, want %q", in, err, want)
+		}
+	}
+}
+
+func TestPrometheus(t *testing.T) {
+	text := `# HELP requests_total Requests.
+# TYPE requests_total counter
+requests_total{code="503",method="GET"} 7
+requests_total{method="GET",code="200"} 93
+# TYPE inflight gauge
+inflight 2
+plain 5
+# TYPE latency summary
+latency{quantile="0.5"} 0.1
+latency_sum 12.5
+latency_count 100
+`
+	got, err := Prometheus(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		`requests_total{code="503",method="GET"}`: 7,
+		`requests_total{code="200",method="GET"}`: 93,
+		"inflight": 2, "plain": 5, "latency_sum": 12.5, "latency_count": 100,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v; all: %v", k, g, ok, v, got)
+		}
+	}
+	if _, err := Prometheus(strings.NewReader("a{ 1\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("malformed: %v", err)
+	}
+}
+
+func FuzzPrometheus(f *testing.F) {
+	f.Add("a 1\n")
+	f.Add("# TYPE x counter\nx{a=\"b\"} 2\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		Prometheus(strings.NewReader(s))
+	})
+}
+
+func FuzzJSON(f *testing.F) {
+	f.Add(`{"a":{"b":1}}`, "a")
+	f.Fuzz(func(t *testing.T, s, field string) {
+		JSON([]byte(s), field)
+	})
+}
