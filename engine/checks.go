@@ -2,8 +2,10 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -218,6 +220,44 @@ func StaleCounters(res *Result, spawned bool) []Warning {
 		parts = append(parts, fmt.Sprintf("%s=%g", k, res.ServerAtStart[k]))
 	}
 	return []Warning{{Code: "stale-target-counters", Message: fmt.Sprintf("the freshly spawned target's counters did not start from zero before the first phase (%s): they are not only this run's (another process on the port, or a stale server); deltas are still compared", strings.Join(parts, " "))}}
+}
+
+// CountersMoved warns when the target's counters were not where the
+// previous fetch left them: between two phases of a repeat nothing of
+// ours runs, so a counter that moved from the fetch after phase k to the
+// fetch before phase k+1 counted someone else's traffic (another client
+// on a shared server, or a different server behind the address). Only
+// after a phase that ended clean (no timeout, nothing cancelled: no
+// reply of ours could still be on its way) and not for control counters
+// (control_*: the fetches themselves). Deltas are still compared; the
+// warning says they may include the other traffic.
+func CountersMoved(res *Result) []Warning {
+	if res == nil {
+		return nil
+	}
+	var ws []Warning
+	for i := 1; i < len(res.Phases); i++ {
+		prev, pr := res.Phases[i-1], res.Phases[i]
+		if prev.Repeat != pr.Repeat || prev.serverAfter == nil || pr.serverBefore == nil ||
+			prev.Summary == nil || prev.Summary.Timeouts > 0 || prev.Summary.Cancelled > 0 {
+			continue
+		}
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(pr.serverBefore)) {
+			leaf := k[strings.LastIndexByte(k, '.')+1:]
+			if strings.HasPrefix(leaf, "control") {
+				continue
+			}
+			if a, b := prev.serverAfter[k], pr.serverBefore[k]; a != b {
+				parts = append(parts, fmt.Sprintf("%s %g → %g", k, a, b))
+			}
+		}
+		if len(parts) > 0 {
+			ws = append(ws, Warning{Code: "shared-target-counters", Phase: pr.Phase.Name, Repeat: pr.Repeat,
+				Message: fmt.Sprintf("repeat %d, phase %s: the target's counters moved between phases while nothing of ours ran (%s): another client shares the target, or another server answers at its address; this phase's deltas may include that traffic", pr.Repeat, pr.Phase.Name, strings.Join(parts, ", "))})
+		}
+	}
+	return ws
 }
 
 // TimerGranularity warns when a clock the plan's phases pace on overshoots

@@ -176,3 +176,34 @@ func TestTimerGranularityWarning(t *testing.T) {
 func emptySummary() *measure.Summary {
 	return measure.NewRecorder(1, measure.Options{Duration: time.Second}).Summary(time.Second)
 }
+
+// TestCountersMoved: between two phases of a repeat nothing of ours runs,
+// so counters that moved from one fetch to the next counted someone
+// else's traffic; after a phase with timeouts our own late replies may
+// still move them, and across repeats our connections close: no warning.
+func TestCountersMoved(t *testing.T) {
+	ph := func(rep int, name string, before, after map[string]float64, timeouts int64) *PhaseResult {
+		return &PhaseResult{Repeat: rep, Phase: &PhasePlan{Name: name}, Summary: &measure.Summary{Timeouts: timeouts},
+			serverBefore: before, serverAfter: after}
+	}
+	m := func(req, ctl float64) map[string]float64 {
+		return map[string]float64{"requests": req, "control_connections": ctl}
+	}
+	res := &Result{Phases: []*PhaseResult{
+		ph(1, "a", m(0, 1), m(100, 2), 0),
+		ph(1, "b", m(107, 3), m(200, 4), 0),  // 7 foreign requests between a and b
+		ph(1, "c", m(200, 5), m(300, 6), 3),  // clean: control counters only
+		ph(1, "d", m(301, 7), m(400, 8), 0),  // after a phase with timeouts: not judged
+		ph(2, "a", m(405, 9), m(500, 10), 0), // a new repeat: not compared
+	}}
+	ws := CountersMoved(res)
+	if len(ws) != 1 || ws[0].Code != "shared-target-counters" || ws[0].Phase != "b" || ws[0].Repeat != 1 {
+		t.Fatalf("%+v", ws)
+	}
+	if !strings.Contains(ws[0].Message, "requests 100 → 107") || strings.Contains(ws[0].Message, "control") {
+		t.Errorf("message %q", ws[0].Message)
+	}
+	if ws := CountersMoved(&Result{Phases: []*PhaseResult{ph(1, "a", nil, nil, 0), ph(1, "b", nil, nil, 0)}}); ws != nil {
+		t.Errorf("no counters fetched, warned: %+v", ws)
+	}
+}

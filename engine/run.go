@@ -49,6 +49,11 @@ type Runner struct {
 	// lands in PhaseResult.Target. The engine knows nothing of how (the
 	// command samples /proc of the process it spawned).
 	TargetMeter func() (end func() (*TargetUsage, error))
+
+	// straysMark is the driver's stray totals where the previous phase's
+	// count ended (nil before the run's first phase): each phase counts
+	// from there, so a stray arriving between two phases is not lost.
+	straysMark *drivers.Strays
 }
 
 // TargetUsage is the target process's resource use over a phase.
@@ -120,8 +125,9 @@ type PhaseResult struct {
 	// why a measurement failed.
 	Target    *TargetUsage `json:"target,omitempty"`
 	TargetErr string       `json:"target_error,omitempty"`
-	// serverBefore are the counters fetched before the phase.
-	serverBefore map[string]float64
+	// serverBefore and serverAfter are the counters fetched before and
+	// after the phase.
+	serverBefore, serverAfter map[string]float64
 	// Interrupted is true when a signal stopped the phase early.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
@@ -145,6 +151,7 @@ type Result struct {
 // a nil error: an interruption is a result, not a failure.
 func (r *Runner) Run(ctx context.Context, pl *Plan) (*Result, error) {
 	res := &Result{}
+	r.straysMark = nil
 	var seq atomic.Uint64
 	for rep := 1; rep <= pl.Repeats; rep++ {
 		pool := &pool{}
@@ -375,7 +382,10 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	}
 	strays, _ := r.Driver.(drivers.StrayCounter)
 	var straysBefore drivers.Strays
-	if strays != nil {
+	switch {
+	case strays != nil && r.straysMark != nil:
+		straysBefore = *r.straysMark
+	case strays != nil:
 		straysBefore = strays.Strays()
 	}
 	usage := sample()
@@ -427,8 +437,10 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	}
 	cpu, gcMax := usage.since(wallElapsed)
 	if strays != nil {
-		// What arrived unasked during the phase and its drain.
+		// What arrived unasked since the previous phase's count ended:
+		// during this phase, its drain, or the fetches and dials before it.
 		after := strays.Strays()
+		r.straysMark = &after
 		rec.AddLate(after.Late - straysBefore.Late)
 		closes := map[string]int64{}
 		for k, v := range after.Closes {
@@ -471,6 +483,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		case err != nil:
 			pr.ServerErr = "after the phase: " + err.Error()
 		default:
+			pr.serverAfter = after
 			pr.Server = map[string]float64{}
 			for k, v := range after {
 				pr.Server[k] = v - before[k]

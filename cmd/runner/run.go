@@ -348,7 +348,8 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	rep.Verdict = engine.Judge(pl, rep.Result)
 	rep.Across = engine.Across(rep.Result)
 	// Run-wide warnings first, as Checks orders its own.
-	rep.Warnings = append(engine.StaleCounters(rep.Result, proc != nil), engine.TimerGranularity(pl, timer)...)
+	rep.Warnings = append(engine.StaleCounters(rep.Result, proc != nil), engine.CountersMoved(rep.Result)...)
+	rep.Warnings = append(rep.Warnings, engine.TimerGranularity(pl, timer)...)
 	rep.Warnings = append(rep.Warnings, engine.Checks(pl, rep.Result)...)
 	if runErr != nil {
 		rep.Error = runErr.Error()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // latency is one latency distribution's statistics, as rules read them.
@@ -240,7 +241,7 @@ func (r ref) String() string {
 		s = r.name
 	case r.name == "":
 		s = r.group
-	case r.group == "errors_by" || r.group == "closes_by":
+	case r.group == "errors_by" || r.group == "closes_by" || r.group == "server" && !isIdent(r.name):
 		s = r.group + "[" + quote(r.name) + "]"
 	default:
 		s = r.group + "." + r.name
@@ -252,6 +253,17 @@ func (r ref) String() string {
 		return "baseline." + s
 	}
 	return s
+}
+
+// isIdent reports whether s can follow a dot in a rule: a letter or _
+// then letters, digits or _.
+func isIdent(s string) bool {
+	for i, c := range s {
+		if !(c == '_' || unicode.IsLetter(c) || i > 0 && unicode.IsDigit(c)) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }

@@ -630,7 +630,6 @@ func (c *clause) difference(in root) string {
 	return fmt.Sprintf(": %s vs %s, difference %s", FormatValue(a), FormatValue(b), FormatValue(fa-fb))
 }
 
-
 func (c *clause) describe() string {
 	if c.op == "" {
 		return c.text
