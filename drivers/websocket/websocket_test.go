@@ -358,3 +358,27 @@ func asConfig(err error, ce **drivers.ConfigError) bool {
 	}
 	return ok
 }
+
+// binary: true sends binary frames; a binary reply is decoded like a
+// text one.
+func TestBinaryMessages(t *testing.T) {
+	url := stub(t, func(ctx context.Context, c *websocket.Conn) {
+		for {
+			typ, b, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			ok := "true"
+			if typ != websocket.MessageBinary {
+				ok = "false"
+			}
+			c.Write(ctx, websocket.MessageBinary, []byte(`{"id":`+string(idOf(t, b))+`,"ok":`+ok+`}`))
+		}
+	})
+	d := newDriver(t, schema.WebSocket{Binary: true, Correlate: "id", Success: "resp.ok"}, url)
+	c, _ := d.Dial(context.Background())
+	defer c.Close()
+	if o := do(c, 1, 5*time.Second); o.Class != drivers.OK {
+		t.Errorf("binary: %v %v (the stub saw a text frame?)", o.Class, o.Err)
+	}
+}
