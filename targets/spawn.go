@@ -197,13 +197,16 @@ func Self() (string, error) { return os.Executable() }
 
 // HealthURL is the plain-HTTP health check of a reference target at base:
 // base + "/healthz", with a ws:// or wss:// scheme read as http:// or
-// https:// (a WebSocket target serves its health check on the same port).
+// https://, and tcp:// as http:// (a WebSocket or binary-frame target
+// serves its health check on the same port).
 func HealthURL(base string) string {
 	switch {
 	case strings.HasPrefix(base, "ws://"):
 		base = "http://" + strings.TrimPrefix(base, "ws://")
 	case strings.HasPrefix(base, "wss://"):
 		base = "https://" + strings.TrimPrefix(base, "wss://")
+	case strings.HasPrefix(base, "tcp://"):
+		base = "http://" + strings.TrimPrefix(base, "tcp://")
 	}
 	return base + "/healthz"
 }

@@ -269,6 +269,7 @@ func TestHealthURL(t *testing.T) {
 		"ws://127.0.0.1:2":    "http://127.0.0.1:2/healthz",
 		"wss://[::1]:3":       "https://[::1]:3/healthz",
 		"https://localhost:4": "https://localhost:4/healthz",
+		"tcp://127.0.0.1:5":   "http://127.0.0.1:5/healthz",
 	} {
 		if got := HealthURL(in); got != want {
 			t.Errorf("HealthURL(%q) = %q, want %q", in, got, want)

@@ -13,6 +13,7 @@ import (
 	"github.com/expr-lang/expr"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/correlate"
 )
 
 // link is one WebSocket connection of a conn; a server close ends it and
@@ -40,13 +41,12 @@ type reply struct {
 type conn struct {
 	d *Driver
 
+	table correlate.Table[string, reply] // correlate: in flight by id
+
 	mu       sync.Mutex
-	link     *link                 // nil: closed, opened by the next Do
-	dialing  chan struct{}         // non-nil while a Do re-opens the link
-	pending  map[string]chan reply // correlate: in flight by id
-	fifo     []chan reply          // no correlate: in flight in send order
-	timedOut idRing                // ids whose request timed out
-	answered idRing                // ids already answered
+	link     *link         // nil: closed, opened by the next Do
+	dialing  chan struct{} // non-nil while a Do re-opens the link
+	fifo     []chan reply  // no correlate: in flight in send order
 	released bool
 }
 
@@ -64,9 +64,6 @@ func (c *conn) open(ctx context.Context) error {
 		return errReleased
 	}
 	c.link = l
-	if c.pending == nil {
-		c.pending = map[string]chan reply{}
-	}
 	c.mu.Unlock()
 	go c.read(l)
 	return nil
@@ -91,18 +88,19 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		return out
 	}
 	id := strconv.FormatUint(r.Seq, 10)
-	ch := make(chan reply, 1)
-	c.mu.Lock()
+	var ch chan reply
 	if c.d.correlate != nil {
-		c.pending[id] = ch
+		ch = c.table.Add(id)
 	} else {
+		ch = make(chan reply, 1)
+		c.mu.Lock()
 		c.fifo = append(c.fifo, ch)
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
 
 	msg := c.d.msg.Render(make([]byte, 0, 64), r.Seq)
 	if err := l.ws.Write(ctx, c.d.typ, msg); err != nil {
-		c.forget(id, ch)
+		c.forget(id, ch, false)
 		select {
 		case <-l.gone:
 			return c.endOf(l, out)
@@ -126,10 +124,12 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 			return c.judge(rep, start, out)
 		default:
 		}
-		c.forget(id, ch)
 		out.Class, out.Err = ctxClass(ctx), fmt.Errorf("waiting for the reply: %w", context.Cause(ctx))
-		if out.Class == drivers.Timeout {
-			c.timeout(l, id)
+		c.forget(id, ch, out.Class == drivers.Timeout)
+		if out.Class == drivers.Timeout && c.d.correlate == nil {
+			// A late reply could not be told from the next message's:
+			// close this link; the next Do opens another.
+			c.drop(l)
 		}
 		return out
 	case <-l.gone:
@@ -138,7 +138,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 			return c.judge(rep, start, out)
 		default:
 		}
-		c.forget(id, ch)
+		c.forget(id, ch, false)
 		return c.endOf(l, out)
 	}
 }
@@ -192,35 +192,21 @@ func (c *conn) ensure(ctx context.Context, out *drivers.Outcome) (*link, error) 
 	}
 }
 
-// forget removes a request that will not take its reply.
-func (c *conn) forget(id string, ch chan reply) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// forget removes a request that will not take its reply; timedOut
+// remembers its id so that a reply after it counts as late.
+func (c *conn) forget(id string, ch chan reply, timedOut bool) {
 	if c.d.correlate != nil {
-		if c.pending[id] == ch {
-			delete(c.pending, id)
-		}
+		c.table.Forget(id, ch, timedOut)
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for i, f := range c.fifo {
 		if f == ch {
 			c.fifo = append(c.fifo[:i], c.fifo[i+1:]...)
 			return
 		}
 	}
-}
-
-// timeout remembers a timed-out id so that its reply counts as late.
-// Without correlate a late reply could not be told from the next
-// message's, so the link is closed instead and the next Do opens another.
-func (c *conn) timeout(l *link, id string) {
-	if c.d.correlate != nil {
-		c.mu.Lock()
-		c.timedOut.add(id)
-		c.mu.Unlock()
-		return
-	}
-	c.drop(l)
 }
 
 // drop closes a link on our side: not a server close.
@@ -300,8 +286,8 @@ func (c *conn) read(l *link) {
 		if d.needJSON {
 			rep.decErr = json.Unmarshal(b, &rep.v)
 		}
-		c.mu.Lock()
 		if d.correlate == nil {
+			c.mu.Lock()
 			if len(c.fifo) > 0 {
 				ch := c.fifo[0]
 				c.fifo = c.fifo[1:]
@@ -317,23 +303,13 @@ func (c *conn) read(l *link) {
 		if rep.decErr == nil {
 			id, ok = field(rep.v, d.correlate)
 		}
-		if ch, found := c.pending[id]; ok && found {
-			delete(c.pending, id)
-			c.answered.add(id)
-			c.mu.Unlock()
-			ch <- rep
+		if !ok {
+			d.unknown.Add(1) // no id to pair it by
 			continue
 		}
-		switch {
-		case ok && c.timedOut.remove(id):
-			c.answered.add(id)
-			d.late.Add(1)
-		case ok && c.answered.has(id):
-			d.duplicate.Add(1)
-		default:
-			d.unknown.Add(1)
+		if stray, delivered := c.table.Deliver(id, rep); !delivered {
+			d.count(stray)
 		}
-		c.mu.Unlock()
 	}
 }
 
@@ -392,44 +368,4 @@ func ctxClass(ctx context.Context) drivers.Class {
 		return drivers.Timeout
 	}
 	return drivers.Cancelled
-}
-
-// idRing is a bounded set of ids: the oldest is forgotten first once it
-// holds rememberIDs. Its zero value is empty. Not safe for concurrent use.
-type idRing struct {
-	set  map[string]struct{}
-	ring []string
-	next int
-}
-
-func (r *idRing) add(id string) {
-	if r.set == nil {
-		r.set = map[string]struct{}{}
-	}
-	if _, ok := r.set[id]; ok {
-		return
-	}
-	if len(r.ring) < rememberIDs {
-		r.ring = append(r.ring, id)
-	} else {
-		delete(r.set, r.ring[r.next])
-		r.ring[r.next] = id
-		r.next = (r.next + 1) % rememberIDs
-	}
-	r.set[id] = struct{}{}
-}
-
-func (r *idRing) has(id string) bool {
-	_, ok := r.set[id]
-	return ok
-}
-
-// remove forgets id and reports whether it was there. Its ring slot stays
-// until overwritten (deleting an absent key later is harmless).
-func (r *idRing) remove(id string) bool {
-	if _, ok := r.set[id]; !ok {
-		return false
-	}
-	delete(r.set, id)
-	return true
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/correlate"
 	"github.com/runner-dev/runner/drivers/template"
 	"github.com/runner-dev/runner/schema"
 )
@@ -40,9 +41,6 @@ const (
 	DefaultMaxMessage = 1 << 20
 	// MaxCorrelated is the in-flight cap per connection with correlate.
 	MaxCorrelated = 1 << 16
-	// rememberIDs bounds, per connection, how many timed-out and answered
-	// ids are kept to tell a late or duplicate reply from an unknown one.
-	rememberIDs = 4096
 	// closeWait bounds our own close handshake when a connection is
 	// released; then the socket is closed regardless.
 	closeWait = time.Second
@@ -247,6 +245,18 @@ func (d *Driver) Strays() drivers.Strays {
 	}
 	d.closesMu.Unlock()
 	return drivers.Strays{Late: d.late.Load(), UnknownID: d.unknown.Load(), DuplicateID: d.duplicate.Load(), Closes: closes}
+}
+
+// count books an unpaired reply.
+func (d *Driver) count(s correlate.Stray) {
+	switch s {
+	case correlate.Late:
+		d.late.Add(1)
+	case correlate.Duplicate:
+		d.duplicate.Add(1)
+	default:
+		d.unknown.Add(1)
+	}
 }
 
 func (d *Driver) countClose(code string) {

@@ -1,0 +1,128 @@
+// Package correlate pairs replies with the requests in flight on one
+// connection of a message protocol (WebSocket, binary frames), by request
+// id and in any order, and tells what a reply no request waits for is: a
+// late reply (its request timed out), a duplicate (its request was
+// already answered) or an unknown id.
+package correlate
+
+import "sync"
+
+// Remember bounds how many timed-out and answered ids a Table keeps to
+// tell a late or a duplicate reply from an unknown one.
+const Remember = 4096
+
+// Stray is what an unpaired reply was.
+type Stray int
+
+// Kinds of unpaired replies.
+const (
+	Unknown   Stray = iota // an id never sent (or forgotten: older than Remember)
+	Late                   // its request timed out before it came
+	Duplicate              // its request was already answered
+)
+
+// Table is the in-flight table of one connection: ids of type K, replies
+// of type R. It is safe for concurrent use. Its zero value is empty.
+type Table[K comparable, R any] struct {
+	mu       sync.Mutex
+	pending  map[K]chan R
+	timedOut ring[K]
+	answered ring[K]
+}
+
+// Add registers id as in flight and returns the channel its reply will be
+// delivered on (buffered: Deliver never blocks). An id already in flight
+// is replaced.
+func (t *Table[K, R]) Add(id K) chan R {
+	ch := make(chan R, 1)
+	t.mu.Lock()
+	if t.pending == nil {
+		t.pending = map[K]chan R{}
+	}
+	t.pending[id] = ch
+	t.mu.Unlock()
+	return ch
+}
+
+// Forget removes id when its request will not take a reply (the send
+// failed, the connection ended, it was cancelled). timedOut remembers it,
+// so that a reply after it counts as Late.
+func (t *Table[K, R]) Forget(id K, ch chan R, timedOut bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pending[id] == ch {
+		delete(t.pending, id)
+	}
+	if timedOut {
+		t.timedOut.add(id)
+	}
+}
+
+// Deliver hands a reply with id to its request and returns true, or says
+// what kind of stray it is and returns false.
+func (t *Table[K, R]) Deliver(id K, r R) (Stray, bool) {
+	t.mu.Lock()
+	if ch, ok := t.pending[id]; ok {
+		delete(t.pending, id)
+		t.answered.add(id)
+		t.mu.Unlock()
+		ch <- r
+		return 0, true
+	}
+	defer t.mu.Unlock()
+	switch {
+	case t.timedOut.remove(id):
+		t.answered.add(id)
+		return Late, false
+	case t.answered.has(id):
+		return Duplicate, false
+	}
+	return Unknown, false
+}
+
+// Len is the number of requests in flight.
+func (t *Table[K, R]) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.pending)
+}
+
+// ring is a bounded set: the oldest id is forgotten first once it holds
+// Remember. Its zero value is empty; not safe for concurrent use.
+type ring[K comparable] struct {
+	set  map[K]struct{}
+	ring []K
+	next int
+}
+
+func (r *ring[K]) add(id K) {
+	if r.set == nil {
+		r.set = map[K]struct{}{}
+	}
+	if _, ok := r.set[id]; ok {
+		return
+	}
+	if len(r.ring) < Remember {
+		r.ring = append(r.ring, id)
+	} else {
+		delete(r.set, r.ring[r.next])
+		r.ring[r.next] = id
+		r.next = (r.next + 1) % Remember
+	}
+	r.set[id] = struct{}{}
+}
+
+func (r *ring[K]) has(id K) bool {
+	_, ok := r.set[id]
+	return ok
+}
+
+// remove forgets id and reports whether it was there. Its slot stays
+// until overwritten; deleting an absent key then is harmless.
+func (r *ring[K]) remove(id K) bool {
+	if _, ok := r.set[id]; !ok {
+		return false
+	}
+	delete(r.set, id)
+	return true
+}
