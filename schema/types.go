@@ -65,6 +65,66 @@ type Driver struct {
 	HTTP *HTTP `yaml:"http,omitempty" json:"http,omitempty"`
 	// WebSocket drives messages over WebSocket connections (ws:// or wss://).
 	WebSocket *WebSocket `yaml:"websocket,omitempty" json:"websocket,omitempty"`
+	// Frame drives length-prefixed binary frames over TCP (tcp://).
+	Frame *Frame `yaml:"frame,omitempty" json:"frame,omitempty"`
+}
+
+// Frame describes a binary protocol of length-prefixed frames over TCP:
+// every request is one frame (header and payload, written at once), and
+// its reply is the frame that carries its request id, in any order.
+// Exactly one of Preset or Layout.
+type Frame struct {
+	// Preset names a built-in layout: lkdf (16-byte header: magic u32
+	// 0x4C4B4446, version u8 1, type u8 (request 1, response 2), flags
+	// u16, requestId u32, length u32 of the payload; big-endian; payload
+	// at most 1 MiB).
+	Preset string `yaml:"preset,omitempty" json:"preset,omitempty" jsonschema:"enum=lkdf"`
+	// Layout declares a frame header field by field.
+	Layout *FrameLayout `yaml:"layout,omitempty" json:"layout,omitempty"`
+	// Payload is the template of each request's payload: {{seq}},
+	// {{bytes N}} (N filler bytes), {{data.NAME}}; default empty.
+	Payload string `yaml:"payload,omitempty" json:"payload,omitempty"`
+	// PayloadFile sends a file's bytes as every request's payload
+	// (relative to the scenario file); instead of Payload.
+	PayloadFile string `yaml:"payload_file,omitempty" json:"payload_file,omitempty"`
+	// Data is a .csv or .json file for {{data.NAME}}, as for websocket.
+	Data string `yaml:"data,omitempty" json:"data,omitempty"`
+	// Timeout bounds each request from its send to its reply; default 10s.
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+}
+
+// FrameLayout is a frame header: its fields in wire order, then the
+// payload.
+type FrameLayout struct {
+	// ByteOrder of every multi-byte field: big (default) or little.
+	ByteOrder string `yaml:"byte_order,omitempty" json:"byte_order,omitempty" jsonschema:"enum=big,enum=little"`
+	// Fields of the header in wire order (at most 64 bytes in all).
+	Fields []FrameField `yaml:"fields" json:"fields"`
+	// LengthIncludesHeader: the length field counts the header too.
+	LengthIncludesHeader bool `yaml:"length_includes_header,omitempty" json:"length_includes_header,omitempty"`
+	// RequestType and ResponseType are the type field's values of a
+	// request and of its reply (with a field of role type).
+	RequestType  int64 `yaml:"request_type,omitempty" json:"request_type,omitempty"`
+	ResponseType int64 `yaml:"response_type,omitempty" json:"response_type,omitempty"`
+	// MaxPayload bounds a reply's payload; a reply declaring more is a
+	// bad frame, found before any of it is read. Default 1MiB, at most
+	// 64MiB.
+	MaxPayload Size `yaml:"max_payload,omitempty" json:"max_payload,omitempty"`
+}
+
+// FrameField is one header field.
+type FrameField struct {
+	// Name names the field in messages (magic, version, …).
+	Name string `yaml:"name" json:"name"`
+	// Size is u8, u16, u32 or u64.
+	Size string `yaml:"size" json:"size" jsonschema:"enum=u8,enum=u16,enum=u32,enum=u64"`
+	// Value makes the field a constant: sent as is, and a reply with
+	// another value is a bad frame (code bad-<name>).
+	Value *int64 `yaml:"value,omitempty" json:"value,omitempty"`
+	// Role is id (the request id: the request's sequence number), length
+	// (the payload length), type (request_type sent, response_type
+	// expected) or empty (sent as 0, not checked in replies).
+	Role string `yaml:"role,omitempty" json:"role,omitempty" jsonschema:"enum=id,enum=length,enum=type"`
 }
 
 // WebSocket describes the message every arrival sends over a WebSocket

@@ -17,7 +17,7 @@ import (
 
 // Closed sets of values; the JSON Schema's enums agree (see types.go).
 var (
-	serveKinds         = []string{"http", "ws-gateway"}
+	serveKinds         = []string{"http", "ws-gateway", "frame"}
 	httpVersions       = []string{"1.1", "1.0"}
 	arrivalKinds       = []string{"uniform", "poisson"}
 	saturationPolicies = []string{"queue", "drop"}
@@ -70,12 +70,14 @@ func (l *loader) validate(s *Scenario) {
 // schemesOf are the url schemes a driver reaches its target by.
 func schemesOf(d Driver) []string {
 	switch {
-	case d.HTTP != nil && d.WebSocket == nil:
+	case d.HTTP != nil && d.WebSocket == nil && d.Frame == nil:
 		return []string{"http", "https"}
-	case d.WebSocket != nil && d.HTTP == nil:
+	case d.WebSocket != nil && d.HTTP == nil && d.Frame == nil:
 		return []string{"ws", "wss"}
+	case d.Frame != nil && d.HTTP == nil && d.WebSocket == nil:
+		return []string{"tcp"}
 	}
-	return []string{"http", "https", "ws", "wss"}
+	return []string{"http", "https", "ws", "wss", "tcp"}
 }
 
 func (l *loader) validateTarget(t *Target, d Driver) {
@@ -146,6 +148,56 @@ func (l *loader) validateDriver(s *Scenario) {
 	}
 	if w := s.Driver.WebSocket; w != nil {
 		l.validateWebSocket(w, s.Target)
+	}
+	if f := s.Driver.Frame; f != nil {
+		l.validateFrame(f)
+	}
+}
+
+// validateFrame checks the frame driver's choices; the layout's own
+// consistency (roles, sizes, constants) is the driver's to check.
+func (l *loader) validateFrame(f *Frame) {
+	const p = "driver.frame"
+	hasPreset, hasLayout := l.has(p+".preset"), l.has(p+".layout")
+	switch {
+	case hasPreset && hasLayout:
+		l.failf(p, "both preset and layout; expected exactly one")
+	case !hasPreset && !hasLayout && l.ok(p):
+		l.failf(p, "neither preset nor layout; expected preset: lkdf, or a layout with its fields")
+	}
+	if hasPreset && l.ok(p+".preset") && f.Preset != "lkdf" {
+		l.failf(p+".preset", "unknown preset %s; %s", quote(f.Preset), oneOf(f.Preset, []string{"lkdf"}))
+	}
+	if l.has(p+".payload") && l.has(p+".payload_file") {
+		l.failf(p+".payload_file", "both payload and payload_file; expected at most one")
+	}
+	if l.has(p+".timeout") && l.ok(p+".timeout") && f.Timeout <= 0 {
+		l.failf(p+".timeout", "expected a positive duration, found %s", f.Timeout)
+	}
+	for k, v := range map[string]string{"payload_file": f.PayloadFile, "data": f.Data} {
+		if l.has(p+"."+k) && l.ok(p+"."+k) && strings.TrimSpace(v) == "" {
+			l.failf(p+"."+k, "empty; leave %s out for the default", k)
+		}
+	}
+	if lay := f.Layout; lay != nil && l.ok(p+".layout") {
+		if l.has(p+".layout.byte_order") && l.ok(p+".layout.byte_order") && lay.ByteOrder != "big" && lay.ByteOrder != "little" {
+			l.failf(p+".layout.byte_order", "expected big or little, found %s", quote(lay.ByteOrder))
+		}
+		if l.ok(p+".layout.fields") && len(lay.Fields) == 0 {
+			l.failf(p+".layout.fields", "no fields; a header needs at least an id and a length field")
+		}
+		for i, fd := range lay.Fields {
+			fp := fmt.Sprintf("%s.layout.fields[%d]", p, i)
+			if l.ok(fp+".size") && !slices.Contains([]string{"u8", "u16", "u32", "u64"}, fd.Size) {
+				l.failf(fp+".size", "expected u8, u16, u32 or u64, found %s", quote(fd.Size))
+			}
+			if l.has(fp+".role") && l.ok(fp+".role") && !slices.Contains([]string{"id", "length", "type"}, fd.Role) {
+				l.failf(fp+".role", "expected id, length or type, found %s", quote(fd.Role))
+			}
+		}
+		if l.has(p+".layout.max_payload") && l.ok(p+".layout.max_payload") && (lay.MaxPayload <= 0 || lay.MaxPayload > 64<<20) {
+			l.failf(p+".layout.max_payload", "expected a size from 1B to 64MiB, found %s", lay.MaxPayload)
+		}
 	}
 }
 

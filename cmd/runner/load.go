@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
+	framedriver "github.com/runner-dev/runner/drivers/frame"
 	httpdriver "github.com/runner-dev/runner/drivers/http"
 	wsdriver "github.com/runner-dev/runner/drivers/websocket"
 	"github.com/runner-dev/runner/engine"
@@ -24,6 +25,9 @@ import (
 func placeholderURL(sc *schema.Scenario) string {
 	if sc.Driver.WebSocket != nil {
 		return "ws://127.0.0.1:1"
+	}
+	if sc.Driver.Frame != nil {
+		return "tcp://127.0.0.1:1"
 	}
 	return "http://127.0.0.1:1"
 }
@@ -53,6 +57,12 @@ func newDriver(sc *schema.Scenario, base string) (*loaded, error) {
 			return &loaded{key: "driver.websocket"}, err
 		}
 		return &loaded{driver: d, key: "driver.websocket", timeout: d.Timeout(), insecure: d.Insecure(), maxIn: d.MaxInflight()}, nil
+	case sc.Driver.Frame != nil:
+		d, err := framedriver.New(*sc.Driver.Frame, base, filepath.Dir(sc.File))
+		if err != nil {
+			return &loaded{key: "driver.frame"}, err
+		}
+		return &loaded{driver: d, key: "driver.frame", timeout: d.Timeout(), maxIn: d.MaxInflight()}, nil
 	}
 	return nil, errors.New("driver: no protocol")
 }

@@ -1,0 +1,325 @@
+package frame
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/correlate"
+)
+
+// link is one TCP connection of a conn; when it ends (the server closed
+// it, or sent a bad frame) the next Do opens another.
+type link struct {
+	nc  net.Conn
+	wmu sync.Mutex // one frame written at a time, whole
+	// gone is closed when the reader ends; end is then how it ended.
+	gone chan struct{}
+	end  drivers.Outcome
+	ours bool // we closed it: not counted as a server-side end
+}
+
+// reply is a received frame handed to the request it answers.
+type reply struct {
+	n  int64 // header and payload bytes
+	at time.Time
+}
+
+// conn is one drivers.Conn: a link, re-opened when it ends, and the table
+// of frames in flight on it.
+type conn struct {
+	d     *Driver
+	table correlate.Table[uint64, reply]
+
+	mu       sync.Mutex
+	link     *link
+	dialing  chan struct{}
+	released bool
+}
+
+var errReleased = errors.New("connection released")
+
+func (c *conn) open(ctx context.Context) error {
+	nc, err := c.d.dialer.DialContext(ctx, "tcp", c.d.addr)
+	if err != nil {
+		return err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true) // a frame leaves at once (Go's default; said here)
+	}
+	l := &link{nc: nc, gone: make(chan struct{})}
+	c.mu.Lock()
+	if c.released {
+		c.mu.Unlock()
+		nc.Close()
+		return errReleased
+	}
+	c.link = l
+	c.mu.Unlock()
+	go c.read(l)
+	return nil
+}
+
+// Do sends one frame and waits for its reply (see drivers.Conn).
+// Outcomes: OK; Timeout when ctx's deadline passes first (a reply after it
+// counts as late); Cancelled when ctx is cancelled or the connection
+// released; when the link ends first, the link's end: BadFrame with the
+// bad frame's code (bad-magic, too-long, …), EOF, ShortRead or Reset;
+// Connect when re-opening the link failed; Reset when the write failed.
+func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
+	var out drivers.Outcome
+	start := time.Now()
+	l, err := c.ensure(ctx, &out)
+	if err != nil {
+		return out
+	}
+	id := r.Seq & c.d.layout.IDMask()
+	ch := c.table.Add(id)
+	buf := c.render(r.Seq, id)
+	l.wmu.Lock()
+	if dl, ok := ctx.Deadline(); ok {
+		l.nc.SetWriteDeadline(dl)
+	}
+	_, err = l.nc.Write(buf)
+	l.wmu.Unlock()
+	if err != nil {
+		c.table.Forget(id, ch, false)
+		select {
+		case <-l.gone:
+			return c.endOf(l, out)
+		default:
+		}
+		if ctx.Err() != nil {
+			out.Class, out.Err = ctxClass(ctx), fmt.Errorf("send: %w", context.Cause(ctx))
+			return out
+		}
+		out.Class, out.Code = drivers.Classify(err)
+		if out.Class == drivers.Timeout {
+			out.Class = drivers.Reset // a write that could not finish: the peer does not read
+		}
+		out.Err = fmt.Errorf("send: %w", err)
+		c.drop(l)
+		return out
+	}
+	out.BytesOut = int64(len(buf))
+	select {
+	case rep := <-ch:
+		return judge(rep, start, out)
+	case <-ctx.Done():
+		select {
+		case rep := <-ch:
+			return judge(rep, start, out)
+		default:
+		}
+		out.Class, out.Err = ctxClass(ctx), fmt.Errorf("waiting for the reply: %w", context.Cause(ctx))
+		c.table.Forget(id, ch, out.Class == drivers.Timeout)
+		return out
+	case <-l.gone:
+		select {
+		case rep := <-ch:
+			return judge(rep, start, out)
+		default:
+		}
+		c.table.Forget(id, ch, false)
+		return c.endOf(l, out)
+	}
+}
+
+// render builds the whole request frame: header and payload.
+func (c *conn) render(seq, id uint64) []byte {
+	d := c.d
+	var payload []byte
+	if d.payload != nil {
+		payload = d.payload.Render(make([]byte, 0, 256), seq)
+	} else {
+		payload = d.fixed
+	}
+	buf := make([]byte, 0, d.layout.HeaderLen()+len(payload))
+	buf = d.layout.AppendHeader(buf, id, len(payload))
+	return append(buf, payload...)
+}
+
+func judge(rep reply, start time.Time, out drivers.Outcome) drivers.Outcome {
+	out.Class, out.Responded = drivers.OK, true
+	out.BytesIn = rep.n
+	out.FirstByte = rep.at.Sub(start)
+	return out
+}
+
+// ensure returns the open link, re-opening it (once, for every Do that
+// finds it closed) when it ended.
+func (c *conn) ensure(ctx context.Context, out *drivers.Outcome) (*link, error) {
+	c.mu.Lock()
+	for {
+		switch {
+		case c.released:
+			c.mu.Unlock()
+			out.Class, out.Err = drivers.Cancelled, errReleased
+			return nil, errReleased
+		case c.link != nil:
+			l := c.link
+			c.mu.Unlock()
+			return l, nil
+		case c.dialing != nil:
+			wait := c.dialing
+			c.mu.Unlock()
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				out.Class, out.Err = ctxClass(ctx), fmt.Errorf("waiting for a re-dial: %w", context.Cause(ctx))
+				return nil, out.Err
+			}
+			c.mu.Lock()
+			continue
+		}
+		c.dialing = make(chan struct{})
+		c.mu.Unlock()
+		t0 := time.Now()
+		err := c.open(ctx)
+		out.Dialed++
+		out.Connect = time.Since(t0)
+		c.mu.Lock()
+		close(c.dialing)
+		c.dialing = nil
+		if err != nil {
+			c.mu.Unlock()
+			out.Class, out.Code = drivers.Classify(err)
+			if out.Class != drivers.Cancelled {
+				out.Class = drivers.Connect
+			}
+			out.Err = fmt.Errorf("re-dial: %w", err)
+			return nil, err
+		}
+	}
+}
+
+// drop closes a link on our side.
+func (c *conn) drop(l *link) {
+	c.mu.Lock()
+	l.ours = true
+	if c.link == l {
+		c.link = nil
+	}
+	c.mu.Unlock()
+	l.nc.Close()
+}
+
+// endOf is the outcome of a request whose link ended before its reply.
+func (c *conn) endOf(l *link, out drivers.Outcome) drivers.Outcome {
+	<-l.gone
+	c.mu.Lock()
+	released := c.released
+	c.mu.Unlock()
+	if released {
+		out.Class, out.Err = drivers.Cancelled, errReleased
+		return out
+	}
+	e := l.end
+	out.Class, out.Code, out.Err = e.Class, e.Code, e.Err
+	return out
+}
+
+// read is a link's reader: frame by frame, it checks the header before
+// reading anything else, pairs the reply with its request and skips its
+// payload (never buffering more than the read buffer); the first bad
+// frame or read error ends the link.
+func (c *conn) read(l *link) {
+	d := c.d
+	br := bufio.NewReaderSize(l.nc, readBuffer)
+	hdr := make([]byte, d.layout.HeaderLen())
+	for {
+		if _, err := io.ReadFull(br, hdr); err != nil {
+			c.ended(l, readEnd(err, "header"))
+			return
+		}
+		at := time.Now()
+		h, err := d.layout.Parse(hdr)
+		if err != nil {
+			var bf *BadFrame
+			errors.As(err, &bf)
+			c.ended(l, drivers.Outcome{Class: drivers.BadFrame, Code: bf.Code, Err: fmt.Errorf("bad frame from the target: %s", bf.Msg)})
+			return
+		}
+		if n, err := br.Discard(int(h.Length)); err != nil {
+			o := readEnd(err, "payload")
+			if n > 0 || h.Length > 0 {
+				o.Class, o.Code = drivers.ShortRead, "short-read"
+			}
+			c.ended(l, o)
+			return
+		}
+		if s, delivered := c.table.Deliver(h.ID, reply{n: int64(len(hdr)) + h.Length, at: at}); !delivered {
+			d.count(s)
+		}
+	}
+}
+
+// readEnd classifies a read error that ended a link while reading part.
+func readEnd(err error, part string) drivers.Outcome {
+	switch {
+	case errors.Is(err, io.EOF):
+		return drivers.Outcome{Class: drivers.EOF, Code: "eof", Err: errors.New("the target closed the connection")}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return drivers.Outcome{Class: drivers.ShortRead, Code: "short-read", Err: fmt.Errorf("the target closed the connection in the middle of a frame's %s", part)}
+	}
+	class, code := drivers.Classify(err)
+	if class == drivers.OK || class == drivers.Timeout {
+		class = drivers.Reset
+	}
+	if code == "" {
+		code = string(class)
+	}
+	return drivers.Outcome{Class: class, Code: code, Err: fmt.Errorf("reading a frame's %s: %w", part, err)}
+}
+
+// ended records how a link ended, counts it unless we ended it, and
+// wakes the requests waiting on it.
+func (c *conn) ended(l *link, end drivers.Outcome) {
+	c.mu.Lock()
+	if c.link == l {
+		c.link = nil
+	}
+	ours := l.ours || c.released
+	c.mu.Unlock()
+	l.nc.Close()
+	if ours {
+		end = drivers.Outcome{Class: drivers.Cancelled, Err: errReleased}
+	} else {
+		c.d.countClose(end.Code)
+	}
+	l.end = end
+	close(l.gone)
+}
+
+// Close releases the connection; requests still waiting end as Cancelled.
+func (c *conn) Close() error {
+	c.mu.Lock()
+	if c.released {
+		c.mu.Unlock()
+		return nil
+	}
+	c.released = true
+	l := c.link
+	c.link = nil
+	if l != nil {
+		l.ours = true
+	}
+	c.mu.Unlock()
+	if l != nil {
+		return l.nc.Close()
+	}
+	return nil
+}
+
+func ctxClass(ctx context.Context) drivers.Class {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return drivers.Timeout
+	}
+	return drivers.Cancelled
+}

@@ -1,0 +1,184 @@
+package frame
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/correlate"
+	"github.com/runner-dev/runner/drivers/template"
+	"github.com/runner-dev/runner/schema"
+)
+
+// Defaults of zero fields of schema.Frame.
+const (
+	DefaultTimeout = 10 * time.Second
+	// MaxCorrelated is the in-flight cap per connection.
+	MaxCorrelated = 1 << 16
+	// readBuffer is each connection's read buffer.
+	readBuffer = 64 << 10
+)
+
+// Driver sends frames to one target. It is immutable after New apart
+// from its counters; Dial is safe for concurrent use.
+type Driver struct {
+	addr    string
+	layout  *Layout
+	payload *template.Template // nil: fixed (file) or empty
+	fixed   []byte             // payload_file's bytes
+	timeout time.Duration
+	dialer  net.Dialer
+
+	late, unknown, duplicate atomic.Int64
+	closesMu                 sync.Mutex
+	closes                   map[string]int64
+}
+
+var (
+	_ drivers.Driver       = (*Driver)(nil)
+	_ drivers.Inflighter   = (*Driver)(nil)
+	_ drivers.StrayCounter = (*Driver)(nil)
+)
+
+// New builds a driver for cfg against baseURL (tcp://host:port). dir is
+// the directory relative file names (payload_file, data) are read from.
+// Every problem is reported at once (errors.Join of drivers.ConfigError
+// keyed under the driver): a bad URL, no or an unknown preset, a layout
+// that does not compile (see Compile), a payload template it does not
+// know, an unreadable payload or data file, a payload larger than the
+// layout's length field can declare.
+func New(cfg schema.Frame, baseURL, dir string) (*Driver, error) {
+	var errs []error
+	bad := func(key string, err error) { errs = append(errs, &drivers.ConfigError{Key: key, Err: err}) }
+	d := &Driver{timeout: time.Duration(cfg.Timeout), closes: map[string]int64{}}
+	if d.timeout <= 0 {
+		d.timeout = DefaultTimeout
+	}
+	d.dialer.Timeout = d.timeout
+	u, err := url.Parse(baseURL)
+	switch {
+	case err != nil:
+		bad("target.url", fmt.Errorf("target url: %w", err))
+	case u.Scheme != "tcp":
+		bad("target.url", fmt.Errorf("target url %q: scheme must be tcp", baseURL))
+	case u.Hostname() == "" || u.Port() == "":
+		bad("target.url", fmt.Errorf("target url %q: expected tcp://host:port", baseURL))
+	default:
+		d.addr = u.Host
+	}
+	switch {
+	case cfg.Preset == "lkdf" && cfg.Layout == nil:
+		d.layout = LKDF()
+	case cfg.Preset != "":
+		bad("preset", fmt.Errorf("preset %q: expected lkdf, and no layout with it", cfg.Preset))
+	case cfg.Layout != nil:
+		l, err := Compile(cfg.Layout)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		d.layout = l
+	default:
+		bad("preset", errors.New("no preset and no layout"))
+	}
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	var data *template.Data
+	if cfg.Data != "" {
+		if data, err = template.LoadData(abs(cfg.Data)); err != nil {
+			bad("data", err)
+		}
+	}
+	switch {
+	case cfg.PayloadFile != "":
+		b, err := os.ReadFile(abs(cfg.PayloadFile))
+		if err != nil {
+			bad("payload_file", err)
+		}
+		d.fixed = b
+	case cfg.Payload != "":
+		t, err := template.Parse(cfg.Payload, data)
+		if err != nil && (cfg.Data == "" || data != nil) {
+			bad("payload", fmt.Errorf("payload: %w", err))
+		}
+		d.payload = t
+	}
+	if d.layout != nil {
+		if n := d.payloadSize(); n > d.layout.MaxPayload() {
+			bad("payload", fmt.Errorf("the payload is %d bytes; the layout allows at most %d (max_payload)", n, d.layout.MaxPayload()))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// payloadSize is the largest payload a request sends (the one for seq 1
+// with a template: only {{seq}} and {{data}} vary in length).
+func (d *Driver) payloadSize() int64 {
+	if d.payload != nil {
+		return int64(len(d.payload.Render(nil, 1<<63)))
+	}
+	return int64(len(d.fixed))
+}
+
+// MaxInflight is MaxCorrelated, capped by the id field's range.
+func (d *Driver) MaxInflight() int {
+	return int(min(uint64(MaxCorrelated), d.layout.IDMask()))
+}
+
+// Timeout is the per-request timeout.
+func (d *Driver) Timeout() time.Duration { return d.timeout }
+
+// Strays returns running totals of late, unknown-id and duplicate-id
+// replies and of connections that ended without us closing them, by
+// cause: "eof" (the server closed at a frame boundary), "short-read" (in
+// the middle of a frame), "reset", or a bad frame's code ("bad-magic",
+// "too-long", …).
+func (d *Driver) Strays() drivers.Strays {
+	d.closesMu.Lock()
+	closes := make(map[string]int64, len(d.closes))
+	for k, v := range d.closes {
+		closes[k] = v
+	}
+	d.closesMu.Unlock()
+	return drivers.Strays{Late: d.late.Load(), UnknownID: d.unknown.Load(), DuplicateID: d.duplicate.Load(), Closes: closes}
+}
+
+func (d *Driver) count(s correlate.Stray) {
+	switch s {
+	case correlate.Late:
+		d.late.Add(1)
+	case correlate.Duplicate:
+		d.duplicate.Add(1)
+	default:
+		d.unknown.Add(1)
+	}
+}
+
+func (d *Driver) countClose(code string) {
+	d.closesMu.Lock()
+	d.closes[code]++
+	d.closesMu.Unlock()
+}
+
+// Dial opens one connection. Errors are classified with drivers.Classify.
+func (d *Driver) Dial(ctx context.Context) (drivers.Conn, error) {
+	c := &conn{d: d}
+	if err := c.open(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}

@@ -1,0 +1,294 @@
+package frame
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/schema"
+)
+
+// stub is an LKDF server on loopback: for every request it calls answer
+// with the request's id and payload and writes what answer returns (nil:
+// nothing). It is stopped, and its connections closed, when the test ends.
+func stub(t *testing.T, answer func(conn int, id uint32, payload []byte) []byte) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	go func() {
+		for n := 0; ; n++ {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, nc)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				hdr := make([]byte, 16)
+				for {
+					if _, err := io.ReadFull(nc, hdr); err != nil {
+						return
+					}
+					p := make([]byte, binary.BigEndian.Uint32(hdr[12:]))
+					if _, err := io.ReadFull(nc, p); err != nil {
+						return
+					}
+					if out := answer(n, binary.BigEndian.Uint32(hdr[8:]), p); out != nil {
+						nc.Write(out)
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return "tcp://" + ln.Addr().String()
+}
+
+func response(id uint32, payload []byte) []byte {
+	return append(lkdfHeader(LKDFMagic, 1, 2, id, uint32(len(payload))), payload...)
+}
+
+func newDriver(t *testing.T, url, payload string) *Driver {
+	t.Helper()
+	d, err := New(schema.Frame{Preset: "lkdf", Payload: payload}, url, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func do(c drivers.Conn, seq uint64, timeout time.Duration) drivers.Outcome {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return c.Do(ctx, drivers.Request{Seq: seq})
+}
+
+func TestEchoAndOutOfOrder(t *testing.T) {
+	var mu sync.Mutex
+	var held [][]byte
+	url := stub(t, func(_ int, id uint32, p []byte) []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		held = append(held, response(id, p))
+		if len(held) < 4 {
+			return nil
+		}
+		var out []byte
+		for i := len(held) - 1; i >= 0; i-- { // reversed
+			out = append(out, held[i]...)
+		}
+		held = nil
+		return out
+	})
+	d := newDriver(t, url, "{{bytes 1KiB}}")
+	c, err := d.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var wg sync.WaitGroup
+	outs := make([]drivers.Outcome, 4)
+	for i := range outs {
+		wg.Add(1)
+		go func() { defer wg.Done(); outs[i] = do(c, uint64(i+1), 5*time.Second) }()
+	}
+	wg.Wait()
+	for i, o := range outs {
+		if o.Class != drivers.OK || o.BytesIn != 16+1024 || o.BytesOut != 16+1024 {
+			t.Errorf("request %d: %v in %d out %d (%v)", i+1, o.Class, o.BytesIn, o.BytesOut, o.Err)
+		}
+	}
+}
+
+// TestField_B17 at the driver: each malformed reply header ends the
+// request as bad-frame (or short-read) with the value and the limit in
+// the message, as soon as the header is read, without allocating the
+// declared length; the link is closed and the next request re-dials.
+// An unsolicited well-formed frame is unknown-id and the real reply
+// still matches; a zero length is a valid empty payload.
+func TestField_B17_MalformedReplies(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		fault     []byte
+		class     drivers.Class
+		code, msg string
+	}{
+		{"a huge length then 10 bytes", append(lkdfHeader(LKDFMagic, 1, 2, 1, 0x80000000), make([]byte, 10)...), drivers.BadFrame, "too-long", "length 2147483648 > max 1048576"},
+		{"b length 0xFFFFFFFF", lkdfHeader(LKDFMagic, 1, 2, 1, 0xFFFFFFFF), drivers.BadFrame, "too-long", "length 4294967295 > max 1048576"},
+		{"c GET magic", lkdfHeader(0x47455420, 1, 2, 1, 0), drivers.BadFrame, "bad-magic", "magic 0x47455420, expected 0x4C4B4446"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			conns := map[int]bool{}
+			url := stub(t, func(conn int, id uint32, p []byte) []byte {
+				mu.Lock()
+				first := !conns[conn]
+				conns[conn] = true
+				mu.Unlock()
+				if conn == 0 && first {
+					return c.fault
+				}
+				return response(id, p)
+			})
+			d := newDriver(t, url, "x")
+			conn, err := d.Dial(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			// The stub keeps the connection open and silent after the
+			// fault: the header alone must end the request.
+			o := do(conn, 1, 5*time.Second)
+			if o.Class != c.class || o.Code != c.code || !strings.Contains(o.Err.Error(), c.msg) {
+				t.Fatalf("%v %q %v, want %s %s %q", o.Class, o.Code, o.Err, c.class, c.code, c.msg)
+			}
+			if el := time.Since(start); el > 2*time.Second {
+				t.Errorf("took %s: the bad header must end the request when it is read", el)
+			}
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			if grown := int64(after.TotalAlloc) - int64(before.TotalAlloc); grown > 4<<20 {
+				t.Errorf("allocated %d bytes reading a hostile header", grown)
+			}
+			o = do(conn, 2, 5*time.Second)
+			if o.Class != drivers.OK || o.Dialed != 1 {
+				t.Errorf("after the bad frame: %v dialed %d (%v), want ok on a re-dialled connection", o.Class, o.Dialed, o.Err)
+			}
+			if got := d.Strays().Closes[c.code]; got != 1 {
+				t.Errorf("closes %v, want %s=1", d.Strays().Closes, c.code)
+			}
+		})
+	}
+}
+
+// A frame cut short by the server's close is short-read; a close at a
+// frame boundary with a request in flight is eof.
+func TestShortReadAndEOF(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		write []byte
+		class drivers.Class
+	}{
+		{"mid payload", append(lkdfHeader(LKDFMagic, 1, 2, 1, 100), make([]byte, 10)...), drivers.ShortRead},
+		{"mid header", lkdfHeader(LKDFMagic, 1, 2, 1, 100)[:7], drivers.ShortRead},
+		{"boundary", nil, drivers.EOF},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				nc, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				io.ReadFull(nc, make([]byte, 17))
+				nc.Write(c.write)
+				nc.Close()
+			}()
+			d := newDriver(t, "tcp://"+ln.Addr().String(), "x")
+			conn, err := d.Dial(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if o := do(conn, 1, 5*time.Second); o.Class != c.class {
+				t.Errorf("%v %q %v, want %s", o.Class, o.Code, o.Err, c.class)
+			}
+		})
+	}
+}
+
+// B17 d and e: an unsolicited frame before the real reply is unknown-id
+// and the reply still matches; a zero-length reply is valid.
+func TestUnknownIDAndZeroLength(t *testing.T) {
+	url := stub(t, func(_ int, id uint32, p []byte) []byte {
+		if id == 1 {
+			return append(response(id^0x80000000, []byte("stray")), response(id, nil)...)
+		}
+		return response(id, p)
+	})
+	d := newDriver(t, url, "payload {{seq}}")
+	c, _ := d.Dial(context.Background())
+	defer c.Close()
+	if o := do(c, 1, 5*time.Second); o.Class != drivers.OK || o.BytesIn != 16 {
+		t.Errorf("1: %v in %d", o.Class, o.BytesIn)
+	}
+	if o := do(c, 2, 5*time.Second); o.Class != drivers.OK {
+		t.Errorf("2: %v", o.Class)
+	}
+	if s := d.Strays(); s.UnknownID != 1 || s.Late != 0 || s.DuplicateID != 0 {
+		t.Errorf("strays %+v, want one unknown id", s)
+	}
+}
+
+// A reply after its request's timeout is late; the connection stays.
+func TestLateReply(t *testing.T) {
+	url := stub(t, func(_ int, id uint32, p []byte) []byte {
+		if id == 1 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		return response(id, p)
+	})
+	d := newDriver(t, url, "x")
+	c, _ := d.Dial(context.Background())
+	defer c.Close()
+	if o := do(c, 1, 50*time.Millisecond); o.Class != drivers.Timeout {
+		t.Fatalf("1: %v", o.Class)
+	}
+	if o := do(c, 2, 5*time.Second); o.Class != drivers.OK || o.Dialed != 0 {
+		t.Errorf("2: %v dialed %d", o.Class, o.Dialed)
+	}
+	if s := d.Strays(); s.Late != 1 {
+		t.Errorf("strays %+v, want one late", s)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		cfg  schema.Frame
+		url  string
+		want string
+	}{
+		{schema.Frame{Preset: "lkdf"}, "http://h:1", "scheme must be tcp"},
+		{schema.Frame{Preset: "lkdf"}, "tcp://h", "expected tcp://host:port"},
+		{schema.Frame{Preset: "nope"}, "tcp://h:1", `preset "nope"`},
+		{schema.Frame{}, "tcp://h:1", "no preset and no layout"},
+		{schema.Frame{Preset: "lkdf", Payload: "{{bytes 2MiB}}"}, "tcp://h:1", "the payload is 2097152 bytes; the layout allows at most 1048576"},
+		{schema.Frame{Preset: "lkdf", PayloadFile: "missing.bin"}, "tcp://h:1", "missing.bin"},
+		{schema.Frame{Preset: "lkdf", Payload: "{{nope}}"}, "tcp://h:1", "unknown template action"},
+	} {
+		if _, err := New(c.cfg, c.url, dir); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v %s: %v, want %q", c.cfg, c.url, err, c.want)
+		}
+	}
+}
