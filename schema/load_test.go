@@ -268,7 +268,7 @@ func TestProblems(t *testing.T) {
 		{"url with path", "version: 1\ntarget: {url: \"http://127.0.0.1:9/api\"}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
 			[]string{`s.yaml:2:15: target.url: the url names the server only`}},
 		{"serve kind", "version: 1\ntarget: {serve: htp}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
-			[]string{`s.yaml:2:17: target.serve: unknown reference target "htp"; did you mean "http"? (expected one of: http, ws-gateway)`}},
+			[]string{`s.yaml:2:17: target.serve: unknown reference target "htp"; did you mean "http"? (expected one of: http, ws-gateway, frame)`}},
 		{"args with url", "version: 1\ntarget: {url: \"http://x:1\", args: [-v]}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
 			[]string{"s.yaml:2:35: target.args: args apply only to a spawned reference target (serve)"}},
 		{"pid with serve", "version: 1\ntarget: {serve: http, pid: 7}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
