@@ -293,6 +293,16 @@ func TestProblems(t *testing.T) {
 			`s.yaml:5:40: reconcile.fetch.message: a control message needs the websocket driver`,
 			`s.yaml:5:50: reconcile.fetch.field: expected a dot path of field names such as stats, found ""`,
 		}},
+		{"frame fields", "version: 1\ntarget: {url: \"ws://127.0.0.1:9\"}\ndriver:\n  frame:\n    preset: lkdx\n    layout: {byte_order: middle, fields: [{name: a, size: u24, role: idx}]}\n    payload: x\n    payload_file: y\n    timeout: 0s\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
+			`s.yaml:2:15: target.url: unsupported scheme "ws" in "ws://127.0.0.1:9"; expected tcp`,
+			`s.yaml:5:5: driver.frame: both preset and layout; expected exactly one`,
+			`s.yaml:5:13: driver.frame.preset: unknown preset "lkdx"; did you mean "lkdf"?`,
+			`s.yaml:6:26: driver.frame.layout.byte_order: expected big or little, found "middle"`,
+			`s.yaml:6:59: driver.frame.layout.fields[0].size: expected u8, u16, u32 or u64, found "u24"`,
+			`s.yaml:6:70: driver.frame.layout.fields[0].role: expected id, length or type, found "idx"`,
+			`s.yaml:8:19: driver.frame.payload_file: both payload and payload_file; expected at most one`,
+			`s.yaml:9:14: driver.frame.timeout: expected a positive duration, found 0s`,
+		}},
 		{"fetch none", "version: 1\ntarget: {serve: http}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\nreconcile: {fetch: {}, expect: [errors == 0]}\n", []string{
 			`s.yaml:5:20: reconcile.fetch: no channel; expected one of path (GET, JSON), prometheus (GET, Prometheus text) or message (WebSocket control message)`,
 		}},
