@@ -84,7 +84,7 @@ func Checks(pl *Plan, res *Result) []Warning {
 		if p.Model == Closed && !p.Warmup {
 			fix := "use an open model, or closed.expected_rate for a corrected histogram"
 			if p.ExpectedInterval > 0 {
-				fix = "the CO-corrected histogram (expected_rate) is reported apart; it adds samples only where a response took longer than the expected interval"
+				fix = "the CO-corrected histogram (expected_rate) is reported apart; it adds samples only where a response took at least twice the expected interval (a response of v adds v − i, v − 2i, … down to i, as HdrHistogram's correction does), so it cannot show a queue that grows slowly"
 			}
 			ws = append(ws, Warning{Code: "closed-model", Phase: p.Name, Message: fmt.Sprintf("phase %s: closed model: the tail may be under-reported (coordinated omission): a slow response also delays the requests behind it; %s", p.Name, fix)})
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -150,8 +151,13 @@ func (pl *Plan) ExpectedTotal() (repeat, total time.Duration) {
 // Limits are driver facts that the plan must respect.
 type Limits struct {
 	// MaxInflight is the largest in-flight cap per connection the driver
-	// supports; 0 means 1.
+	// supports; 0 means 1, −1 means unknown (the driver's configuration
+	// failed: its own errors say why, and no cap is checked).
 	MaxInflight int
+	// InflightHint is what to do when a phase asks for more in flight
+	// than MaxInflight, e.g. "set driver.websocket.correlate"; empty: use
+	// more connections.
+	InflightHint string
 	// Timeout is the driver's per-request timeout, used as the
 	// end-of-phase grace (DESIGN.md §10).
 	Timeout time.Duration
@@ -170,8 +176,9 @@ func Compile(sc *schema.Scenario, lim Limits) (*Plan, error) {
 			errs = append(errs, fmt.Errorf("%s: phases[%d]: %w", sc.File, i, err))
 			continue
 		}
-		if p.Inflight > maxInflight {
-			errs = append(errs, fmt.Errorf("%s: phases[%d].open.inflight: the driver carries at most %d request(s) per connection at a time; found %d (use more connections instead)", sc.File, i, maxInflight, p.Inflight))
+		if p.Inflight > maxInflight && lim.MaxInflight >= 0 {
+			hint := cmp.Or(lim.InflightHint, "use more connections instead")
+			errs = append(errs, fmt.Errorf("%s: phases[%d].open.inflight: the driver carries at most %d request(s) per connection at a time; found %d (%s)", sc.File, i, maxInflight, p.Inflight, hint))
 		}
 		pl.MaxConnections = max(pl.MaxConnections, p.Connections)
 		pl.Phases = append(pl.Phases, p)

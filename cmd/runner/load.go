@@ -103,8 +103,15 @@ func compile(file string) (*schema.Scenario, *engine.Plan, error) {
 		for _, e := range flatten(err) {
 			errs = append(errs, driverError(sc, ld.key, e))
 		}
+		lim.MaxInflight = -1 // unknown: the driver's errors come first
 	} else {
 		lim.MaxInflight, lim.Timeout = ld.maxIn, ld.timeout
+		if w := sc.Driver.WebSocket; w != nil && w.Correlate == "" {
+			lim.InflightHint = "without driver.websocket.correlate a connection carries one message at a time: set correlate to the reply field that carries the request id, or use more connections"
+		}
+		if sc.Driver.HTTP != nil {
+			lim.InflightHint = "HTTP/1.x carries one request at a time per connection: use more connections instead"
+		}
 	}
 	pl, err := engine.Compile(sc, lim)
 	if err != nil {

@@ -10,14 +10,23 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runner-dev/runner/targets"
+	"github.com/runner-dev/runner/targets/frametarget"
 	"github.com/runner-dev/runner/targets/httptarget"
 	"github.com/runner-dev/runner/targets/wsgateway"
 )
 
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
-	serve := &cobra.Command{
+	// registered keeps the kinds in the order they are added (http first);
+	// cobra's Commands() sorts them by name.
+	var registered []*cobra.Command
+	var serve *cobra.Command
+	add := func(c *cobra.Command) {
+		serve.AddCommand(c)
+		registered = append(registered, c)
+	}
+	serve = &cobra.Command{
 		Use:   "serve KIND [flags]",
-		Short: "Run a reference target with known behaviour (kinds: http, ws-gateway)",
+		Short: "Run a reference target with known behaviour (kinds: http, ws-gateway, frame)",
 		Long: `serve runs a reference target: a server whose behaviour is known exactly, so
 that measured numbers can be checked against analytical ones. Scenarios with
 target: {serve: KIND, args: [...]} spawn it as a separate child process on a
@@ -28,7 +37,7 @@ It prints "listening on URL" once ready and stops on SIGINT/SIGTERM.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var kinds []string
-			for _, k := range cmd.Commands() {
+			for _, k := range registered {
 				if k.IsAvailableCommand() {
 					kinds = append(kinds, k.Name())
 				}
@@ -41,7 +50,7 @@ It prints "listening on URL" once ready and stops on SIGINT/SIGTERM.`,
 			return exitError(exitInvalid)
 		},
 	}
-	serve.AddCommand(&cobra.Command{
+	add(&cobra.Command{
 		Use:   "http [--listen ADDR] [--delay D] [--workers 1] [--stall-every P --stall-for D] [--slow-for D --slow-delay D] [--delay-per-seq D] [--error-every N] [--error-status S] [--close-after N]",
 		Short: "HTTP/1.1 reference target: GET /healthz, GET /stats (JSON counters), every other path counted",
 		// The target parses its own flags, so `target.args` in a scenario
@@ -72,7 +81,7 @@ It prints "listening on URL" once ready and stops on SIGINT/SIGTERM.`,
 			return nil
 		},
 	})
-	serve.AddCommand(&cobra.Command{
+	add(&cobra.Command{
 		Use:   "ws-gateway [--listen ADDR] [--bucket N] [--refill R] [--service D] [--jitter D] [--seed S] [--serial-service D] [--close-after N [--close-abrupt]] [--never-answer] [--reorder K] [--duplicate-every N] [--unknown-id-every N] [--slow-every N --slow-delay D]",
 		Short: "WebSocket reference target: a message gateway with a per-connection token bucket, /serial mode, GET /healthz and GET /stats",
 		Long: `The ws-gateway reference target is a synthetic WebSocket message gateway.
@@ -109,9 +118,54 @@ flat JSON object. Its truth knobs make it misbehave in known ways.`,
 			return nil
 		},
 	})
-	serve.Commands()[0].Long = `The http reference target answers every request except /healthz and /stats
+	add(&cobra.Command{
+		Use:   "frame [--listen ADDR] [--handler echo|digest] [--rounds N] [--workers N] [--delay D] [--reorder K] [--malformed-every N --malformed KIND] [--close-after N]",
+		Short: "Binary-frame (LKDF over TCP) reference target: echo or SHA-256 digest on N event loops; GET /healthz and GET /stats on the same port",
+		Long: `The frame reference target speaks LKDF over TCP: 16-byte big-endian headers
+(magic "LKDF", version 1, type 1 request / 2 response, flags, requestId,
+payload length up to 1 MiB) and a payload. Each request frame gets one response
+frame with its flags and requestId, carrying the request's payload (--handler
+echo) or --rounds rounds of SHA-256 of it (--handler digest), computed on one of
+--workers event loops; each connection is bound to one loop. A connection
+starting with "GET " or "HEAD" is HTTP instead: GET /healthz, and GET /stats for
+the counters (requests, responses, bad_frames, connections, ...) as a flat JSON
+object. Its truth knobs make it misbehave in known ways.`,
+		// As for http: the target parses its own flags.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				if a == "-h" || a == "--help" {
+					fmt.Fprintln(stdout, cmd.Long+"\n\nUsage: runner "+cmd.Parent().Name()+" "+cmd.Use)
+					fmt.Fprintln(stdout, frametarget.Usage())
+					return nil
+				}
+			}
+			cfg, err := frametarget.ParseArgs(args)
+			if err != nil {
+				fmt.Fprintln(stderr, "runner serve frame:", err)
+				return exitError(exitInvalid)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			err = frametarget.Serve(ctx, cfg, func(addr string) {
+				fmt.Fprintf(stdout, "%stcp://%s\n", targets.ReadyPrefix, addr)
+			})
+			if err != nil && ctx.Err() == nil {
+				fmt.Fprintln(stderr, "runner serve frame:", err)
+				return exitError(exitCouldNotRun)
+			}
+			return nil
+		},
+	})
+	// Commands() is sorted by name: find http's by its name (frame sorts first).
+	for _, k := range serve.Commands() {
+		if k.Name() != "http" {
+			continue
+		}
+		k.Long = `The http reference target answers every request except /healthz and /stats
 with 200 "ok" after a fixed delay; its knobs make it misbehave in known ways.
 GET /stats returns its counters as a flat JSON object (requests, ok,
 status_NNN, connections, ...), which reconcile.fetch reads.`
+	}
 	return serve
 }

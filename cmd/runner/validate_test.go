@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -94,5 +95,20 @@ phases:
 	}
 	if n := stats(t, base)["requests"]; n != 0 {
 		t.Fatalf("the target counted %g requests; invalid scenarios must send nothing", n)
+	}
+}
+
+// A driver's own configuration error is reported alone, not followed by
+// knock-on plan errors; a WebSocket phase with in-flight > 1 and no
+// correlate says to set correlate.
+func TestValidateWebSocketInflight(t *testing.T) {
+	head := "version: 1\ntarget: {serve: ws-gateway}\ndriver:\n  websocket: {message: '{\"id\": \"u-{{seq}}\"}'%s}\nphases:\n  - {open: {rate: 10/s, connections: 1, inflight: 32}, duration: 1s}\n"
+	code, _, errOut := cli(t, "validate", scenario(t, "a.yaml", fmt.Sprintf(head, ", correlate: id")))
+	if code != exitInvalid || !strings.Contains(errOut, "it must be {{seq}}") || strings.Contains(errOut, "inflight") {
+		t.Errorf("driver error: exit %d\n%s", code, errOut)
+	}
+	code, _, errOut = cli(t, "validate", scenario(t, "b.yaml", fmt.Sprintf(head, "")))
+	if code != exitInvalid || !strings.Contains(errOut, "phases[0].open.inflight") || !strings.Contains(errOut, "set correlate to the reply field") {
+		t.Errorf("no correlate: exit %d\n%s", code, errOut)
 	}
 }

@@ -160,7 +160,7 @@ func compile(src string) (*Rule, *CompileError) {
 func (rw *rewritten) exprError(err error) *CompileError {
 	var fe *file.Error
 	if errors.As(err, &fe) {
-		return rw.errorAtText(fe.From, "%s", rw.asWritten(fe.From, fe.Message))
+		return rw.errorAtText(fe.From, "%s", rw.asWritten(fe.From, fe.Message)+syntaxHint(fe.Message))
 	}
 	msg, _, _ := strings.Cut(err.Error(), "\n")
 	return rw.errorAt(0, "%s", msg)
@@ -1177,4 +1177,22 @@ func atomText(n ast.Node, rw *rewritten) string {
 // closes_by["1000"], server.x or server["x"].
 func isMapGroup(group string) bool {
 	return group == "errors_by" || group == "closes_by" || group == "server"
+}
+
+// units are the duration units a rule can write after a number.
+var units = []string{"ns", "us", "µs", "ms", "s", "m", "h"}
+
+// syntaxHint adds what a newcomer most likely meant to a syntax error of
+// expr's parser: `=` for `==`, a space between a number and its unit.
+func syntaxHint(msg string) string {
+	switch {
+	case strings.Contains(msg, `unexpected token Operator("=")`):
+		return "; did you mean == (a comparison)?"
+	case strings.HasPrefix(msg, `unexpected token Identifier("`):
+		id := strings.TrimSuffix(strings.TrimPrefix(msg, `unexpected token Identifier("`), `")`)
+		if slices.Contains(units, id) {
+			return "; write the unit right after the number, without a space: 50" + id
+		}
+	}
+	return ""
 }

@@ -296,7 +296,19 @@ func availability(env *Env, r ref) (ok bool, note string) {
 				return false, "not fetched"
 			}
 		} else if !env.fetched[r.name] {
-			return false, "not fetched"
+			if len(env.fetched) == 0 {
+				return false, "not fetched"
+			}
+			// Fetched, but the target has no such counter: say which it has.
+			known := slices.Sorted(maps.Keys(env.fetched))
+			msg := "the target has no counter " + quote(r.name)
+			if s := suggest(r.name, known); len(s) > 0 {
+				msg += "; did you mean " + orList(s) + "?"
+			}
+			if len(known) > 12 {
+				known = append(known[:12], "…")
+			}
+			return false, msg + " (its counters: " + strings.Join(known, " ") + ")"
 		}
 	}
 	return true, ""

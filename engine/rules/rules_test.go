@@ -306,12 +306,13 @@ func TestEval(t *testing.T) {
 		{"completed_rate > throughput", Pass, "", ""},
 		{"samples == 1006 and requests == 1007 and arrivals == requests + dropped", Pass, "", ""},
 		{"server.echoed == ok and server.limited == errors_by[\"RATE_LIMITED\"]", Pass, `server.echoed=1006 ok=1006 server.limited=0 errors_by["RATE_LIMITED"]=0`, ""},
-		{"server.missing == 0", Inconclusive, "server.missing=n/a (not fetched)", "server.missing: not fetched"},
+		{"server.echoes == 0", Inconclusive, "", `server.echoes: the target has no counter "echoes"; did you mean echoed? (its counters: echoed limited)`},
 		{"service.p99 < 5s", Pass, "service.p99=3.985408s", ""},
 		{"failed.max < 2s", Pass, "failed.max=1s", ""},
 		{"failed.p50 < 2s", Inconclusive, "failed.p50=1s (1 sample, needs ≥ 20)", ""},
 		// No expected_rate: the corrected distribution is empty.
 		{"corrected.p99 < 5s", Inconclusive, "corrected.p99=n/a (0 samples)", ""},
+		{"server.x == 0", Inconclusive, "", ""},
 		{`closes_by["1006"] == 0 and unknown_id == 0 and duplicate_id == 0`, Pass, `closes_by["1006"]=0 unknown_id=0 duplicate_id=0`, ""},
 		{`closes_by["10" + "00"] == 0`, Pass, "", ""},
 		{"client.cpu < 0.9", Inconclusive, "client.cpu=n/a (not measured)", ""},
@@ -572,6 +573,19 @@ func TestRewrite(t *testing.T) {
 		}
 		if len(rw.start) != len([]rune(rw.text))+1 {
 			t.Errorf("rewrite(%q): offset map of %d for %d runes", c.src, len(rw.start), len([]rune(rw.text)))
+		}
+	}
+}
+
+// Syntax errors that newcomers make say what was meant.
+func TestSyntaxHints(t *testing.T) {
+	for src, want := range map[string]string{
+		"errors = 0":  "did you mean == (a comparison)?",
+		"p99 < 50 ms": "write the unit right after the number, without a space: 50ms",
+	} {
+		_, err := Compile(src)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", src, err, want)
 		}
 	}
 }
