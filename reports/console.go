@@ -3,6 +3,8 @@ package reports
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -99,6 +101,9 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	}
 	er, _ := s.ErrorRate()
 	c.f("  errors        %d (%.2f %%)%s\n", s.Errors, 100*er, breakdown(s))
+	for _, code := range slices.Sorted(maps.Keys(s.ErrorExamples)) {
+		c.f("    e.g. %-8s %s\n", code+":", s.ErrorExamples[code])
+	}
 	if n := s.Cancelled - s.CancelledUnsent; n > 0 {
 		c.f("  cancelled     %d sent requests (still in flight when the phase ended or was interrupted; not target errors)\n", n)
 	}

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ type fcRun struct {
 	json, tsv      string // output paths
 	code           int
 	stdout, stderr string
+	maxRSS         int64 // the runner process's peak resident set, bytes (getrusage via wait4)
 }
 
 // fcExec writes the scenario and runs `runner run` on it, with JSON and
@@ -72,6 +74,11 @@ func fcExec(t *testing.T, dir, name, yaml string) *fcRun {
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	r.stdout, r.stderr = out.String(), errb.String()
+	if ps := cmd.ProcessState; ps != nil {
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			r.maxRSS = ru.Maxrss << 10 // KiB on Linux
+		}
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/runner-dev/runner/drivers"
 )
@@ -68,6 +69,7 @@ type shard struct {
 	corrected                             *Dist
 	failed                                map[string]*Dist
 	byClass, byCode                       map[string]int64
+	firstErr                              map[string]string // code → its first error's message
 	timeline                              []Second
 }
 
@@ -83,9 +85,10 @@ func NewRecorder(shards int, opts Options) *Recorder {
 	}
 	for i := range r.shards {
 		s := &shard{
-			failed:  map[string]*Dist{},
-			byClass: map[string]int64{},
-			byCode:  map[string]int64{},
+			failed:   map[string]*Dist{},
+			byClass:  map[string]int64{},
+			byCode:   map[string]int64{},
+			firstErr: map[string]string{},
 		}
 		s.response.h, s.service.h = newHist(), newHist()
 		if opts.ExpectedInterval > 0 {
@@ -166,6 +169,9 @@ func (s *shard) record(res *Result, interval, window time.Duration, timeline int
 		s.errors++
 		s.byClass[class]++
 		s.byCode[code]++
+		if _, seen := s.firstErr[code]; !seen && o.Err != nil && len(s.firstErr) < maxErrorExamples {
+			s.firstErr[code] = truncate(o.Err.Error(), 300)
+		}
 		if o.Class == drivers.Timeout {
 			s.timeouts++
 		}
@@ -295,6 +301,14 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 		for c, n := range sh.byClass {
 			s.ErrorsByClass[c] += n
 		}
+		for c, m := range sh.firstErr {
+			if _, ok := s.ErrorExamples[c]; !ok {
+				if s.ErrorExamples == nil {
+					s.ErrorExamples = map[string]string{}
+				}
+				s.ErrorExamples[c] = m
+			}
+		}
 		for c, n := range sh.byCode {
 			s.ErrorsByCode[c] += n
 		}
@@ -321,4 +335,18 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 	r.closesMu.Unlock()
 	s.seal()
 	return s
+}
+
+// maxErrorExamples bounds the error codes a shard keeps an example of.
+const maxErrorExamples = 32
+
+// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -72,6 +72,10 @@ type Summary struct {
 	// ("503", "EADDRNOTAVAIL", "RATE_LIMITED"); errors without a code count
 	// under their class name.
 	ErrorsByCode map[string]int64 `json:"errors_by_code"`
+	// ErrorExamples holds, per error code, the message of one error of
+	// that code (the first a shard saw, at most 300 bytes), so that a
+	// report can say what "too-long" or "503" was. Nil when no error.
+	ErrorExamples map[string]string `json:"error_examples,omitempty"`
 
 	// ConnectionsOpened is the number of connections dialled: at the
 	// barrier plus inside requests (Reconnects).
@@ -213,6 +217,14 @@ func (s *Summary) Merge(o *Summary) {
 	s.ClosesByCode = addCounts(s.ClosesByCode, o.ClosesByCode)
 	s.ErrorsByClass = addCounts(s.ErrorsByClass, o.ErrorsByClass)
 	s.ErrorsByCode = addCounts(s.ErrorsByCode, o.ErrorsByCode)
+	for c, m := range o.ErrorExamples {
+		if _, ok := s.ErrorExamples[c]; !ok {
+			if s.ErrorExamples == nil {
+				s.ErrorExamples = map[string]string{}
+			}
+			s.ErrorExamples[c] = m
+		}
+	}
 	s.ConnectionsOpened += o.ConnectionsOpened
 	s.Reconnects += o.Reconnects
 	s.ConnectFailures += o.ConnectFailures
@@ -262,6 +274,8 @@ func (s *Summary) Clone() *Summary {
 	c := *s
 	c.ErrorsByClass = maps.Clone(s.ErrorsByClass)
 	c.ErrorsByCode = maps.Clone(s.ErrorsByCode)
+	c.ErrorExamples = maps.Clone(s.ErrorExamples)
+	c.ClosesByCode = maps.Clone(s.ClosesByCode)
 	c.Response = *s.Response.Clone()
 	c.Service = *s.Service.Clone()
 	c.ConnectTime = *s.ConnectTime.Clone()

@@ -1,0 +1,127 @@
+package main
+
+// End-to-end tests of the binary frame driver against `runner serve
+// frame` (issue 5).
+
+import (
+	"strings"
+	"testing"
+)
+
+// frameScenario is a closed-model run of the lkdf preset against the
+// spawned frame target with args, reconciled with its /stats.
+func frameScenario(name, args, phases, rest string) string {
+	return `version: 1
+name: ` + name + `
+target: {serve: frame, args: [` + args + `]}
+driver:
+  frame: {preset: lkdf, payload: '{{bytes 64}}', timeout: 2s}
+phases:
+` + phases + `reconcile:
+  fetch: {path: /stats}
+` + rest
+}
+
+// TestField_B17_HostileFrames: the target replaces every 100th reply
+// with a malformed one. (a) length 0x80000000 then 10 bytes and silence,
+// (b) length 0xFFFFFFFF, (c) magic "GET ": each is a bad-frame error
+// with the declared value and the limit, as soon as the header is read;
+// the connection is closed and re-dialled, and the client's memory does
+// not grow by what the length asks for. (d) an unsolicited frame with an
+// id never sent before the real reply: one unknown_id each, the reply
+// still matches. (e) an empty payload is valid. No panic; the run ends
+// with a verdict.
+func TestField_B17_HostileFrames(t *testing.T) {
+	for _, c := range []struct {
+		kind, code string
+		bad        bool
+	}{
+		{"huge-length", "too-long", true},
+		{"max-length", "too-long", true},
+		{"bad-magic", "bad-magic", true},
+		{"unknown-id", "", false},
+		{"zero-length", "", false},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			yaml := frameScenario("b17-"+c.kind, `"--malformed-every", "100", "--malformed", "`+c.kind+`"`,
+				"  - {name: main, closed: {connections: 4}, duration: 2s}\n", `  expect:
+    - server.requests == requests
+assert:
+  - requests > 1000
+`)
+			r := fcRunScenario(t, "b17-"+c.kind, yaml, exitPass)
+			ph := r.phases(t)[0]
+			faults := int64(jsonNum(t, ph, "server", "malformed_sent"))
+			if faults < 10 {
+				t.Fatalf("only %d faults sent", faults)
+			}
+			byCode, _ := ph["summary"].(map[string]any)["errors_by_code"].(map[string]any)
+			errs := fcCount(t, ph, "errors")
+			switch {
+			case c.bad:
+				// Every fault ends exactly the one request it answered.
+				if n := int64(jsonNum(t, byCode, c.code)); n != faults || errs != faults {
+					t.Errorf("errors %d, %s %d; want %d (one per fault)", errs, c.code, n, faults)
+				}
+				if re := fcCount(t, ph, "reconnects"); re < faults-4 || re > faults {
+					t.Errorf("reconnects %d for %d bad frames", re, faults)
+				}
+				want := map[string]string{"too-long": "length ", "bad-magic": "magic 0x47455420, expected 0x4C4B4446"}[c.code]
+				if c.kind == "huge-length" {
+					want = "length 2147483648 > max 1048576"
+				}
+				if c.kind == "max-length" {
+					want = "length 4294967295 > max 1048576"
+				}
+				if !strings.Contains(r.stdout, "e.g. "+c.code+": bad frame from the target: "+want) {
+					t.Errorf("the console does not quote %q:\n%s", want, r.stdout)
+				}
+			case c.kind == "unknown-id":
+				if u := fcCount(t, ph, "unknown_id"); u != faults || errs != 0 {
+					t.Errorf("unknown_id %d errors %d; want %d and 0", u, errs, faults)
+				}
+			default:
+				if errs != 0 || fcCount(t, ph, "ok") != fcCount(t, ph, "requests") {
+					t.Errorf("errors %d: an empty payload is a valid reply", errs)
+				}
+			}
+			// Peak RSS of the runner (and of the target it spawned and
+			// reaped): nothing near what a 2 GiB or 4 GiB length asks for.
+			if r.maxRSS > 200<<20 {
+				t.Errorf("peak RSS %d MiB", r.maxRSS>>20)
+			}
+			t.Logf("%s: %d faults, peak RSS %d MiB", c.kind, faults, r.maxRSS>>20)
+		})
+	}
+}
+
+// The target closes each connection after its 50th reply: the request in
+// flight then is eof (never a timeout), and the next one re-dials.
+func TestFrameServerCloses(t *testing.T) {
+	yaml := frameScenario("frame-close", `"--close-after", "50"`,
+		"  - {name: main, closed: {connections: 4}, requests: 1000}\n", `  expect:
+    - server.requests == requests
+    - server.connections == connections_opened
+assert:
+  - timeouts == 0
+`)
+	r := fcRunScenario(t, "frame-close", yaml, exitPass)
+	ph := r.phases(t)[0]
+	closes := int64(jsonNum(t, ph, "server", "closed_by_server"))
+	if re := fcCount(t, ph, "reconnects"); closes < 16 || re < closes-4 || re > closes {
+		t.Errorf("closes %d, reconnects %d", closes, re)
+	}
+}
+
+// Out-of-order replies with several in flight per connection (open
+// model, in-flight 8) all pair with their own requests.
+func TestFrameOutOfOrder(t *testing.T) {
+	yaml := frameScenario("frame-reorder", `"--reorder", "4"`,
+		"  - {name: main, open: {rate: 2000/s, connections: 2, inflight: 8}, duration: 1s}\n", `  expect:
+    - server.responses == ok
+assert:
+  - errors == 0 and dropped == 0 and unknown_id == 0 and duplicate_id == 0
+  - ok == 2000
+`)
+	fcRunScenario(t, "frame-reorder", yaml, exitPass)
+}
