@@ -192,8 +192,8 @@ func TestCountersMoved(t *testing.T) {
 	res := &Result{Phases: []*PhaseResult{
 		ph(1, "a", m(0, 1), m(100, 2), 0),
 		ph(1, "b", m(107, 3), m(200, 4), 0),  // 7 foreign requests between a and b
-		ph(1, "c", m(200, 5), m(300, 6), 3),  // clean: control counters only
-		ph(1, "d", m(301, 7), m(400, 8), 0),  // after a phase with timeouts: not judged
+		ph(1, "c", m(201, 5), m(300, 6), 3),  // a move of 1: our own fetch
+		ph(1, "d", m(305, 7), m(400, 8), 0),  // after a phase with timeouts: not judged
 		ph(2, "a", m(405, 9), m(500, 10), 0), // a new repeat: not compared
 	}}
 	ws := CountersMoved(res)

@@ -148,6 +148,10 @@ func (pl *Plan) ExpectedTotal() (repeat, total time.Duration) {
 	return repeat, repeat * time.Duration(pl.Repeats)
 }
 
+// MaxInflightSlots bounds connections × in-flight of an open phase: the
+// generator runs one goroutine per in-flight slot.
+const MaxInflightSlots = 100_000
+
 // Limits are driver facts that the plan must respect.
 type Limits struct {
 	// MaxInflight is the largest in-flight cap per connection the driver
@@ -175,6 +179,9 @@ func Compile(sc *schema.Scenario, lim Limits) (*Plan, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: phases[%d]: %w", sc.File, i, err))
 			continue
+		}
+		if slots := int64(p.Connections) * int64(p.Inflight); p.Model == Open && slots > MaxInflightSlots {
+			errs = append(errs, fmt.Errorf("%s: phases[%d].open.inflight: %d connections × in-flight %d = %d requests in flight at once; at most %d (each in-flight slot is a goroutine of the generator, about 8 KiB)", sc.File, i, p.Connections, p.Inflight, slots, MaxInflightSlots))
 		}
 		if p.Inflight > maxInflight && lim.MaxInflight >= 0 {
 			hint := cmp.Or(lim.InflightHint, "use more connections instead")

@@ -37,8 +37,9 @@ type Run struct {
 	// Error says why the run could not complete; empty when it did.
 	Error string `json:"error,omitempty"`
 	// Outcome is the run's result in one word, as the exit code says it:
-	// "pass", "fail", "inconclusive", "could-not-run" or "interrupted".
-	// Empty while the run is in progress.
+	// "pass", "fail", "inconclusive", "could-not-run" or "interrupted";
+	// "incomplete" (exit code 3) in the snapshots written after each phase
+	// while the run goes on, replaced by the final write.
 	Outcome string `json:"outcome,omitempty"`
 	// ExitCode is the process exit code for this scenario (DESIGN.md §5).
 	ExitCode int `json:"exit_code"`

@@ -64,6 +64,9 @@ func TestValidateRejectsBeforeRunning(t *testing.T) {
 				`:5:26: phases[0]: ramp.connections: 100000 stairs (from 0 to 100000 by 1); at most 10000`,
 				`:6:35: phases[1].open.inflight: the driver carries at most 1 request(s) per connection at a time; found 4`,
 			}},
+		// The breaker's OOM: 200 × 65536 goroutines passed validation.
+		{"inflight-slots", "version: 1\ntarget: {serve: ws-gateway}\ndriver: {websocket: {message: '{\"id\": {{seq}}}', correlate: id}}\nphases:\n  - {open: {rate: 10/s, connections: 200, inflight: 65536}, duration: 1s}\n",
+			[]string{`:5:53: phases[0].open.inflight: 200 connections × in-flight 65536 = 13107200 requests in flight at once; at most 100000`}},
 		// Rule messages in the user's terms.
 		{"rule-method", url + driver + phases + "assert: [p99.Hours() < 1]\n",
 			[]string{`:6:10: assert[0]: column 5: p99 is a metric, it has no method Hours(); for the number of hours write p99 / 1h`}},

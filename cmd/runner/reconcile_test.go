@@ -1,9 +1,13 @@
 package main
 
 import (
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -88,5 +92,38 @@ reconcile:
 		if !strings.Contains(out+errOut, want) {
 			t.Errorf("field %s: output lacks %q:\n%s\n%s", field, want, out, errOut)
 		}
+	}
+}
+
+// The counter fetch of an https:// target trusts what the traffic trusts
+// (tls.ca_file): the breaker found the traffic passing and every fetch
+// failing on an unknown authority.
+func TestReconcileOverTLS(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/stats" {
+			fmt.Fprintf(w, `{"hits": %d}`, n.Load())
+			return
+		}
+		n.Add(1)
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := scenario(t, "s.yaml", `version: 1
+name: tls
+target: {url: `+srv.URL+`}
+driver: {http: {path: /x, timeout: 2s, tls: {ca_file: `+ca+`}}}
+phases:
+  - {name: main, closed: {connections: 1}, requests: 30}
+reconcile:
+  fetch: {path: /stats}
+  expect: [server.hits == requests]
+`)
+	code, out, errOut := cli(t, "run", "--log-level", "disabled", "--json", t.TempDir()+"/r.json", "--tsv", t.TempDir()+"/r.tsv", file)
+	if code != exitPass || !strings.Contains(out, "PASS: server.hits=30 requests=30") {
+		t.Errorf("exit %d\n%s\n%s", code, out, errOut)
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime"
@@ -295,7 +297,11 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		Log:     log,
 	}
 	if sc.Reconcile != nil {
-		r.Counters = fetchCounters(base, sc.Reconcile.Fetch, ld.driver)
+		tlsConf, err := fetchTLS(sc, base)
+		if err != nil {
+			return fail("%s: reconcile.fetch: %v", sc.File, err)
+		}
+		r.Counters = fetchCounters(base, sc.Reconcile.Fetch, ld.driver, tlsConf)
 	}
 	switch {
 	case proc != nil:
@@ -314,10 +320,14 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	)
 	r.OnPhase = func(pr *engine.PhaseResult) {
 		rep.Result.Phases = append(rep.Result.Phases, pr)
+		// A snapshot until the final write replaces it: if it is all that
+		// is left (a forced exit), it must not read as a finished run.
+		rep.Outcome, rep.ExitCode = "incomplete", exitCouldNotRun
 		if pr.Interrupted {
 			// Marked now, not only at the end: a second signal may force
 			// the process out before the final write.
 			rep.Result.Interrupted = true
+			rep.Outcome = "interrupted"
 		}
 		if tsvPath != "" {
 			outputs.Lock()
@@ -471,13 +481,32 @@ func meterProcess(pid int) func() func() (*engine.TargetUsage, error) {
 	}
 }
 
+// fetchTLS is the TLS configuration of the counter fetches of an https://
+// or wss:// target: the driver's own (ca_file, insecure_skip_verify,
+// server_name), so that the fetch trusts what the traffic trusts; nil
+// for a plain target.
+func fetchTLS(sc *schema.Scenario, base string) (*tls.Config, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "wss") {
+		return nil, nil
+	}
+	var t *schema.TLS
+	switch {
+	case sc.Driver.HTTP != nil:
+		t = sc.Driver.HTTP.TLS
+	case sc.Driver.WebSocket != nil:
+		t = sc.Driver.WebSocket.TLS
+	}
+	return drivers.TLSConfig(t, u.Hostname(), nil)
+}
+
 // fetchCounters reads the target's counters through the channel f names:
 // GET base+path answering JSON (the object at f.Field), GET base+prometheus
 // answering the Prometheus text format, or a WebSocket control message on
 // a connection of its own (the driver's Control). A ws:// base is reached
 // over http:// for the GETs. The fetch's connection is its own: never
 // counted as the run's.
-func fetchCounters(base string, f schema.Fetch, d drivers.Driver) func(context.Context) (map[string]float64, error) {
+func fetchCounters(base string, f schema.Fetch, d drivers.Driver, tlsConf *tls.Config) func(context.Context) (map[string]float64, error) {
 	if f.Message != "" {
 		ctl, _ := d.(interface {
 			Control(ctx context.Context, message string) ([]byte, error)
@@ -498,7 +527,7 @@ func fetchCounters(base string, f schema.Fetch, d drivers.Driver) func(context.C
 		}
 	}
 	httpBase := strings.TrimSuffix(targets.HealthURL(base), "/healthz")
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: tlsConf}}
 	path := cmp.Or(f.Path, f.Prometheus)
 	return func(ctx context.Context) (map[string]float64, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, httpBase+path, nil)

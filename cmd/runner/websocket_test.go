@@ -181,3 +181,25 @@ func TestWS_ReconciliationMismatch(t *testing.T) {
 		}
 	}
 }
+
+// The gateway closes each connection cleanly after its 100th message,
+// under a closed model that sends the next message at once. A message
+// the client writes when the close has already arrived was never sent: it
+// is sent on a new connection, not booked as a reset (the breaker found a
+// storm of those). A message that crossed the gateway's close frame on
+// the wire is a request that ends as eof close-1000, and the gateway
+// (which drops what comes after its close) never counted it: so the
+// gateway's messages plus those eofs are the requests, exactly.
+func TestWS_CleanCloseUnderLoad(t *testing.T) {
+	yaml := wsScenario("ws-close-load", `"--close-after", "100", "--bucket", "0"`, "2s",
+		"  - {name: main, closed: {connections: 4}, requests: 2000}\n", `  expect:
+    - server.messages + errors_by["close-1000"] == requests
+    - server.closes_clean == closes_by["1000"]
+assert:
+  - 'errors_by["reset"] == 0 and timeouts == 0 and errors == errors_by["close-1000"]'
+  - 'closes_by["1000"] >= 15'
+`)
+	r := fcRunScenario(t, "ws-close-load", yaml, exitPass)
+	ph := r.phases(t)[0]
+	t.Logf("closes %v, reconnects %d, errors %d", ph["summary"].(map[string]any)["closes_by_code"], fcCount(t, ph, "reconnects"), fcCount(t, ph, "errors"))
+}

@@ -7,9 +7,16 @@ package correlate
 
 import "sync"
 
-// Remember bounds how many timed-out and answered ids a Table keeps to
-// tell a late or a duplicate reply from an unknown one.
-const Remember = 4096
+// RememberGaveUp bounds, per Table, the ids of requests that gave up
+// (timed out or were cancelled after they were sent) kept to tell a late
+// reply from an unknown one; RememberAnswered the answered ids kept to
+// tell a duplicate. Older ones are forgotten: a reply to one is then
+// unknown. (Duplicates come right after the reply; late replies can trail
+// a long run of timeouts.)
+const (
+	RememberGaveUp   = 1 << 16
+	RememberAnswered = 4096
+)
 
 // Stray is what an unpaired reply was.
 type Stray int
@@ -26,8 +33,8 @@ const (
 type Table[K comparable, R any] struct {
 	mu       sync.Mutex
 	pending  map[K]chan R
-	timedOut ring[K]
-	answered ring[K]
+	timedOut ring[K] // bounded by RememberGaveUp
+	answered ring[K] // bounded by RememberAnswered
 }
 
 // Add registers id as in flight and returns the channel its reply will be
@@ -44,18 +51,22 @@ func (t *Table[K, R]) Add(id K) chan R {
 	return ch
 }
 
-// Forget removes id when its request will not take a reply (the send
-// failed, the connection ended, it was cancelled). timedOut remembers it,
-// so that a reply after it counts as Late.
-func (t *Table[K, R]) Forget(id K, ch chan R, timedOut bool) {
+// Forget removes id when its request will not take a reply. gaveUp
+// (it timed out or was cancelled after it was sent) remembers it, so that
+// a reply after it counts as Late; a request never sent is forgotten
+// outright. It reports false when the reply was delivered meanwhile: it
+// is then in ch, unread, and the caller decides what it was.
+func (t *Table[K, R]) Forget(id K, ch chan R, gaveUp bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.pending[id] == ch {
-		delete(t.pending, id)
+	if t.pending[id] != ch {
+		return false
 	}
-	if timedOut {
-		t.timedOut.add(id)
+	delete(t.pending, id)
+	if gaveUp {
+		t.timedOut.add(id, RememberGaveUp)
 	}
+	return true
 }
 
 // Deliver hands a reply with id to its request and returns true, or says
@@ -64,7 +75,7 @@ func (t *Table[K, R]) Deliver(id K, r R) (Stray, bool) {
 	t.mu.Lock()
 	if ch, ok := t.pending[id]; ok {
 		delete(t.pending, id)
-		t.answered.add(id)
+		t.answered.add(id, RememberAnswered)
 		t.mu.Unlock()
 		ch <- r
 		return 0, true
@@ -72,7 +83,7 @@ func (t *Table[K, R]) Deliver(id K, r R) (Stray, bool) {
 	defer t.mu.Unlock()
 	switch {
 	case t.timedOut.remove(id):
-		t.answered.add(id)
+		t.answered.add(id, RememberAnswered)
 		return Late, false
 	case t.answered.has(id):
 		return Duplicate, false
@@ -88,26 +99,26 @@ func (t *Table[K, R]) Len() int {
 }
 
 // ring is a bounded set: the oldest id is forgotten first once it holds
-// Remember. Its zero value is empty; not safe for concurrent use.
+// its bound. Its zero value is empty; not safe for concurrent use.
 type ring[K comparable] struct {
 	set  map[K]struct{}
 	ring []K
 	next int
 }
 
-func (r *ring[K]) add(id K) {
+func (r *ring[K]) add(id K, bound int) {
 	if r.set == nil {
 		r.set = map[K]struct{}{}
 	}
 	if _, ok := r.set[id]; ok {
 		return
 	}
-	if len(r.ring) < Remember {
+	if len(r.ring) < bound {
 		r.ring = append(r.ring, id)
 	} else {
 		delete(r.set, r.ring[r.next])
 		r.ring[r.next] = id
-		r.next = (r.next + 1) % Remember
+		r.next = (r.next + 1) % bound
 	}
 	r.set[id] = struct{}{}
 }

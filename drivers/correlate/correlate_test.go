@@ -45,17 +45,17 @@ func TestDeliverAndStrays(t *testing.T) {
 // The memory of answered ids is bounded: the oldest is forgotten first.
 func TestBounded(t *testing.T) {
 	var tb Table[int, int]
-	for i := 0; i < Remember+10; i++ {
+	for i := 0; i < RememberAnswered+10; i++ {
 		tb.Add(i)
 		tb.Deliver(i, i)
 	}
 	if s, _ := tb.Deliver(0, 0); s != Unknown {
-		t.Errorf("id 0, %d answers ago: %v, want forgotten (unknown)", Remember+10, s)
+		t.Errorf("id 0, %d answers ago: %v, want forgotten (unknown)", RememberAnswered+10, s)
 	}
-	if s, _ := tb.Deliver(Remember+9, 0); s != Duplicate {
+	if s, _ := tb.Deliver(RememberAnswered+9, 0); s != Duplicate {
 		t.Errorf("the newest answered id: %v, want duplicate", s)
 	}
-	if n := len(tb.answered.set); n > Remember {
+	if n := len(tb.answered.set); n > RememberAnswered {
 		t.Errorf("remembers %d ids", n)
 	}
 }

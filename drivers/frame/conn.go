@@ -75,33 +75,42 @@ func (c *conn) open(ctx context.Context) error {
 func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 	var out drivers.Outcome
 	start := time.Now()
-	l, err := c.ensure(ctx, &out)
-	if err != nil {
-		return out
-	}
 	id := r.Seq & c.d.layout.IDMask()
-	ch := c.table.Add(id)
 	buf := c.render(r.Seq, id)
-	l.wmu.Lock()
-	if dl, ok := ctx.Deadline(); ok {
-		l.nc.SetWriteDeadline(dl)
-	}
-	_, err = l.nc.Write(buf)
-	l.wmu.Unlock()
-	if err != nil {
+	var l *link
+	var ch chan reply
+	for attempt := 0; ; attempt++ {
+		var err error
+		if l, err = c.ensure(ctx, &out); err != nil {
+			return out
+		}
+		ch = c.table.Add(id)
+		l.wmu.Lock()
+		// A write is bounded by the timeout on its own clock: the
+		// request's deadline ends the wait for the reply, not a write.
+		l.nc.SetWriteDeadline(time.Now().Add(c.d.timeout))
+		n, err := l.nc.Write(buf)
+		l.wmu.Unlock()
+		if err == nil {
+			break
+		}
 		c.table.Forget(id, ch, false)
 		select {
 		case <-l.gone:
+			if n == 0 && attempt == 0 && ctx.Err() == nil {
+				continue // the link had ended: nothing was sent; send on a new one
+			}
 			return c.endOf(l, out)
 		default:
 		}
-		if ctx.Err() != nil {
-			out.Class, out.Err = ctxClass(ctx), fmt.Errorf("send: %w", context.Cause(ctx))
+		if errors.Is(ctx.Err(), context.Canceled) {
+			out.Class, out.Err = drivers.Cancelled, fmt.Errorf("send: %w", context.Cause(ctx))
 			return out
 		}
 		out.Class, out.Code = drivers.Classify(err)
 		if out.Class == drivers.Timeout {
-			out.Class = drivers.Reset // a write that could not finish: the peer does not read
+			// A write that could not finish: the peer does not read.
+			out.Code = "write-stalled"
 		}
 		out.Err = fmt.Errorf("send: %w", err)
 		c.drop(l)
@@ -118,7 +127,9 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		default:
 		}
 		out.Class, out.Err = ctxClass(ctx), fmt.Errorf("waiting for the reply: %w", context.Cause(ctx))
-		c.table.Forget(id, ch, out.Class == drivers.Timeout)
+		if !c.table.Forget(id, ch, true) {
+			c.d.late.Add(1) // the reply came between the two looks: after the deadline
+		}
 		return out
 	case <-l.gone:
 		select {
@@ -182,7 +193,6 @@ func (c *conn) ensure(ctx context.Context, out *drivers.Outcome) (*link, error) 
 		c.mu.Unlock()
 		t0 := time.Now()
 		err := c.open(ctx)
-		out.Dialed++
 		out.Connect = time.Since(t0)
 		c.mu.Lock()
 		close(c.dialing)
@@ -190,12 +200,18 @@ func (c *conn) ensure(ctx context.Context, out *drivers.Outcome) (*link, error) 
 		if err != nil {
 			c.mu.Unlock()
 			out.Class, out.Code = drivers.Classify(err)
-			if out.Class != drivers.Cancelled {
+			switch {
+			case errors.Is(ctx.Err(), context.Canceled):
+				out.Class, out.Code = drivers.Cancelled, ""
+			case out.Class == drivers.Timeout:
+				out.Class, out.Code = drivers.Connect, drivers.CodeConnectTimeout
+			default:
 				out.Class = drivers.Connect
 			}
 			out.Err = fmt.Errorf("re-dial: %w", err)
 			return nil, err
 		}
+		out.Dialed++ // opened: a re-dial that failed opened nothing
 	}
 }
 

@@ -48,6 +48,13 @@ func (d *Data) row(seq uint64) []string {
 // or malformed CSV (with its line), JSON that is not an array of objects
 // (with the offending element's index), duplicate column names.
 func LoadData(path string) (*Data, error) {
+	// A named pipe or a device would block or never end: a data file is
+	// a regular file.
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -26,6 +29,9 @@ type link struct {
 	// ours is set when we closed it (release, or a FIFO timeout), so its
 	// end is not counted as a server close.
 	ours bool
+	// stalled is set when a write could not finish in time and the
+	// library closed the connection: ours too.
+	stalled atomic.Bool
 }
 
 // reply is one received message handed to the request it answers.
@@ -76,41 +82,50 @@ var errReleased = errors.New("connection released")
 // Outcomes: OK; RuleFailed with the error_code's value as Code when the
 // success rule fails (or the reply is not JSON when a rule needs it);
 // Timeout when ctx's deadline passes first (the id is remembered, so a
-// reply after it counts as late); Cancelled when ctx is cancelled or the
-// connection released; EOF with code "close-NNNN" when the server closed
-// the connection first (1006 when it dropped it without a close frame);
-// Connect when re-opening the link failed; Reset when a write failed.
+// reply after it counts as late), with code write-stalled when the
+// message could not even be written in time (the target stopped reading:
+// the connection is closed on our side); Cancelled when ctx is cancelled
+// or the connection released; EOF with code "close-NNNN" when the server
+// closed the connection first (1006 when it dropped it without a close
+// frame); BadFrame "too-big" when a reply exceeded max_message; Connect
+// when re-opening the link failed; Reset when a write failed otherwise.
+//
+// A message is a request once it is on the wire: when the link turns
+// out to be closing as it is written (the server's close frame arrived
+// first), the message was not sent, and it is sent once on a new link.
 func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 	var out drivers.Outcome
 	start := time.Now()
-	l, err := c.ensure(ctx, &out)
-	if err != nil {
-		return out
-	}
 	id := strconv.FormatUint(r.Seq, 10)
-	var ch chan reply
-	if c.d.correlate != nil {
-		ch = c.table.Add(id)
-	} else {
-		ch = make(chan reply, 1)
-		c.mu.Lock()
-		c.fifo = append(c.fifo, ch)
-		c.mu.Unlock()
-	}
-
 	msg := c.d.msg.Render(make([]byte, 0, 64), r.Seq)
-	if err := l.ws.Write(ctx, c.d.typ, msg); err != nil {
-		c.forget(id, ch, false)
-		select {
-		case <-l.gone:
-			return c.endOf(l, out)
-		default:
-		}
-		if ctx.Err() != nil {
-			out.Class, out.Err = ctxClass(ctx), fmt.Errorf("send: %w", context.Cause(ctx))
+	var l *link
+	var ch chan reply
+	for attempt := 0; ; attempt++ {
+		var err error
+		if l, err = c.ensure(ctx, &out); err != nil {
 			return out
 		}
-		out.Class, out.Err = drivers.Reset, fmt.Errorf("send: %w", err)
+		ch = c.register(id)
+		werr := c.write(ctx, l, msg)
+		if werr == nil {
+			break
+		}
+		c.forget(id, ch, false) // never on the wire
+		switch {
+		case c.closing(l):
+			if attempt == 0 && ctx.Err() == nil {
+				continue // the link ended under us: send on a new one
+			}
+			return c.endOf(l, out)
+		case ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled):
+			out.Class, out.Err = drivers.Cancelled, fmt.Errorf("send: %w", context.Cause(ctx))
+		case errors.Is(werr, context.DeadlineExceeded):
+			out.Class, out.Code = drivers.Timeout, "write-stalled"
+			out.Err = fmt.Errorf("send: the message could not be written within %s: the target stopped reading (the connection is closed on our side)", c.d.timeout)
+		default:
+			out.Class, out.Err = drivers.Reset, fmt.Errorf("send: %w", werr)
+		}
+		c.drop(l)
 		return out
 	}
 	out.BytesOut = int64(len(msg))
@@ -125,8 +140,11 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		default:
 		}
 		out.Class, out.Err = ctxClass(ctx), fmt.Errorf("waiting for the reply: %w", context.Cause(ctx))
-		c.forget(id, ch, out.Class == drivers.Timeout)
-		if out.Class == drivers.Timeout && c.d.correlate == nil {
+		if !c.forget(id, ch, true) {
+			// The reply came between the two looks: after the deadline.
+			c.d.late.Add(1)
+		}
+		if c.d.correlate == nil {
 			// A late reply could not be told from the next message's:
 			// close this link; the next Do opens another.
 			c.drop(l)
@@ -140,6 +158,51 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		}
 		c.forget(id, ch, false)
 		return c.endOf(l, out)
+	}
+}
+
+// register puts id in flight and returns where its reply will come.
+func (c *conn) register(id string) chan reply {
+	if c.d.correlate != nil {
+		return c.table.Add(id)
+	}
+	ch := make(chan reply, 1)
+	c.mu.Lock()
+	c.fifo = append(c.fifo, ch)
+	c.mu.Unlock()
+	return ch
+}
+
+// write sends msg on l, bounded by the driver's timeout on its own clock:
+// the request's deadline ends the wait for the reply, not a write under
+// way (coder/websocket closes the connection when a write's context
+// ends). A cancelled request (Ctrl-C, end of phase) does stop the write.
+func (c *conn) write(ctx context.Context, l *link, msg []byte) error {
+	wctx, cancel := context.WithTimeout(context.Background(), c.d.timeout)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			cancel()
+		}
+	})
+	defer stop()
+	err := l.ws.Write(wctx, c.d.typ, msg)
+	if err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+		l.stalled.Store(true) // the library closes the connection: ours
+		return fmt.Errorf("%w", context.DeadlineExceeded)
+	}
+	return err
+}
+
+// closing reports whether l has ended or ends within a moment (its
+// reader records how): a write that failed because the link was already
+// closing, not a failed write.
+func (c *conn) closing(l *link) bool {
+	select {
+	case <-l.gone:
+		return true
+	case <-time.After(100 * time.Millisecond):
+		return false
 	}
 }
 
@@ -173,40 +236,37 @@ func (c *conn) ensure(ctx context.Context, out *drivers.Outcome) (*link, error) 
 		c.mu.Unlock()
 		t0 := time.Now()
 		err := c.open(ctx)
-		out.Dialed++
 		out.Connect = time.Since(t0)
 		c.mu.Lock()
 		close(c.dialing)
 		c.dialing = nil
 		if err != nil {
 			c.mu.Unlock()
-			out.Class, out.Code = drivers.Classify(err)
-			if errors.Is(err, errHandshake) {
-				out.Class, out.Code = drivers.Connect, "HANDSHAKE"
-			} else if out.Class != drivers.Cancelled && out.Class != drivers.Timeout {
-				out.Class = drivers.Connect
-			}
+			out.Class, out.Code = dialClass(ctx, err)
 			out.Err = fmt.Errorf("re-dial: %w", err)
 			return nil, err
 		}
+		out.Dialed++ // opened: a re-dial that failed opened nothing
 	}
 }
 
-// forget removes a request that will not take its reply; timedOut
-// remembers its id so that a reply after it counts as late.
-func (c *conn) forget(id string, ch chan reply, timedOut bool) {
+// forget removes a request that will not take its reply; gaveUp (it
+// was sent, then timed out or was cancelled) remembers its id so that a
+// reply after it counts as late. It reports false when the reply was
+// delivered meanwhile (it is in ch, unread).
+func (c *conn) forget(id string, ch chan reply, gaveUp bool) bool {
 	if c.d.correlate != nil {
-		c.table.Forget(id, ch, timedOut)
-		return
+		return c.table.Forget(id, ch, gaveUp)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, f := range c.fifo {
 		if f == ch {
 			c.fifo = append(c.fifo[:i], c.fifo[i+1:]...)
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // drop closes a link on our side: not a server close.
@@ -321,13 +381,24 @@ func (c *conn) ended(l *link, err error) {
 	}
 	ours := l.ours || c.released
 	c.mu.Unlock()
-	code := "1006" // closed without a close frame: abnormal closure
-	if s := websocket.CloseStatus(err); s != -1 {
-		code = strconv.Itoa(int(s))
-	}
-	l.end = drivers.Outcome{Class: drivers.EOF, Code: "close-" + code, Err: fmt.Errorf("the server closed the connection: %w", err)}
-	if !ours {
-		c.d.countClose(code)
+	switch s := websocket.CloseStatus(err); {
+	case s != -1:
+		code := strconv.Itoa(int(s))
+		l.end = drivers.Outcome{Class: drivers.EOF, Code: "close-" + code, Err: fmt.Errorf("the server closed the connection: %w", err)}
+		if !ours {
+			c.d.countClose(code)
+		}
+	case strings.Contains(err.Error(), "read limited at"):
+		// Our read limit: the library closed the connection with 1009.
+		l.end = drivers.Outcome{Class: drivers.BadFrame, Code: "too-big", Err: fmt.Errorf("a reply larger than max_message (%d bytes): the connection was closed on our side with 1009", c.d.maxMsg)}
+	case l.stalled.Load():
+		l.end = drivers.Outcome{Class: drivers.Reset, Code: "write-stalled", Err: errors.New("a write stalled (the target stopped reading): the connection was closed on our side")}
+	case ours || errors.Is(err, net.ErrClosed):
+		l.end = drivers.Outcome{Class: drivers.Cancelled, Err: errReleased}
+	default:
+		// Closed without a close frame: abnormal closure.
+		l.end = drivers.Outcome{Class: drivers.EOF, Code: "close-1006", Err: fmt.Errorf("the server dropped the connection without a close frame: %w", err)}
+		c.d.countClose("1006")
 	}
 	close(l.gone)
 }
@@ -361,6 +432,26 @@ func (c *conn) Close() error {
 		}
 	}()
 	return nil
+}
+
+// dialClass classifies a failed re-dial: always Connect (the target was
+// never reached: a handshake refused, a timeout, a refused connection),
+// or Cancelled when ctx was cancelled.
+func dialClass(ctx context.Context, err error) (drivers.Class, string) {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return drivers.Cancelled, ""
+	}
+	if errors.Is(err, errHandshake) {
+		return drivers.Connect, "HANDSHAKE"
+	}
+	class, code := drivers.Classify(err)
+	if class == drivers.Timeout || errors.Is(err, context.DeadlineExceeded) {
+		return drivers.Connect, drivers.CodeConnectTimeout
+	}
+	if class == drivers.Cancelled {
+		return drivers.Cancelled, ""
+	}
+	return drivers.Connect, code
 }
 
 func ctxClass(ctx context.Context) drivers.Class {

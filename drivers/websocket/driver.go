@@ -303,7 +303,9 @@ func (d *Driver) Control(ctx context.Context, message string) ([]byte, error) {
 		return nil, err
 	}
 	defer ws.CloseNow()
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	// At least 5 s: a scenario's short message timeout is no reason to
+	// lose the counters.
+	ctx, cancel := context.WithTimeout(ctx, max(d.timeout, 5*time.Second))
 	defer cancel()
 	if err := ws.Write(ctx, websocket.MessageText, []byte(message)); err != nil {
 		return nil, err
@@ -352,7 +354,13 @@ func codeText(v any) string {
 		return x
 	case float64:
 		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
 	default:
-		return fmt.Sprint(x)
+		b, err := json.Marshal(x) // an object or a list: as JSON
+		if err != nil {
+			return fmt.Sprint(x)
+		}
+		return string(b)
 	}
 }

@@ -382,3 +382,63 @@ func TestBinaryMessages(t *testing.T) {
 		t.Errorf("binary: %v %v (the stub saw a text frame?)", o.Class, o.Err)
 	}
 }
+
+// A reply larger than max_message: the library closes the connection
+// with 1009 on our side. The request ends as bad-frame too-big; it is not
+// a server close.
+func TestReplyTooBig(t *testing.T) {
+	url := stub(t, func(ctx context.Context, c *websocket.Conn) {
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			c.Write(ctx, websocket.MessageText, []byte(`{"id":`+string(idOf(t, b))+`,"pad":"`+strings.Repeat("x", 100)+`"}`))
+		}
+	})
+	d, err := New(schema.WebSocket{Message: `{"id": {{seq}}}`, Correlate: "id", MaxMessage: 64}, url, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := d.Dial(context.Background())
+	defer c.Close()
+	o := do(c, 1, 5*time.Second)
+	if o.Class != drivers.BadFrame || o.Code != "too-big" || !strings.Contains(o.Err.Error(), "larger than max_message (64 bytes)") {
+		t.Errorf("%v %q %v, want bad-frame too-big", o.Class, o.Code, o.Err)
+	}
+	if s := d.Strays(); len(s.Closes) != 0 {
+		t.Errorf("our own close counted as a server close: %v", s.Closes)
+	}
+}
+
+// A re-dial that fails opened nothing (Dialed 0) and is a connect error,
+// not a timeout or a reset.
+func TestFailedRedial(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &nethttp.Server{Handler: nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		c.Read(r.Context())
+		c.Close(websocket.StatusGoingAway, "bye")
+	})}
+	go srv.Serve(ln)
+	d := newDriver(t, schema.WebSocket{Correlate: "id"}, "ws://"+ln.Addr().String())
+	c, err := d.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if o := do(c, 1, 5*time.Second); o.Class != drivers.EOF || o.Code != "close-1001" {
+		t.Fatalf("1: %v %q", o.Class, o.Code)
+	}
+	srv.Close() // nothing listens any more
+	o := do(c, 2, 5*time.Second)
+	if o.Class != drivers.Connect || o.Dialed != 0 || o.Code != "ECONNREFUSED" {
+		t.Errorf("re-dial to a closed port: %v %q dialed %d (%v), want connect ECONNREFUSED, nothing opened", o.Class, o.Code, o.Dialed, o.Err)
+	}
+}

@@ -166,6 +166,9 @@ func (s *shard) record(res *Result, interval, window time.Duration, timeline int
 		if code == "" {
 			code = class
 		}
+		if _, known := s.byCode[code]; !known && len(s.byCode) >= MaxErrorCodes {
+			code = OtherCodes // a target that puts unique values in its codes
+		}
 		s.errors++
 		s.byClass[class]++
 		s.byCode[code]++
@@ -336,6 +339,13 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 	s.seal()
 	return s
 }
+
+// MaxErrorCodes bounds the distinct error codes kept per shard; errors of
+// further codes count under OtherCodes.
+const MaxErrorCodes = 256
+
+// OtherCodes is the code of errors beyond MaxErrorCodes distinct codes.
+const OtherCodes = "(other codes)"
 
 // maxErrorExamples bounds the error codes a shard keeps an example of.
 const maxErrorExamples = 32

@@ -8,6 +8,7 @@ package counters
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -33,6 +34,9 @@ func JSON(b []byte, field string) (map[string]float64, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("not JSON: more after the first value")
+	}
 	if field != "" {
 		for _, k := range strings.Split(field, ".") {
 			m, ok := v.(map[string]any)
@@ -53,21 +57,34 @@ func JSON(b []byte, field string) (map[string]float64, error) {
 		return nil, fmt.Errorf("%s is not a JSON object of counters", what)
 	}
 	out := map[string]float64{}
-	flatten("", obj, out)
+	if err := flatten("", obj, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
-func flatten(prefix string, v map[string]any, out map[string]float64) {
-	for k, x := range v {
-		switch x := x.(type) {
+// flatten adds the numbers of v to out, nested objects with dots. A
+// name reached twice ({"a.b": 1, "a": {"b": 2}}) is an error, not a
+// silent pick.
+func flatten(prefix string, v map[string]any, out map[string]float64) error {
+	for _, k := range slices.Sorted(maps.Keys(v)) {
+		switch x := v[k].(type) {
 		case json.Number:
-			if f, err := x.Float64(); err == nil {
-				out[prefix+k] = f
+			f, err := x.Float64()
+			if err != nil {
+				return fmt.Errorf("counter %s%s: %v", prefix, k, err)
 			}
+			if _, dup := out[prefix+k]; dup {
+				return fmt.Errorf("counter %s%s given twice (a dotted name and a nested object)", prefix, k)
+			}
+			out[prefix+k] = f
 		case map[string]any:
-			flatten(prefix+k+".", x, out)
+			if err := flatten(prefix+k+".", x, out); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
 }
 
 // Prometheus reads the Prometheus text exposition format (at most
@@ -82,22 +99,33 @@ func Prometheus(r io.Reader) (map[string]float64, error) {
 		return nil, err
 	}
 	out := map[string]float64{}
+	set := func(k string, v float64) error {
+		if _, dup := out[k]; dup {
+			return fmt.Errorf("series %s given twice", k)
+		}
+		out[k] = v
+		return nil
+	}
 	for name, f := range fams {
 		for _, m := range f.GetMetric() {
 			labels := labelText(m.GetLabel())
+			var err error
 			switch {
 			case m.Counter != nil:
-				out[name+labels] = m.GetCounter().GetValue()
+				err = set(name+labels, m.GetCounter().GetValue())
 			case m.Gauge != nil:
-				out[name+labels] = m.GetGauge().GetValue()
+				err = set(name+labels, m.GetGauge().GetValue())
 			case m.Untyped != nil:
-				out[name+labels] = m.GetUntyped().GetValue()
+				err = set(name+labels, m.GetUntyped().GetValue())
 			case m.Summary != nil:
-				out[name+"_sum"+labels] = m.GetSummary().GetSampleSum()
-				out[name+"_count"+labels] = float64(m.GetSummary().GetSampleCount())
+				err = errors.Join(set(name+"_sum"+labels, m.GetSummary().GetSampleSum()),
+					set(name+"_count"+labels, float64(m.GetSummary().GetSampleCount())))
 			case m.Histogram != nil:
-				out[name+"_sum"+labels] = m.GetHistogram().GetSampleSum()
-				out[name+"_count"+labels] = float64(m.GetHistogram().GetSampleCount())
+				err = errors.Join(set(name+"_sum"+labels, m.GetHistogram().GetSampleSum()),
+					set(name+"_count"+labels, float64(m.GetHistogram().GetSampleCount())))
+			}
+			if err != nil {
+				return nil, err
 			}
 		}
 	}

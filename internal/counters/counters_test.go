@@ -85,3 +85,21 @@ func FuzzJSON(f *testing.F) {
 		JSON([]byte(s), field)
 	})
 }
+
+// Ambiguous readings are errors, never a silent pick (the breaker's
+// findings): a dotted name colliding with a nested one, a duplicate
+// series, trailing data.
+func TestAmbiguous(t *testing.T) {
+	if _, err := JSON([]byte(`{"a.b": 1, "a": {"b": 2}}`), ""); err == nil || !strings.Contains(err.Error(), "counter a.b given twice") {
+		t.Errorf("collision: %v", err)
+	}
+	if _, err := JSON([]byte(`{"a": 1} {"a": 2}`), ""); err == nil || !strings.Contains(err.Error(), "more after the first value") {
+		t.Errorf("trailing: %v", err)
+	}
+	if _, err := Prometheus(strings.NewReader("messages 500\nmessages 0\n")); err == nil || !strings.Contains(err.Error(), "messages") {
+		t.Errorf("duplicate series: %v", err)
+	}
+	if _, err := Prometheus(strings.NewReader("m{a=\"1\",b=\"2\"} 1\nm{b=\"2\",a=\"1\"} 2\n")); err == nil {
+		t.Error("duplicate series with labels in another order accepted")
+	}
+}

@@ -241,6 +241,10 @@ func (cfg Config) validate() error {
 	return errors.Join(errs...)
 }
 
+// MaxMessage is the largest message the gateway reads: 16 MiB. A larger
+// one closes its connection with 1009 (message too big).
+const MaxMessage = 16 << 20
+
 // Serve listens on cfg.Listen, calls ready with the bound address
 // (host:port) once connections are accepted, and serves until ctx is
 // done; then it shuts down gracefully and returns nil: it stops reading
@@ -403,6 +407,9 @@ func (g *gateway) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	if err != nil {
 		return // Accept has answered the request
 	}
+	// The library's default of 32 KiB would close on a 64 KiB message
+	// (1009) before any counter saw it; a gateway takes up to 16 MiB.
+	ws.SetReadLimit(MaxMessage)
 	c := g.newConn(ws, nc, r.URL.Path == "/serial")
 	g.mu.Lock()
 	if g.closing {
