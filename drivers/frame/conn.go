@@ -76,7 +76,9 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 	var out drivers.Outcome
 	start := time.Now()
 	id := r.Seq & c.d.layout.IDMask()
-	buf := c.render(r.Seq, id)
+	bp := c.render(r.Seq, id)
+	defer release(bp)
+	buf := *bp
 	var l *link
 	var ch chan reply
 	for attempt := 0; ; attempt++ {
@@ -142,18 +144,33 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 	}
 }
 
-// render builds the whole request frame: header and payload.
-func (c *conn) render(seq, id uint64) []byte {
+// frameBufs recycles request frames: a frame is rendered into a pooled
+// buffer and written in one call, so a request allocates no frame.
+var frameBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// render builds the whole request frame, header and payload, in a pooled
+// buffer; put it back with release once written.
+func (c *conn) render(seq, id uint64) *[]byte {
 	d := c.d
-	var payload []byte
+	bp := frameBufs.Get().(*[]byte)
+	h := d.layout.HeaderLen()
+	b := append((*bp)[:0], make([]byte, h)...)
 	if d.payload != nil {
-		payload = d.payload.Render(make([]byte, 0, 256), seq)
+		b = d.payload.Render(b, seq)
 	} else {
-		payload = d.fixed
+		b = append(b, d.fixed...)
 	}
-	buf := make([]byte, 0, d.layout.HeaderLen()+len(payload))
-	buf = d.layout.AppendHeader(buf, id, len(payload))
-	return append(buf, payload...)
+	d.layout.PutHeader(b[:h], id, len(b)-h)
+	*bp = b
+	return bp
+}
+
+// release returns a rendered frame's buffer to the pool, unless it grew
+// past 1 MiB (a huge payload is not kept).
+func release(bp *[]byte) {
+	if cap(*bp) <= 1<<20 {
+		frameBufs.Put(bp)
+	}
 }
 
 func judge(rep reply, start time.Time, out drivers.Outcome) drivers.Outcome {

@@ -227,7 +227,13 @@ func (l *Layout) IDMask() uint64 { return maxOf(l.fields[l.id].size) }
 func (l *Layout) AppendHeader(dst []byte, id uint64, n int) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, l.hdrLen)...)
-	h := dst[start:]
+	l.PutHeader(dst[start:], id, n)
+	return dst
+}
+
+// PutHeader writes the header of a request frame with id and a payload
+// of n bytes into h, which is HeaderLen bytes. It does not allocate.
+func (l *Layout) PutHeader(h []byte, id uint64, n int) {
 	for i, f := range l.fields {
 		var v uint64
 		switch {
@@ -245,7 +251,6 @@ func (l *Layout) AppendHeader(dst []byte, id uint64, n int) []byte {
 		}
 		l.put(h[f.off:f.off+f.size], v)
 	}
-	return dst
 }
 
 func (l *Layout) put(b []byte, v uint64) {
