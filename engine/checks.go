@@ -19,7 +19,8 @@ import (
 type Warning struct {
 	// Code names the kind: closed-model, single-repeat, achieved-below-offered,
 	// littles-law, few-samples, connections-missing, client-side-errors,
-	// schedule-lateness, client-cpu, target-thread-bound (Checks);
+	// schedule-lateness, client-cpu, target-thread-bound, busy-machine,
+	// cpu-steal (Checks);
 	// stale-target-counters (StaleCounters); timer-granularity
 	// (TimerGranularity).
 	Code string `json:"code"`
@@ -127,6 +128,25 @@ func Checks(pl *Plan, res *Result) []Warning {
 			at("client-cpu", "client CPU %.0f %% of %d cores: the load generator is saturated and may be the bottleneck", 100*pr.ClientCPU, int(cores))
 			ws[len(ws)-1].Invalidates = !p.Warmup
 		}
+		if pr.Machine != nil && pr.Wall >= time.Second {
+			m := pr.Machine
+			ours := pr.ClientCPU
+			known := "the runner"
+			if t := pr.Target; t != nil {
+				ours += t.CPU * cores
+				known = "the runner and the target"
+			}
+			if other := m.Busy - ours; other > OtherCPULimit {
+				msg := fmt.Sprintf("other processes kept %.2f cores of this %d-core machine busy (machine %.2f, %s %.2f): they competed with the generator and the target, and the numbers include their interference", other, int(cores), m.Busy, known, ours)
+				if pr.Target == nil {
+					msg += " (a target on this machine is among them unless target.pid names it)"
+				}
+				at("busy-machine", "%s", msg)
+			}
+			if m.Steal > StealLimit {
+				at("cpu-steal", "the hypervisor took %.2f cores from this machine (steal time): the clocks ran, the CPUs did not", m.Steal)
+			}
+		}
 		// /proc counts CPU in 10 ms ticks: over a phase shorter than a
 		// second a thread's fraction is too coarse to call it pinned.
 		if t := pr.Target; t != nil && !p.Warmup && pr.Wall >= time.Second &&
@@ -146,6 +166,13 @@ func Checks(pl *Plan, res *Result) []Warning {
 	}
 	return ws
 }
+
+// OtherCPULimit is how many cores of CPU other processes may use during a
+// phase before busy-machine warns; StealLimit the same for steal time.
+const (
+	OtherCPULimit = 0.25
+	StealLimit    = 0.1
+)
 
 // LittleCheck is Little's law applied to one phase: L = λ·W with λ the
 // completed responses per second and W their mean response time (J. D. C.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -12,6 +13,7 @@ import (
 	"github.com/runner-dev/runner/engine/measure"
 	"github.com/runner-dev/runner/engine/rules"
 	"github.com/runner-dev/runner/internal/clock"
+	"github.com/runner-dev/runner/internal/procstat"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -205,5 +207,40 @@ func TestCountersMoved(t *testing.T) {
 	}
 	if ws := CountersMoved(&Result{Phases: []*PhaseResult{ph(1, "a", nil, nil, 0), ph(1, "b", nil, nil, 0)}}); ws != nil {
 		t.Errorf("no counters fetched, warned: %+v", ws)
+	}
+}
+
+// Other processes' CPU: machine busy minus the runner and the target.
+// The fresh user's contended run failed with only "a hiccup of the client
+// machine" to explain it.
+func TestBusyMachineWarning(t *testing.T) {
+	pl := twoPhasePlan(t)
+	cores := float64(runtime.NumCPU())
+	ph := func(m procstat.MachineUsage, client float64, target *TargetUsage) *PhaseResult {
+		return &PhaseResult{Repeat: 1, Phase: &pl.Phases[1], Summary: emptySummary(), Wall: 2 * time.Second,
+			ClientCPU: client, Target: target, Machine: &m}
+	}
+	codes := func(pr *PhaseResult) map[string]string {
+		out := map[string]string{}
+		for _, w := range Checks(pl, &Result{Phases: []*PhaseResult{pr}}) {
+			out[w.Code] = w.Message
+		}
+		return out
+	}
+	// 1.5 cores busy, the runner 0.5 and the target 0.5 core: 0.5 other.
+	w := codes(ph(procstat.MachineUsage{Busy: 1.5}, 0.5, &TargetUsage{CPU: 0.5 / cores}))
+	if m, ok := w["busy-machine"]; !ok || !strings.Contains(m, "other processes kept 0.50 cores") || strings.Contains(m, "target.pid") {
+		t.Errorf("busy machine: %q", m)
+	}
+	// The same without a measured target: it may be the target.
+	if m := codes(ph(procstat.MachineUsage{Busy: 1.5}, 0.5, nil))["busy-machine"]; !strings.Contains(m, "unless target.pid names it") {
+		t.Errorf("unmeasured target: %q", m)
+	}
+	// Everything busy is ours: no warning.
+	if _, ok := codes(ph(procstat.MachineUsage{Busy: 1.1}, 0.6, &TargetUsage{CPU: 0.5 / cores}))["busy-machine"]; ok {
+		t.Error("warned with no other process")
+	}
+	if m := codes(ph(procstat.MachineUsage{Busy: 1, Steal: 0.3}, 1, nil))["cpu-steal"]; !strings.Contains(m, "0.30 cores") {
+		t.Errorf("steal: %q", m)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/internal/procstat"
 )
 
 // ErrNoConnection means not a single connection of a phase could be
@@ -116,6 +118,10 @@ type PhaseResult struct {
 	// GCPauseMax is the longest garbage-collector stop-the-world pause of
 	// this process during the phase.
 	GCPauseMax time.Duration `json:"gc_pause_max"`
+	// Machine is the whole machine's CPU use over the phase, in cores
+	// (/proc/stat); nil where it cannot be read. Busy minus ClientCPU and
+	// the target's share is other processes' (busy-machine).
+	Machine *procstat.MachineUsage `json:"machine_cpu,omitempty"`
 	// Server holds the deltas of the target's counters over the phase; nil
 	// when not fetched. ServerErr says why they are missing.
 	Server    map[string]float64 `json:"server,omitempty"`
@@ -389,6 +395,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		straysBefore = strays.Strays()
 	}
 	usage := sample()
+	machine0, machineErr := procstat.TakeMachine()
 	ph.start = time.Now()
 	wall := time.Now()
 	// The phase's time is up at its window: its duration, or for an open
@@ -436,6 +443,11 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		elapsed = window
 	}
 	cpu, gcMax := usage.since(wallElapsed)
+	var machine *procstat.MachineUsage
+	if m1, err := procstat.TakeMachine(); err == nil && machineErr == nil {
+		u := procstat.MachineBetween(machine0, m1, runtime.NumCPU())
+		machine = &u
+	}
 	if strays != nil {
 		// What arrived unasked since the previous phase's count ended:
 		// during this phase, its drain, or the fetches and dials before it.
@@ -469,6 +481,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		LateArrivals:           ph.late,
 		ClientCPU:              cpu,
 		GCPauseMax:             gcMax,
+		Machine:                machine,
 		Interrupted:            interrupted,
 		Target:                 target,
 		TargetErr:              targetErr,

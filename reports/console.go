@@ -123,6 +123,12 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	if p.Model == engine.Open {
 		c.f(", pacer lateness max %s", pr.LatenessMax.Round(time.Microsecond))
 	}
+	if m := pr.Machine; m != nil {
+		c.f("; machine %.2f cores busy", m.Busy)
+		if m.Steal > 0.005 {
+			c.f(" (steal %.2f)", m.Steal)
+		}
+	}
 	c.f("\n")
 	if t := pr.Target; t != nil {
 		c.f("  target        cpu %.1f %% of the machine, busiest thread %.1f %% of a core, rss %.1f MiB\n", 100*t.CPU, 100*t.CPUMaxThread, float64(t.RSS)/(1<<20))

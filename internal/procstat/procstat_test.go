@@ -1,6 +1,7 @@
 package procstat
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -104,5 +105,33 @@ func TestBetweenArithmetic(t *testing.T) {
 	}
 	if u.RSS != 4096 {
 		t.Errorf("RSS %d", u.RSS)
+	}
+}
+
+func TestMachine(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "stat")
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	os.WriteFile(p, []byte("cpu  100 0 50 800 10 5 5 30 0 0\ncpu0 1 2 3 4\n"), 0o644)
+	a, err := machineFrom(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Busy != 190*clockTick || a.Total != 1000*clockTick || a.Steal != 30*clockTick {
+		t.Fatalf("%+v", a)
+	}
+	os.WriteFile(p, []byte("cpu  250 0 100 850 10 5 5 80 0 0\n"), 0o644)
+	b, _ := machineFrom(p)
+	// 250 busy (150 user, 50 system, 50 steal) of 300 ticks on 2 cores.
+	u := MachineBetween(a, b, 2)
+	if math.Abs(u.Busy-2*250.0/300) > 1e-9 || math.Abs(u.Steal-2*50.0/300) > 1e-9 {
+		t.Errorf("%+v", u)
+	}
+	os.WriteFile(p, []byte("intr 1 2\n"), 0o644)
+	if _, err := machineFrom(p); err == nil {
+		t.Error("a file without the cpu line was read")
+	}
+	if _, err := TakeMachine(); err != nil && runtime.GOOS == "linux" {
+		t.Errorf("this machine: %v", err)
 	}
 }
