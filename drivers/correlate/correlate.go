@@ -5,7 +5,13 @@
 // already answered) or an unknown id.
 package correlate
 
-import "sync"
+import (
+	"maps"
+	"sync"
+	"sync/atomic"
+
+	"github.com/runner-dev/runner/drivers"
+)
 
 // RememberGaveUp bounds, per Table, the ids of requests that gave up
 // (timed out or were cancelled after they were sent) kept to tell a late
@@ -136,4 +142,46 @@ func (r *ring[K]) remove(id K) bool {
 	}
 	delete(r.set, id)
 	return true
+}
+
+// Counts are a driver's running totals of replies no request waited for
+// and of connections the target ended, by code (drivers.StrayCounter).
+// Safe for concurrent use; the zero value is ready.
+type Counts struct {
+	late, unknown, duplicate atomic.Int64
+	mu                       sync.Mutex
+	closes                   map[string]int64
+}
+
+// Count books one unpaired reply.
+func (c *Counts) Count(s Stray) {
+	switch s {
+	case Late:
+		c.late.Add(1)
+	case Duplicate:
+		c.duplicate.Add(1)
+	default:
+		c.unknown.Add(1)
+	}
+}
+
+// CountClose books one connection the target ended, by code.
+func (c *Counts) CountClose(code string) {
+	c.mu.Lock()
+	if c.closes == nil {
+		c.closes = map[string]int64{}
+	}
+	c.closes[code]++
+	c.mu.Unlock()
+}
+
+// Strays returns the totals so far.
+func (c *Counts) Strays() drivers.Strays {
+	c.mu.Lock()
+	closes := maps.Clone(c.closes)
+	c.mu.Unlock()
+	if closes == nil {
+		closes = map[string]int64{}
+	}
+	return drivers.Strays{Late: c.late.Load(), UnknownID: c.unknown.Load(), DuplicateID: c.duplicate.Load(), Closes: closes}
 }

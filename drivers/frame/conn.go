@@ -8,10 +8,12 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/drivers/correlate"
+	"github.com/runner-dev/runner/drivers/relink"
 )
 
 // link is one TCP connection of a conn; when it ends (the server closed
@@ -22,7 +24,7 @@ type link struct {
 	// gone is closed when the reader ends; end is then how it ended.
 	gone chan struct{}
 	end  drivers.Outcome
-	ours bool // we closed it: not counted as a server-side end
+	ours atomic.Bool // we closed it: not counted as a server-side end
 }
 
 // reply is a received frame handed to the request it answers.
@@ -36,34 +38,29 @@ type reply struct {
 type conn struct {
 	d     *Driver
 	table correlate.Table[uint64, reply]
-
-	mu       sync.Mutex
-	link     *link
-	dialing  chan struct{}
-	released bool
+	slot  relink.Slot[link]
 }
 
-var errReleased = errors.New("connection released")
+var errReleased = relink.ErrReleased
 
-func (c *conn) open(ctx context.Context) error {
+// open dials a link and starts its reader; the caller installs it.
+func (c *conn) open(ctx context.Context) (*link, error) {
 	nc, err := c.d.dialer.DialContext(ctx, "tcp", c.d.addr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true) // a frame leaves at once (Go's default; said here)
 	}
 	l := &link{nc: nc, gone: make(chan struct{})}
-	c.mu.Lock()
-	if c.released {
-		c.mu.Unlock()
-		nc.Close()
-		return errReleased
-	}
-	c.link = l
-	c.mu.Unlock()
 	go c.read(l)
-	return nil
+	return l, nil
+}
+
+// discard closes a link opened for a connection released meanwhile.
+func (c *conn) discard(l *link) {
+	l.ours.Store(true)
+	l.nc.Close()
 }
 
 // Do sends one frame and waits for its reply (see drivers.Conn).
@@ -130,7 +127,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		}
 		out.Class, out.Err = ctxClass(ctx), fmt.Errorf("waiting for the reply: %w", context.Cause(ctx))
 		if !c.table.Forget(id, ch, true) {
-			c.d.late.Add(1) // the reply came between the two looks: after the deadline
+			c.d.counts.Count(correlate.Late) // the reply came between the two looks: after the deadline
 		}
 		return out
 	case <-l.gone:
@@ -181,75 +178,41 @@ func judge(rep reply, start time.Time, out drivers.Outcome) drivers.Outcome {
 }
 
 // ensure returns the open link, re-opening it (once, for every Do that
-// finds it closed) when it ended.
+// finds it closed) when it ended. A re-dial that failed opened nothing:
+// Connect (ETIMEDOUT when it timed out), or Cancelled.
 func (c *conn) ensure(ctx context.Context, out *drivers.Outcome) (*link, error) {
-	c.mu.Lock()
-	for {
-		switch {
-		case c.released:
-			c.mu.Unlock()
-			out.Class, out.Err = drivers.Cancelled, errReleased
-			return nil, errReleased
-		case c.link != nil:
-			l := c.link
-			c.mu.Unlock()
-			return l, nil
-		case c.dialing != nil:
-			wait := c.dialing
-			c.mu.Unlock()
-			select {
-			case <-wait:
-			case <-ctx.Done():
-				out.Class, out.Err = ctxClass(ctx), fmt.Errorf("waiting for a re-dial: %w", context.Cause(ctx))
-				return nil, out.Err
-			}
-			c.mu.Lock()
-			continue
-		}
-		c.dialing = make(chan struct{})
-		c.mu.Unlock()
-		t0 := time.Now()
-		err := c.open(ctx)
-		out.Connect = time.Since(t0)
-		c.mu.Lock()
-		close(c.dialing)
-		c.dialing = nil
-		if err != nil {
-			c.mu.Unlock()
-			out.Class, out.Code = drivers.Classify(err)
-			switch {
-			case errors.Is(ctx.Err(), context.Canceled):
-				out.Class, out.Code = drivers.Cancelled, ""
-			case out.Class == drivers.Timeout:
-				out.Class, out.Code = drivers.Connect, drivers.CodeConnectTimeout
-			default:
-				out.Class = drivers.Connect
-			}
-			out.Err = fmt.Errorf("re-dial: %w", err)
-			return nil, err
-		}
-		out.Dialed++ // opened: a re-dial that failed opened nothing
+	l, opened, took, err := c.slot.Get(ctx, c.open, c.discard)
+	if opened {
+		out.Dialed++
+		out.Connect = took
 	}
+	if err == nil {
+		return l, nil
+	}
+	out.Class, out.Code = drivers.Classify(err)
+	switch {
+	case errors.Is(err, relink.ErrReleased) || errors.Is(ctx.Err(), context.Canceled):
+		out.Class, out.Code = drivers.Cancelled, ""
+	case out.Class == drivers.Timeout || errors.Is(err, context.DeadlineExceeded):
+		out.Class, out.Code = drivers.Connect, drivers.CodeConnectTimeout
+	default:
+		out.Class = drivers.Connect
+	}
+	out.Err = fmt.Errorf("re-dial: %w", err)
+	return nil, err
 }
 
 // drop closes a link on our side.
 func (c *conn) drop(l *link) {
-	c.mu.Lock()
-	l.ours = true
-	if c.link == l {
-		c.link = nil
-	}
-	c.mu.Unlock()
+	l.ours.Store(true)
+	c.slot.Clear(l)
 	l.nc.Close()
 }
 
 // endOf is the outcome of a request whose link ended before its reply.
 func (c *conn) endOf(l *link, out drivers.Outcome) drivers.Outcome {
 	<-l.gone
-	c.mu.Lock()
-	released := c.released
-	c.mu.Unlock()
-	if released {
+	if c.slot.Released() {
 		out.Class, out.Err = drivers.Cancelled, errReleased
 		return out
 	}
@@ -288,7 +251,7 @@ func (c *conn) read(l *link) {
 			return
 		}
 		if s, delivered := c.table.Deliver(h.ID, reply{n: int64(len(hdr)) + h.Length, at: at}); !delivered {
-			d.count(s)
+			d.counts.Count(s)
 		}
 	}
 }
@@ -314,17 +277,13 @@ func readEnd(err error, part string) drivers.Outcome {
 // ended records how a link ended, counts it unless we ended it, and
 // wakes the requests waiting on it.
 func (c *conn) ended(l *link, end drivers.Outcome) {
-	c.mu.Lock()
-	if c.link == l {
-		c.link = nil
-	}
-	ours := l.ours || c.released
-	c.mu.Unlock()
+	c.slot.Clear(l)
+	ours := l.ours.Load() || c.slot.Released()
 	l.nc.Close()
 	if ours {
 		end = drivers.Outcome{Class: drivers.Cancelled, Err: errReleased}
 	} else {
-		c.d.countClose(end.Code)
+		c.d.counts.CountClose(end.Code)
 	}
 	l.end = end
 	close(l.gone)
@@ -332,19 +291,8 @@ func (c *conn) ended(l *link, end drivers.Outcome) {
 
 // Close releases the connection; requests still waiting end as Cancelled.
 func (c *conn) Close() error {
-	c.mu.Lock()
-	if c.released {
-		c.mu.Unlock()
-		return nil
-	}
-	c.released = true
-	l := c.link
-	c.link = nil
-	if l != nil {
-		l.ours = true
-	}
-	c.mu.Unlock()
-	if l != nil {
+	if l := c.slot.Release(); l != nil {
+		l.ours.Store(true)
 		return l.nc.Close()
 	}
 	return nil

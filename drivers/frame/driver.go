@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
@@ -37,9 +35,7 @@ type Driver struct {
 	timeout time.Duration
 	dialer  net.Dialer
 
-	late, unknown, duplicate atomic.Int64
-	closesMu                 sync.Mutex
-	closes                   map[string]int64
+	counts correlate.Counts // replies no request waited for, connections the target ended
 }
 
 var (
@@ -58,7 +54,7 @@ var (
 func New(cfg schema.Frame, baseURL, dir string) (*Driver, error) {
 	var errs []error
 	bad := func(key string, err error) { errs = append(errs, &drivers.ConfigError{Key: key, Err: err}) }
-	d := &Driver{timeout: time.Duration(cfg.Timeout), closes: map[string]int64{}}
+	d := &Driver{timeout: time.Duration(cfg.Timeout)}
 	if d.timeout <= 0 {
 		d.timeout = DefaultTimeout
 	}
@@ -147,38 +143,15 @@ func (d *Driver) Timeout() time.Duration { return d.timeout }
 // cause: "eof" (the server closed at a frame boundary), "short-read" (in
 // the middle of a frame), "reset", or a bad frame's code ("bad-magic",
 // "too-long", …).
-func (d *Driver) Strays() drivers.Strays {
-	d.closesMu.Lock()
-	closes := make(map[string]int64, len(d.closes))
-	for k, v := range d.closes {
-		closes[k] = v
-	}
-	d.closesMu.Unlock()
-	return drivers.Strays{Late: d.late.Load(), UnknownID: d.unknown.Load(), DuplicateID: d.duplicate.Load(), Closes: closes}
-}
-
-func (d *Driver) count(s correlate.Stray) {
-	switch s {
-	case correlate.Late:
-		d.late.Add(1)
-	case correlate.Duplicate:
-		d.duplicate.Add(1)
-	default:
-		d.unknown.Add(1)
-	}
-}
-
-func (d *Driver) countClose(code string) {
-	d.closesMu.Lock()
-	d.closes[code]++
-	d.closesMu.Unlock()
-}
+func (d *Driver) Strays() drivers.Strays { return d.counts.Strays() }
 
 // Dial opens one connection. Errors are classified with drivers.Classify.
 func (d *Driver) Dial(ctx context.Context) (drivers.Conn, error) {
 	c := &conn{d: d}
-	if err := c.open(ctx); err != nil {
+	l, err := c.open(ctx)
+	if err != nil {
 		return nil, err
 	}
+	c.slot.Set(l)
 	return c, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/drivers/correlate"
+	"github.com/runner-dev/runner/drivers/relink"
 )
 
 // link is one WebSocket connection of a conn; a server close ends it and
@@ -28,7 +29,7 @@ type link struct {
 	end  drivers.Outcome
 	// ours is set when we closed it (release, or a FIFO timeout), so its
 	// end is not counted as a server close.
-	ours bool
+	ours atomic.Bool
 	// stalled is set when a write could not finish in time and the
 	// library closed the connection: ours too.
 	stalled atomic.Bool
@@ -45,38 +46,33 @@ type reply struct {
 // conn is one drivers.Conn: a link, re-opened after a server close, and
 // the table of messages in flight on it.
 type conn struct {
-	d *Driver
-
+	d     *Driver
 	table correlate.Table[string, reply] // correlate: in flight by id
+	slot  relink.Slot[link]
 
-	mu       sync.Mutex
-	link     *link         // nil: closed, opened by the next Do
-	dialing  chan struct{} // non-nil while a Do re-opens the link
-	fifo     []chan reply  // no correlate: in flight in send order
-	released bool
+	mu   sync.Mutex
+	fifo []chan reply // no correlate: in flight in send order
 }
 
-// open dials a link and starts its reader.
-func (c *conn) open(ctx context.Context) error {
+// open dials a link and starts its reader; the caller installs it.
+func (c *conn) open(ctx context.Context) (*link, error) {
 	ws, err := c.d.dial(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	l := &link{ws: ws, gone: make(chan struct{})}
-	c.mu.Lock()
-	if c.released {
-		c.mu.Unlock()
-		ws.CloseNow()
-		return errReleased
-	}
-	c.link = l
-	c.mu.Unlock()
 	go c.read(l)
-	return nil
+	return l, nil
 }
 
-// errReleased is the error of a Do or dial on a released connection.
-var errReleased = errors.New("connection released")
+// discard closes a link opened for a connection released meanwhile.
+func (c *conn) discard(l *link) {
+	l.ours.Store(true)
+	l.ws.CloseNow()
+}
+
+// errReleased is the error of a Do on a released connection.
+var errReleased = relink.ErrReleased
 
 // Do sends one message and waits for its reply (see drivers.Conn).
 // Outcomes: OK; RuleFailed with the error_code's value as Code when the
@@ -142,7 +138,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		out.Class, out.Err = ctxClass(ctx), fmt.Errorf("waiting for the reply: %w", context.Cause(ctx))
 		if !c.forget(id, ch, true) {
 			// The reply came between the two looks: after the deadline.
-			c.d.late.Add(1)
+			c.d.counts.Count(correlate.Late)
 		}
 		if c.d.correlate == nil {
 			// A late reply could not be told from the next message's:
@@ -207,47 +203,20 @@ func (c *conn) closing(l *link) bool {
 }
 
 // ensure returns the open link, re-opening it (once, for every Do that
-// finds it closed) when the server closed it.
+// finds it closed) when the server closed it. A re-dial that failed
+// opened nothing (Dialed stays 0).
 func (c *conn) ensure(ctx context.Context, out *drivers.Outcome) (*link, error) {
-	c.mu.Lock()
-	for {
-		switch {
-		case c.released:
-			c.mu.Unlock()
-			out.Class, out.Err = drivers.Cancelled, errReleased
-			return nil, errReleased
-		case c.link != nil:
-			l := c.link
-			c.mu.Unlock()
-			return l, nil
-		case c.dialing != nil:
-			wait := c.dialing
-			c.mu.Unlock()
-			select {
-			case <-wait:
-			case <-ctx.Done():
-				out.Class, out.Err = ctxClass(ctx), fmt.Errorf("waiting for a re-dial: %w", context.Cause(ctx))
-				return nil, out.Err
-			}
-			c.mu.Lock()
-			continue
-		}
-		c.dialing = make(chan struct{})
-		c.mu.Unlock()
-		t0 := time.Now()
-		err := c.open(ctx)
-		out.Connect = time.Since(t0)
-		c.mu.Lock()
-		close(c.dialing)
-		c.dialing = nil
-		if err != nil {
-			c.mu.Unlock()
-			out.Class, out.Code = dialClass(ctx, err)
-			out.Err = fmt.Errorf("re-dial: %w", err)
-			return nil, err
-		}
-		out.Dialed++ // opened: a re-dial that failed opened nothing
+	l, opened, took, err := c.slot.Get(ctx, c.open, c.discard)
+	if opened {
+		out.Dialed++
+		out.Connect = took
 	}
+	if err != nil {
+		out.Class, out.Code = dialClass(ctx, err)
+		out.Err = fmt.Errorf("re-dial: %w", err)
+		return nil, err
+	}
+	return l, nil
 }
 
 // forget removes a request that will not take its reply; gaveUp (it
@@ -271,22 +240,15 @@ func (c *conn) forget(id string, ch chan reply, gaveUp bool) bool {
 
 // drop closes a link on our side: not a server close.
 func (c *conn) drop(l *link) {
-	c.mu.Lock()
-	l.ours = true
-	if c.link == l {
-		c.link = nil
-	}
-	c.mu.Unlock()
+	l.ours.Store(true)
+	c.slot.Clear(l)
 	l.ws.CloseNow()
 }
 
 // endOf is the outcome of a request whose link ended before its reply.
 func (c *conn) endOf(l *link, out drivers.Outcome) drivers.Outcome {
 	<-l.gone
-	c.mu.Lock()
-	released := c.released
-	c.mu.Unlock()
-	if released {
+	if c.slot.Released() {
 		out.Class, out.Err = drivers.Cancelled, errReleased
 		return out
 	}
@@ -356,7 +318,7 @@ func (c *conn) read(l *link) {
 				continue
 			}
 			c.mu.Unlock()
-			d.unknown.Add(1) // nothing in flight: a message nobody asked for
+			d.counts.Count(correlate.Unknown) // nothing in flight: a message nobody asked for
 			continue
 		}
 		id, ok := "", false
@@ -364,29 +326,25 @@ func (c *conn) read(l *link) {
 			id, ok = field(rep.v, d.correlate)
 		}
 		if !ok {
-			d.unknown.Add(1) // no id to pair it by
+			d.counts.Count(correlate.Unknown) // no id to pair it by
 			continue
 		}
 		if stray, delivered := c.table.Deliver(id, rep); !delivered {
-			d.count(stray)
+			d.counts.Count(stray)
 		}
 	}
 }
 
 // ended records how a link ended and wakes the requests waiting on it.
 func (c *conn) ended(l *link, err error) {
-	c.mu.Lock()
-	if c.link == l {
-		c.link = nil
-	}
-	ours := l.ours || c.released
-	c.mu.Unlock()
+	c.slot.Clear(l)
+	ours := l.ours.Load() || c.slot.Released()
 	switch s := websocket.CloseStatus(err); {
 	case s != -1:
 		code := strconv.Itoa(int(s))
 		l.end = drivers.Outcome{Class: drivers.EOF, Code: "close-" + code, Err: fmt.Errorf("the server closed the connection: %w", err)}
 		if !ours {
-			c.d.countClose(code)
+			c.d.counts.CountClose(code)
 		}
 	case strings.Contains(err.Error(), "read limited at"):
 		// Our read limit: the library closed the connection with 1009.
@@ -398,7 +356,7 @@ func (c *conn) ended(l *link, err error) {
 	default:
 		// Closed without a close frame: abnormal closure.
 		l.end = drivers.Outcome{Class: drivers.EOF, Code: "close-1006", Err: fmt.Errorf("the server dropped the connection without a close frame: %w", err)}
-		c.d.countClose("1006")
+		c.d.counts.CountClose("1006")
 	}
 	close(l.gone)
 }
@@ -407,18 +365,11 @@ func (c *conn) ended(l *link, err error) {
 // closeWait, in the background, so that Close returns at once. Requests
 // still waiting end as Cancelled.
 func (c *conn) Close() error {
-	c.mu.Lock()
-	if c.released {
-		c.mu.Unlock()
-		return nil
-	}
-	c.released = true
-	l := c.link
-	c.link = nil
-	c.mu.Unlock()
+	l := c.slot.Release()
 	if l == nil {
 		return nil
 	}
+	l.ours.Store(true)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -438,7 +389,7 @@ func (c *conn) Close() error {
 // never reached: a handshake refused, a timeout, a refused connection),
 // or Cancelled when ctx was cancelled.
 func dialClass(ctx context.Context, err error) (drivers.Class, string) {
-	if errors.Is(ctx.Err(), context.Canceled) {
+	if errors.Is(err, relink.ErrReleased) || errors.Is(ctx.Err(), context.Canceled) {
 		return drivers.Cancelled, ""
 	}
 	if errors.Is(err, errHandshake) {

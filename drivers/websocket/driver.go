@@ -20,8 +20,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -61,9 +59,7 @@ type Driver struct {
 	timeout   time.Duration
 	maxMsg    int64
 
-	late, unknown, duplicate atomic.Int64
-	closesMu                 sync.Mutex
-	closes                   map[string]int64
+	counts correlate.Counts // replies no request waited for, connections the target ended
 }
 
 var (
@@ -85,7 +81,6 @@ func New(cfg schema.WebSocket, baseURL, dir string) (*Driver, error) {
 		timeout: time.Duration(cfg.Timeout),
 		maxMsg:  int64(cfg.MaxMessage),
 		typ:     websocket.MessageText,
-		closes:  map[string]int64{},
 	}
 	if d.timeout <= 0 {
 		d.timeout = DefaultTimeout
@@ -237,33 +232,7 @@ func (d *Driver) Timeout() time.Duration { return d.timeout }
 
 // Strays returns the running totals of late, unknown-id and duplicate-id
 // replies and of server-initiated closes by code.
-func (d *Driver) Strays() drivers.Strays {
-	d.closesMu.Lock()
-	closes := make(map[string]int64, len(d.closes))
-	for k, v := range d.closes {
-		closes[k] = v
-	}
-	d.closesMu.Unlock()
-	return drivers.Strays{Late: d.late.Load(), UnknownID: d.unknown.Load(), DuplicateID: d.duplicate.Load(), Closes: closes}
-}
-
-// count books an unpaired reply.
-func (d *Driver) count(s correlate.Stray) {
-	switch s {
-	case correlate.Late:
-		d.late.Add(1)
-	case correlate.Duplicate:
-		d.duplicate.Add(1)
-	default:
-		d.unknown.Add(1)
-	}
-}
-
-func (d *Driver) countClose(code string) {
-	d.closesMu.Lock()
-	d.closes[code]++
-	d.closesMu.Unlock()
-}
+func (d *Driver) Strays() drivers.Strays { return d.counts.Strays() }
 
 // dial opens one WebSocket connection (TCP, TLS, handshake) bounded by
 // ctx and the timeout.
@@ -288,9 +257,11 @@ var errHandshake = errors.New("the server refused the WebSocket upgrade")
 // (a refused upgrade is Connect with code "HANDSHAKE").
 func (d *Driver) Dial(ctx context.Context) (drivers.Conn, error) {
 	c := &conn{d: d}
-	if err := c.open(ctx); err != nil {
+	l, err := c.open(ctx)
+	if err != nil {
 		return nil, err
 	}
+	c.slot.Set(l)
 	return c, nil
 }
 

@@ -1,0 +1,118 @@
+// Package relink keeps the current transport link of one driver
+// connection (a WebSocket, a TCP connection of frames): when the target
+// ends it, the next request opens another, once for every request that
+// finds it gone, and a released connection opens nothing more.
+package relink
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// ErrReleased is the error of a request on a released connection.
+var ErrReleased = errors.New("connection released")
+
+// Slot holds the current link of type L. Safe for concurrent use; the
+// zero value is empty (the first Get opens).
+type Slot[L any] struct {
+	mu       sync.Mutex
+	cur      *L
+	dialing  chan struct{} // non-nil while a Get opens a link
+	released bool
+}
+
+// Set installs l as the current link (the connection's first, opened by
+// Dial). It reports false, and installs nothing, once released.
+func (s *Slot[L]) Set(l *L) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released {
+		return false
+	}
+	s.cur = l
+	return true
+}
+
+// Get returns the current link, or opens one with open when there is
+// none: one opener at a time, the others wait for it (or for ctx).
+// opened says whether this call opened it and took how long. A link
+// opened after the connection was released is closed with discard and
+// ErrReleased returned; so is a Get on a released connection. open's
+// error is returned as is; a wait cut by ctx returns ctx's cause.
+func (s *Slot[L]) Get(ctx context.Context, open func(context.Context) (*L, error), discard func(*L)) (l *L, opened bool, took time.Duration, err error) {
+	s.mu.Lock()
+	for {
+		switch {
+		case s.released:
+			s.mu.Unlock()
+			return nil, false, 0, ErrReleased
+		case s.cur != nil:
+			l := s.cur
+			s.mu.Unlock()
+			return l, false, 0, nil
+		case s.dialing != nil:
+			wait := s.dialing
+			s.mu.Unlock()
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return nil, false, 0, context.Cause(ctx)
+			}
+			s.mu.Lock()
+			continue
+		}
+		s.dialing = make(chan struct{})
+		s.mu.Unlock()
+		t0 := time.Now()
+		l, err := open(ctx)
+		took := time.Since(t0)
+		s.mu.Lock()
+		close(s.dialing)
+		s.dialing = nil
+		switch {
+		case err != nil:
+			s.mu.Unlock()
+			return nil, false, took, err
+		case s.released:
+			s.mu.Unlock()
+			discard(l)
+			return nil, false, took, ErrReleased
+		}
+		s.cur = l
+		s.mu.Unlock()
+		return l, true, took, nil
+	}
+}
+
+// Clear forgets l if it is the current link (it ended, or was dropped):
+// the next Get opens another.
+func (s *Slot[L]) Clear(l *L) {
+	s.mu.Lock()
+	if s.cur == l {
+		s.cur = nil
+	}
+	s.mu.Unlock()
+}
+
+// Release marks the connection released and returns its current link
+// (nil if none) for the caller to close; later calls return nil.
+func (s *Slot[L]) Release() *L {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released {
+		return nil
+	}
+	s.released = true
+	l := s.cur
+	s.cur = nil
+	return l
+}
+
+// Released reports whether Release was called.
+func (s *Slot[L]) Released() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.released
+}
