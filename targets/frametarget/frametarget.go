@@ -7,13 +7,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	nethttp "net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/runner-dev/runner/targets"
 )
 
 // Defaults of Config's zero fields.
@@ -121,18 +121,8 @@ func defaults() Config {
 // error.
 func ParseArgs(args []string) (Config, error) {
 	cfg := defaults()
-	fs := flag.NewFlagSet("runner serve frame", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	cfg.flags(fs)
-	if err := fs.Parse(args); err != nil {
-		if msg := err.Error(); strings.Contains(msg, "-delay") && strings.Contains(msg, "parse error") {
-			// The flag package does not say what a duration looks like.
-			return Config{}, fmt.Errorf("%w (a duration needs a unit, e.g. 5ms)", err)
-		}
+	if err := targets.ParseFlags("frame", args, cfg.flags); err != nil {
 		return Config{}, err
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if err := cfg.validate(); err != nil {
 		return Config{}, err
@@ -143,12 +133,7 @@ func ParseArgs(args []string) (Config, error) {
 // Usage describes the flags ParseArgs accepts, one per line.
 func Usage() string {
 	cfg := defaults()
-	fs := flag.NewFlagSet("runner serve frame", flag.ContinueOnError)
-	var b strings.Builder
-	fs.SetOutput(&b)
-	cfg.flags(fs)
-	fs.PrintDefaults()
-	return strings.TrimRight(b.String(), "\n")
+	return targets.FlagUsage("frame", cfg.flags)
 }
 
 // withDefaults fills zero fields in.

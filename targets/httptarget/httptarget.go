@@ -10,9 +10,10 @@ import (
 	"net"
 	nethttp "net/http"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/runner-dev/runner/targets"
 )
 
 // Defaults of Config's zero fields.
@@ -89,20 +90,8 @@ func defaults() Config {
 // value, or a positional argument is an error.
 func ParseArgs(args []string) (Config, error) {
 	cfg := defaults()
-	fs := flag.NewFlagSet("runner serve http", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	cfg.flags(fs)
-	if err := fs.Parse(args); err != nil {
-		msg := err.Error()
-		duration := strings.Contains(msg, "-delay") || strings.Contains(msg, "-slow-for") || strings.Contains(msg, "-stall-")
-		if duration && strings.Contains(msg, "parse error") {
-			// The flag package does not say what a duration looks like.
-			return Config{}, fmt.Errorf("%w (a duration needs a unit, e.g. 5ms)", err)
-		}
+	if err := targets.ParseFlags("http", args, cfg.flags); err != nil {
 		return Config{}, err
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if err := cfg.validate(); err != nil {
 		return Config{}, err
@@ -113,12 +102,7 @@ func ParseArgs(args []string) (Config, error) {
 // Usage describes the flags ParseArgs accepts, one per line.
 func Usage() string {
 	cfg := defaults()
-	fs := flag.NewFlagSet("runner serve http", flag.ContinueOnError)
-	var b strings.Builder
-	fs.SetOutput(&b)
-	cfg.flags(fs)
-	fs.PrintDefaults()
-	return strings.TrimRight(b.String(), "\n")
+	return targets.FlagUsage("http", cfg.flags)
 }
 
 // withDefaults fills zero fields in.

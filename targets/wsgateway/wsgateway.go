@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	nethttp "net/http"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/runner-dev/runner/targets"
 )
 
 // Defaults of Config's zero fields.
@@ -136,20 +137,8 @@ func defaults() Config {
 // a combination that makes no sense, or a positional argument is an error.
 func ParseArgs(args []string) (Config, error) {
 	cfg := defaults()
-	fs := flag.NewFlagSet("runner serve ws-gateway", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	cfg.flags(fs)
-	if err := fs.Parse(args); err != nil {
-		msg := err.Error()
-		duration := strings.Contains(msg, "-service") || strings.Contains(msg, "-jitter") || strings.Contains(msg, "-delay")
-		if duration && strings.Contains(msg, "parse error") {
-			// The flag package does not say what a duration looks like.
-			return Config{}, fmt.Errorf("%w (a duration needs a unit, e.g. 5ms)", err)
-		}
+	if err := targets.ParseFlags("ws-gateway", args, cfg.flags); err != nil {
 		return Config{}, err
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if err := cfg.validateFlags(); err != nil {
 		return Config{}, err
@@ -173,12 +162,7 @@ func ParseArgs(args []string) (Config, error) {
 // Usage describes the flags ParseArgs accepts, one per line.
 func Usage() string {
 	cfg := defaults()
-	fs := flag.NewFlagSet("runner serve ws-gateway", flag.ContinueOnError)
-	var b strings.Builder
-	fs.SetOutput(&b)
-	cfg.flags(fs)
-	fs.PrintDefaults()
-	return strings.TrimRight(b.String(), "\n")
+	return targets.FlagUsage("ws-gateway", cfg.flags)
 }
 
 // validateFlags checks the values as the flags give them (0 = off).
