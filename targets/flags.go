@@ -26,7 +26,9 @@ func ParseFlags(kind string, args []string, define func(*flag.FlagSet)) error {
 			return fmt.Errorf("flag -h: use runner serve %s --help", kind)
 		}
 		if m := flagName.FindStringSubmatch(err.Error()); m != nil && strings.Contains(err.Error(), "parse error") {
-			if g, ok := fs.Lookup(m[1]).Value.(flag.Getter); ok {
+			if f := fs.Lookup(m[1]); f == nil {
+				return err
+			} else if g, ok := f.Value.(flag.Getter); ok {
 				if _, isDur := g.Get().(time.Duration); isDur {
 					// The flag package does not say what a duration looks like.
 					return fmt.Errorf("%w (a duration needs a unit, e.g. 5ms)", err)
