@@ -28,6 +28,10 @@ const (
 	// CodeFileLimit marks a dial refused by the client's descriptor limit
 	// (EMFILE per process or ENFILE system-wide). Client-side.
 	CodeFileLimit = "EMFILE"
+	// CodeIDInUse marks a request not sent because its id (the sequence
+	// number cut to the id field's width) was still in flight on the
+	// connection: its reply could not have been told apart. Client-side.
+	CodeIDInUse = "id-in-use"
 )
 
 // Classify maps a transport error to an outcome class and a code. It is a
@@ -133,7 +137,7 @@ func isTLS(err error) bool {
 // own machine (local ports or descriptors exhausted) rather than of the
 // target. Such failures are never blamed on the target (DESIGN.md §10).
 func ClientSide(code string) bool {
-	return code == CodeAddrNotAvail || code == CodeFileLimit
+	return code == CodeAddrNotAvail || code == CodeFileLimit || code == CodeIDInUse
 }
 
 // LikelyCause returns a one-line explanation and remedy for a client-side
@@ -144,6 +148,8 @@ func LikelyCause(code string) string {
 		return "local address exhausted (ephemeral ports in TIME_WAIT): enable keep-alive or widen net.ipv4.ip_local_port_range"
 	case CodeFileLimit:
 		return "descriptor limit reached: raise ulimit -n"
+	case CodeIDInUse:
+		return "the request id field wrapped around while an older request with the same id still waited for its reply: widen the id field, or shorten the timeout"
 	}
 	return ""
 }

@@ -92,6 +92,9 @@ const (
 	Status      Class = "status"
 	RuleFailed  Class = "rule-failed"
 	Cancelled   Class = "cancelled"
+	// ClientError is a request the client could not make (e.g. code
+	// id-in-use): the client's problem, not the target's.
+	ClientError Class = "client"
 )
 
 // Outcome is how one request ended, as told by the driver. It carries no

@@ -170,6 +170,8 @@ func (l *loader) validateFrame(f *Frame) {
 	}
 	if l.has(p+".payload") && l.has(p+".payload_file") {
 		l.failf(p+".payload_file", "both payload and payload_file; expected at most one")
+	} else if l.has(p+".data") && !l.has(p+".payload") {
+		l.failf(p+".data", "data is read by {{data.NAME}} in payload, and there is no payload template")
 	}
 	if l.has(p+".timeout") && l.ok(p+".timeout") && f.Timeout <= 0 {
 		l.failf(p+".timeout", "expected a positive duration, found %s", f.Timeout)

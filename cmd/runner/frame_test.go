@@ -129,3 +129,22 @@ assert:
 `)
 	fcRunScenario(t, "frame-reorder", yaml, exitPass)
 }
+
+// Bad frames with several requests in flight per connection (the
+// breaker's case): each fault is one bad-magic error, the other requests
+// then in flight are bad-frame link-closed, a frame written as the
+// connection closed is sent again on a new one, so the target counted
+// every request, and a fault is never charged twice.
+func TestFrameBadFramesInFlight(t *testing.T) {
+	yaml := frameScenario("frame-bad-inflight", `"--malformed-every", "10", "--malformed", "bad-magic"`,
+		"  - {name: main, open: {rate: 2000/s, connections: 4, inflight: 8}, duration: 1s}\n", `  expect:
+    - server.requests == requests
+    - 'server.malformed_sent == errors_by["bad-magic"]'
+assert:
+  - cancelled == 0
+  - 'errors == errors_by["bad-magic"] + errors_by["link-closed"]'
+`)
+	r := fcRunScenario(t, "frame-bad-inflight", yaml, exitPass)
+	ph := r.phases(t)[0]
+	t.Logf("requests %d, errors %d, faults %.0f", fcCount(t, ph, "requests"), fcCount(t, ph, "errors"), jsonNum(t, ph, "server", "malformed_sent"))
+}

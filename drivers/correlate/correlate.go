@@ -44,16 +44,21 @@ type Table[K comparable, R any] struct {
 }
 
 // Add registers id as in flight and returns the channel its reply will be
-// delivered on (buffered: Deliver never blocks). An id already in flight
-// is replaced.
+// delivered on (buffered: Deliver never blocks). It returns nil, and
+// registers nothing, when id is already in flight (a narrow id field
+// that wrapped around while an old request still waits): its reply could
+// not be told from the old one's.
 func (t *Table[K, R]) Add(id K) chan R {
-	ch := make(chan R, 1)
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.pending == nil {
 		t.pending = map[K]chan R{}
 	}
+	if _, busy := t.pending[id]; busy {
+		return nil
+	}
+	ch := make(chan R, 1)
 	t.pending[id] = ch
-	t.mu.Unlock()
 	return ch
 }
 

@@ -11,6 +11,9 @@ func TestDeliverAndStrays(t *testing.T) {
 	if tb.Len() != 2 {
 		t.Fatalf("len %d", tb.Len())
 	}
+	if tb.Add(1) != nil {
+		t.Error("an id in flight was registered again (wrapped ids must not steal a reply)")
+	}
 	// Out of order.
 	if _, ok := tb.Deliver(2, "two"); !ok || <-b != "two" {
 		t.Error("2 not delivered")

@@ -25,6 +25,12 @@ type link struct {
 	gone chan struct{}
 	end  drivers.Outcome
 	ours atomic.Bool // we closed it: not counted as a server-side end
+	// failed, when set, is how the link ended, known before its reader
+	// saw it (a write that failed): its end instead of the reader's.
+	failed atomic.Pointer[drivers.Outcome]
+	// blamed is set once one request has carried a bad frame's code: the
+	// others in flight on the link end as bad-frame link-closed.
+	blamed atomic.Bool
 }
 
 // reply is a received frame handed to the request it answers.
@@ -65,10 +71,18 @@ func (c *conn) discard(l *link) {
 
 // Do sends one frame and waits for its reply (see drivers.Conn).
 // Outcomes: OK; Timeout when ctx's deadline passes first (a reply after it
-// counts as late); Cancelled when ctx is cancelled or the connection
-// released; when the link ends first, the link's end: BadFrame with the
-// bad frame's code (bad-magic, too-long, …), EOF, ShortRead or Reset;
-// Connect when re-opening the link failed; Reset when the write failed.
+// counts as late), with code write-stalled when the frame could not even
+// be written in time (the target does not read); Cancelled when ctx is
+// cancelled or the connection released; when the link ends first, the
+// link's end: BadFrame with the bad frame's code (bad-magic, too-long, …)
+// for one request and link-closed for the others then in flight, EOF,
+// ShortRead or Reset; Connect when re-opening the link failed; Reset when
+// the write failed; ClientError id-in-use when the id (seq cut to the id
+// field) is still in flight on the connection (nothing is sent).
+//
+// A frame is a request once it is on the wire: when the link turns out to
+// have ended as the frame is written (nothing of it sent), it is sent once
+// on a new link.
 func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 	var out drivers.Outcome
 	start := time.Now()
@@ -83,36 +97,43 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		if l, err = c.ensure(ctx, &out); err != nil {
 			return out
 		}
-		ch = c.table.Add(id)
-		l.wmu.Lock()
-		// A write is bounded by the timeout on its own clock: the
-		// request's deadline ends the wait for the reply, not a write.
-		l.nc.SetWriteDeadline(time.Now().Add(c.d.timeout))
-		n, err := l.nc.Write(buf)
-		l.wmu.Unlock()
+		if ch = c.table.Add(id); ch == nil {
+			out.Class, out.Code = drivers.ClientError, drivers.CodeIDInUse
+			out.Err = fmt.Errorf("request id %d (seq %d) is still in flight on this connection: %s", id, r.Seq, drivers.LikelyCause(drivers.CodeIDInUse))
+			return out
+		}
+		n, err := c.write(ctx, l, buf)
 		if err == nil {
 			break
 		}
 		c.table.Forget(id, ch, false)
-		select {
-		case <-l.gone:
+		switch {
+		case errors.Is(ctx.Err(), context.Canceled):
+			if n > 0 {
+				c.drop(l) // half a frame on the wire: the link is unusable
+			}
+			out.Class, out.Err = drivers.Cancelled, fmt.Errorf("send: %w", context.Cause(ctx))
+			return out
+		case n == 0 && errors.Is(err, context.DeadlineExceeded):
+			// Its time ran out waiting for the connection's writer.
+			out.Class, out.Code = drivers.Timeout, "write-stalled"
+			out.Err = errors.New("send: the frame could not be written before its timeout: the target does not read")
+			return out
+		case c.ending(l):
 			if n == 0 && attempt == 0 && ctx.Err() == nil {
 				continue // the link had ended: nothing was sent; send on a new one
 			}
 			return c.endOf(l, out)
-		default:
 		}
-		if errors.Is(ctx.Err(), context.Canceled) {
-			out.Class, out.Err = drivers.Cancelled, fmt.Errorf("send: %w", context.Cause(ctx))
-			return out
-		}
+		// The write itself failed: the target reset the connection, or
+		// stopped reading for the whole timeout.
 		out.Class, out.Code = drivers.Classify(err)
+		ours := false
 		if out.Class == drivers.Timeout {
-			// A write that could not finish: the peer does not read.
-			out.Code = "write-stalled"
+			out.Class, out.Code, ours = drivers.Reset, "write-stalled", true
 		}
 		out.Err = fmt.Errorf("send: %w", err)
-		c.drop(l)
+		c.fail(l, out, ours)
 		return out
 	}
 	out.BytesOut = int64(len(buf))
@@ -139,6 +160,52 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		c.table.Forget(id, ch, false)
 		return c.endOf(l, out)
 	}
+}
+
+// write sends buf on l, whole, one frame at a time per link. It gives
+// up without writing when ctx ends while it waits for the link's writer
+// (returning ctx's error); the write itself is bounded by the timeout on
+// its own clock, and cut at once when ctx is cancelled (Ctrl-C).
+func (c *conn) write(ctx context.Context, l *link, buf []byte) (int, error) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			l.nc.SetWriteDeadline(time.Now()) // unblock the write
+		}
+	})
+	defer stop()
+	l.nc.SetWriteDeadline(time.Now().Add(c.d.timeout))
+	return l.nc.Write(buf)
+}
+
+// ending reports whether l has ended or ends within a moment (its reader
+// records how): a write that failed because the link was already going,
+// not a failed write.
+func (c *conn) ending(l *link) bool {
+	select {
+	case <-l.gone:
+		return true
+	case <-time.After(100 * time.Millisecond):
+		return false
+	}
+}
+
+// fail ends l with out as its end (for the requests in flight on it) and
+// closes it. ours: we ended it (our write deadline), so it is not the
+// target's close.
+func (c *conn) fail(l *link, out drivers.Outcome, ours bool) {
+	o := out
+	o.Err = fmt.Errorf("the connection failed under another request: %w", out.Err)
+	l.failed.CompareAndSwap(nil, &o)
+	if ours {
+		l.ours.Store(true)
+	}
+	c.slot.Clear(l)
+	l.nc.Close()
 }
 
 // frameBufs recycles request frames: a frame is rendered into a pooled
@@ -218,6 +285,12 @@ func (c *conn) endOf(l *link, out drivers.Outcome) drivers.Outcome {
 	}
 	e := l.end
 	out.Class, out.Code, out.Err = e.Class, e.Code, e.Err
+	if e.Class == drivers.BadFrame && !l.blamed.CompareAndSwap(false, true) {
+		// One bad frame is one request's reply; the others lost theirs
+		// because the connection had to be closed.
+		out.Code = "link-closed"
+		out.Err = fmt.Errorf("the connection was closed after a bad frame from the target (%s)", e.Err)
+	}
 	return out
 }
 
@@ -242,10 +315,12 @@ func (c *conn) read(l *link) {
 			c.ended(l, drivers.Outcome{Class: drivers.BadFrame, Code: bf.Code, Err: fmt.Errorf("bad frame from the target: %s", bf.Msg)})
 			return
 		}
-		if n, err := br.Discard(int(h.Length)); err != nil {
+		if _, err := br.Discard(int(h.Length)); err != nil {
 			o := readEnd(err, "payload")
-			if n > 0 || h.Length > 0 {
-				o.Class, o.Code = drivers.ShortRead, "short-read"
+			if errors.Is(err, io.EOF) {
+				// The header came whole: an end before the payload's last
+				// byte is in the middle of a frame.
+				o = drivers.Outcome{Class: drivers.ShortRead, Code: "short-read", Err: errors.New("the target closed the connection in the middle of a frame's payload")}
 			}
 			c.ended(l, o)
 			return
@@ -278,11 +353,21 @@ func readEnd(err error, part string) drivers.Outcome {
 // wakes the requests waiting on it.
 func (c *conn) ended(l *link, end drivers.Outcome) {
 	c.slot.Clear(l)
-	ours := l.ours.Load() || c.slot.Released()
 	l.nc.Close()
-	if ours {
+	failed := l.failed.Load()
+	if failed != nil {
+		end = *failed
+	}
+	switch {
+	case c.slot.Released():
 		end = drivers.Outcome{Class: drivers.Cancelled, Err: errReleased}
-	} else {
+	case failed != nil:
+		if !l.ours.Load() {
+			c.d.counts.CountClose(end.Code)
+		}
+	case l.ours.Load():
+		end = drivers.Outcome{Class: drivers.Cancelled, Err: errReleased}
+	default:
 		c.d.counts.CountClose(end.Code)
 	}
 	l.end = end

@@ -292,3 +292,161 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// A Ctrl-C while a write is blocked (the target does not read) ends the
+// request at once; it does not wait for the write's timeout.
+func TestCancelBlockedWrite(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		nc, err := ln.Accept()
+		if err == nil {
+			accepted <- nc // never read
+		}
+	}()
+	d, err := New(schema.Frame{Preset: "lkdf", Payload: "{{bytes 1MiB}}", Timeout: schema.Duration(time.Minute)}, "tcp://"+ln.Addr().String(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	defer func() { (<-accepted).Close() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	outs := make(chan drivers.Outcome, 8)
+	for seq := uint64(1); seq <= 8; seq++ {
+		go func() { outs <- c.Do(ctx, drivers.Request{Seq: seq}) }()
+	}
+	time.Sleep(300 * time.Millisecond) // the socket buffers fill; writes block
+	cancel()
+	start := time.Now()
+	for range 8 {
+		select {
+		case o := <-outs:
+			if o.Class != drivers.Cancelled {
+				t.Errorf("%v %q %v, want cancelled", o.Class, o.Code, o.Err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a request did not end within 5 s of the cancel")
+		}
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("took %s after the cancel", el)
+	}
+}
+
+// The target resets the connection with frames in flight: they are the
+// target's resets (never cancelled), and the close is counted.
+func TestResetWithFramesInFlight(t *testing.T) {
+	var mu sync.Mutex
+	seen := 0
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		hdr := make([]byte, 16)
+		for {
+			if _, err := io.ReadFull(nc, hdr); err != nil {
+				return
+			}
+			io.ReadFull(nc, make([]byte, binary.BigEndian.Uint32(hdr[12:])))
+			mu.Lock()
+			seen++
+			n := seen
+			mu.Unlock()
+			if n == 4 { // four in flight, none answered: reset
+				nc.(*net.TCPConn).SetLinger(0)
+				nc.Close()
+				return
+			}
+		}
+	}()
+	d := newDriver(t, "tcp://"+ln.Addr().String(), "x")
+	c, err := d.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var wg sync.WaitGroup
+	outs := make([]drivers.Outcome, 4)
+	for i := range outs {
+		wg.Add(1)
+		go func() { defer wg.Done(); outs[i] = do(c, uint64(i+1), 5*time.Second) }()
+	}
+	wg.Wait()
+	for i, o := range outs {
+		if o.Class == drivers.Cancelled || o.Class == drivers.OK || o.Class == drivers.Timeout {
+			t.Errorf("request %d: %v %q %v, want the target's reset or eof", i+1, o.Class, o.Code, o.Err)
+		}
+	}
+	if s := d.Strays(); len(s.Closes) != 1 {
+		t.Errorf("closes %v, want the target's one", s.Closes)
+	}
+}
+
+// One bad frame is one request's reply: one request carries its code,
+// the others in flight on the closed connection are link-closed.
+func TestBadFrameBlamesOne(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	url := stub(t, func(_ int, id uint32, p []byte) []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		if n++; n == 4 {
+			return lkdfHeader(0x47455420, 1, 2, id, 0)
+		}
+		return nil // hold the first three: all four in flight
+	})
+	d := newDriver(t, url, "x")
+	c, _ := d.Dial(context.Background())
+	defer c.Close()
+	var wg sync.WaitGroup
+	outs := make([]drivers.Outcome, 4)
+	for i := range outs {
+		wg.Add(1)
+		go func() { defer wg.Done(); outs[i] = do(c, uint64(i+1), 5*time.Second) }()
+	}
+	wg.Wait()
+	codes := map[string]int{}
+	for _, o := range outs {
+		if o.Class != drivers.BadFrame {
+			t.Errorf("%v %q, want bad-frame", o.Class, o.Code)
+		}
+		codes[o.Code]++
+	}
+	if codes["bad-magic"] != 1 || codes["link-closed"] != 3 {
+		t.Errorf("codes %v, want one bad-magic and three link-closed", codes)
+	}
+}
+
+// A u16 id wraps after 65,536 requests: a request whose id is still in
+// flight is not sent (id-in-use), never paired with the old reply.
+func TestIDInUse(t *testing.T) {
+	url := stub(t, func(_ int, id uint32, p []byte) []byte { return nil }) // never answers
+	v := func(x int64) *int64 { return &x }
+	d, err := New(schema.Frame{Layout: &schema.FrameLayout{Fields: []schema.FrameField{
+		{Name: "m", Size: "u16", Value: v(7)}, {Name: "id", Size: "u16", Role: "id"}, {Name: "len", Size: "u32", Role: "length"},
+	}}}, url, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := d.Dial(context.Background())
+	defer c.Close()
+	go do(c, 1, 2*time.Second) // id 1, in flight
+	time.Sleep(100 * time.Millisecond)
+	if o := do(c, 65537, time.Second); o.Class != drivers.ClientError || o.Code != drivers.CodeIDInUse || o.BytesOut != 0 {
+		t.Errorf("%v %q out %d, want client id-in-use, nothing sent", o.Class, o.Code, o.BytesOut)
+	}
+}

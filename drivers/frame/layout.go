@@ -116,12 +116,14 @@ func Compile(fl *schema.FrameLayout) (*Layout, error) {
 			bad(key+".size", "size %q: expected u8, u16, u32 or u64", fd.Size)
 			continue
 		}
+		// Names are compared without case: a bad constant's code is
+		// bad-<name> in lower case.
 		if fd.Name == "" {
 			bad(key+".name", "a field needs a name")
-		} else if names[fd.Name] {
-			bad(key+".name", "field name %q used twice", fd.Name)
+		} else if names[strings.ToLower(fd.Name)] {
+			bad(key+".name", "field name %q used twice (names are compared without case)", fd.Name)
 		}
-		names[fd.Name] = true
+		names[strings.ToLower(fd.Name)] = true
 		if fd.Value != nil {
 			switch {
 			case fd.Role != "":

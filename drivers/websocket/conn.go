@@ -33,6 +33,9 @@ type link struct {
 	// stalled is set when a write could not finish in time and the
 	// library closed the connection: ours too.
 	stalled atomic.Bool
+	// failed, when set, is how the link ended, known before its reader
+	// saw it (a write the network refused): the target dropped it.
+	failed atomic.Pointer[drivers.Outcome]
 }
 
 // reply is one received message handed to the request it answers.
@@ -108,18 +111,29 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		}
 		c.forget(id, ch, false) // never on the wire
 		switch {
+		case errors.Is(ctx.Err(), context.Canceled):
+			out.Class, out.Err = drivers.Cancelled, fmt.Errorf("send: %w", context.Cause(ctx))
 		case c.closing(l):
 			if attempt == 0 && ctx.Err() == nil {
 				continue // the link ended under us: send on a new one
 			}
 			return c.endOf(l, out)
-		case ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled):
-			out.Class, out.Err = drivers.Cancelled, fmt.Errorf("send: %w", context.Cause(ctx))
 		case errors.Is(werr, context.DeadlineExceeded):
 			out.Class, out.Code = drivers.Timeout, "write-stalled"
 			out.Err = fmt.Errorf("send: the message could not be written within %s: the target stopped reading (the connection is closed on our side)", c.d.timeout)
 		default:
-			out.Class, out.Err = drivers.Reset, fmt.Errorf("send: %w", werr)
+			// The network refused the write (a reset): the target dropped
+			// the connection; the requests in flight on it end so too.
+			out.Class, out.Code = drivers.Classify(werr)
+			if out.Class != drivers.Reset {
+				out.Class = drivers.Reset
+			}
+			out.Err = fmt.Errorf("send: %w", werr)
+			o := drivers.Outcome{Class: drivers.EOF, Code: "close-1006", Err: fmt.Errorf("the target dropped the connection: %w", werr)}
+			l.failed.CompareAndSwap(nil, &o)
+			c.slot.Clear(l)
+			l.ws.CloseNow()
+			return out
 		}
 		c.drop(l)
 		return out
@@ -160,6 +174,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 // register puts id in flight and returns where its reply will come.
 func (c *conn) register(id string) chan reply {
 	if c.d.correlate != nil {
+		// Never nil: ids are whole sequence numbers, unique in the run.
 		return c.table.Add(id)
 	}
 	ch := make(chan reply, 1)
@@ -339,6 +354,12 @@ func (c *conn) read(l *link) {
 func (c *conn) ended(l *link, err error) {
 	c.slot.Clear(l)
 	ours := l.ours.Load() || c.slot.Released()
+	if f := l.failed.Load(); f != nil && !ours {
+		l.end = *f
+		c.d.counts.CountClose("1006")
+		close(l.gone)
+		return
+	}
 	switch s := websocket.CloseStatus(err); {
 	case s != -1:
 		code := strconv.Itoa(int(s))
