@@ -1,0 +1,40 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+)
+
+// MaxReport bounds a JSON report Load reads: 1 GiB.
+const MaxReport = 1 << 30
+
+// Load reads a JSON report written by a run (json.go) back into a Run, so
+// that any report can be rendered again without re-running: console,
+// TSV, Markdown, JUnit, HTML. Errors: an unreadable file, one that is not
+// a runner JSON report (no run_id or no result), a snapshot of a run that
+// had not finished (outcome "incomplete") is loaded but says so in
+// Outcome.
+func Load(path string) (*Run, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxReport+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxReport {
+		return nil, fmt.Errorf("%s: larger than 1 GiB", path)
+	}
+	var r Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a runner JSON report: %w", path, err)
+	}
+	if r.RunID == "" || r.Result == nil {
+		return nil, fmt.Errorf("%s: not a runner JSON report (no run_id or no result)", path)
+	}
+	return &r, nil
+}
