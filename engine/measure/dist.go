@@ -152,6 +152,17 @@ func (d *Dist) Clone() *Dist {
 	return &c
 }
 
+// Histogram returns a copy of the distribution's HdrHistogram, values in
+// microseconds (3 significant digits, 1 µs to 1 h), for HdrHistogram's own
+// formats and tools (interval logs); nil when it has no samples. Its
+// ValueAtQuantile rounds the rank: report percentiles with Percentile.
+func (d *Dist) Histogram() *hdr.Histogram {
+	if d == nil || d.h == nil || d.n == 0 {
+		return nil
+	}
+	return d.h.Clone()
+}
+
 // seal builds the percentile index.
 func (d *Dist) seal() { d.idx = d.buildIndex() }
 

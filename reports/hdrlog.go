@@ -1,0 +1,77 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/runner-dev/runner/engine/measure"
+)
+
+// tagUnsafe are the characters an interval log tag cannot hold.
+var tagUnsafe = regexp.MustCompile(`[,\s]+`)
+
+// HDRLog writes the run's latency histograms as an HdrHistogram interval
+// log (format 1.3, readable by HdrHistogram's HistogramLogProcessor and
+// HdrHistogram libraries), so that any percentile can be derived again
+// later from the full distribution. Each (repeat, phase) is one interval
+// per distribution, tagged `r<repeat>/<phase>/<response|service>` (spaces
+// and commas in a phase name become `_`), from the phase's start to the
+// end of its drain. Values are microseconds; the log's max column is
+// therefore in seconds (the library divides by 10^6), which the log's
+// comment says. Empty distributions are left out.
+func HDRLog(w io.Writer, r *Run) error {
+	lw := hdr.NewHistogramLogWriter(w)
+	start := r.Started
+	if start.IsZero() {
+		start = time.Unix(0, 0)
+	}
+	lw.SetBaseTime(start.UnixMilli())
+	for _, step := range []func() error{
+		lw.OutputLogFormatVersion,
+		func() error {
+			return lw.OutputComment(fmt.Sprintf("[runner %s, run %s, scenario %s: values in microseconds; max column in seconds]", r.Env.Runner, r.RunID, tagUnsafe.ReplaceAllString(scenarioName(r), "_")))
+		},
+		func() error { return lw.OutputStartTime(start.UnixMilli()) },
+		func() error { return lw.OutputBaseTime(start.UnixMilli()) },
+		lw.OutputLegend,
+	} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	if r.Result == nil {
+		return nil
+	}
+	for _, pr := range r.Result.Phases {
+		if pr.Summary == nil || pr.Phase == nil {
+			continue
+		}
+		for _, d := range []struct {
+			kind string
+			dist *measure.Dist
+		}{{"response", &pr.Summary.Response}, {"service", &pr.Summary.Service}} {
+			h := d.dist.Histogram()
+			if h == nil {
+				continue
+			}
+			h.SetTag(fmt.Sprintf("r%d/%s/%s", pr.Repeat, tagUnsafe.ReplaceAllString(pr.Phase.Name, "_"), d.kind))
+			h.SetStartTimeMs(pr.Start.UnixMilli())
+			h.SetEndTimeMs(pr.Start.Add(pr.Wall).UnixMilli())
+			if err := lw.OutputIntervalHistogram(h); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func scenarioName(r *Run) string {
+	if r.Scenario == nil {
+		return "scenario"
+	}
+	return r.Scenario.Name
+}
