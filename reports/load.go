@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/engine/rules"
 )
 
 // MaxReport bounds a JSON report Load reads: 1 GiB.
@@ -35,6 +38,17 @@ func Load(path string) (*Run, error) {
 	}
 	if r.RunID == "" || r.Result == nil {
 		return nil, fmt.Errorf("%s: not a runner JSON report (no run_id or no result)", path)
+	}
+	// Compiled rules are not in the JSON: compile them again from their
+	// source, so that a phase can be judged as the run judged it.
+	if r.Plan != nil {
+		for _, sr := range append(append([]*engine.ScopedRule(nil), r.Plan.Rules...), r.Plan.Expect...) {
+			rule, err := rules.Compile(sr.Source)
+			if err != nil {
+				return nil, fmt.Errorf("%s: rule %q: %w", path, sr.Source, err)
+			}
+			sr.Rule = rule
+		}
 	}
 	return &r, nil
 }

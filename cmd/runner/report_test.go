@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// One run of a shipped-style scenario, then every format rendered again
+// from its JSON: the console and the TSV equal what the run printed and
+// appended, and every other format renders without error.
+func TestReportRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	js, tsv := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.tsv")
+	file := scenario(t, "s.yaml", `version: 1
+name: roundtrip
+target: {serve: http, args: ["--delay", "1ms", "--error-every", "10"]}
+driver: {http: {path: /x, timeout: 2s}}
+phases:
+  - {name: warm, warmup: true, closed: {connections: 2}, requests: 50}
+  - {name: steady, open: {rate: 200/s, connections: 4}, duration: 1s}
+repeats: 2
+reconcile:
+  fetch: {path: /stats}
+  expect: [server.requests == requests]
+assert: [errors == 0, p50 < 1s]
+`)
+	code, out, errOut := cli(t, "run", "--log-level", "disabled", "--json", js, "--tsv", tsv, file)
+	if code != exitFail {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, f := range formats() {
+		code, got, errOut := cli(t, "report", "--format", f, js)
+		if code != exitPass || got == "" {
+			t.Errorf("report --format %s: exit %d, %d bytes\n%s", f, code, len(got), errOut)
+			continue
+		}
+		switch f {
+		case "console":
+			want := out[:strings.LastIndex(out, "results: ")]
+			if got != want {
+				t.Errorf("console from the JSON differs from the run's")
+			}
+		case "tsv":
+			b, _ := os.ReadFile(tsv)
+			if got != string(b) {
+				t.Errorf("TSV from the JSON:\n%s\nthe run appended:\n%s", got, b)
+			}
+		}
+	}
+	// To a file, atomically.
+	o := filepath.Join(dir, "again.tsv")
+	if code, _, errOut := cli(t, "report", "--format", "tsv", "-o", o, js); code != exitPass {
+		t.Errorf("-o: exit %d %s", code, errOut)
+	} else if b, _ := os.ReadFile(o); !strings.HasPrefix(string(b), "timestamp\t") {
+		t.Errorf("-o wrote %q", b)
+	}
+	// Bad inputs exit 2.
+	for _, args := range [][]string{
+		{"report", "--format", "pdf", js},
+		{"report", filepath.Join(dir, "missing.json")},
+		{"report", file}, // YAML, not a report
+	} {
+		if code, _, _ := cli(t, args...); code != exitInvalid {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
