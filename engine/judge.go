@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"runtime"
+	"sort"
+	"time"
 
 	"github.com/runner-dev/runner/engine/rules"
 )
@@ -62,9 +64,20 @@ func offeredOrZero(pr *PhaseResult) float64 {
 // no repeat finished makes its rules inconclusive, and so does passing on
 // fewer repeats than planned (the run was interrupted or failed).
 func Judge(pl *Plan, res *Result) *Verdict {
+	return JudgeAgainst(pl, res, nil)
+}
+
+// JudgeAgainst is Judge with a baseline run: `baseline.<metric>` in a
+// rule reads the baseline's phase of the same name, in its median repeat
+// by response-time p99 (the higher of the two middle ones for an even
+// count), so that every metric a rule compares comes from one measured
+// repeat, never an average. A phase the baseline lacks leaves
+// baseline.* unavailable (INCONCLUSIVE). base nil is Judge.
+func JudgeAgainst(pl *Plan, res, base *Result) *Verdict {
+	bases := BaselineEnvs(base)
 	v := &Verdict{}
-	v.Rules = judgeAll(pl, res, pl.Rules)
-	v.Expect = judgeAll(pl, res, pl.Expect)
+	v.Rules = judgeAll(pl, res, pl.Rules, bases)
+	v.Expect = judgeAll(pl, res, pl.Expect, bases)
 	var all []rules.Status
 	for _, r := range append(append([]RuleResult(nil), v.Rules...), v.Expect...) {
 		all = append(all, r.Status)
@@ -73,7 +86,38 @@ func Judge(pl *Plan, res *Result) *Verdict {
 	return v
 }
 
-func judgeAll(pl *Plan, res *Result, rs []*ScopedRule) []RuleResult {
+// BaselineEnvs maps each judged phase of a baseline run to the rule
+// environment of its median repeat by p99 (see JudgeAgainst); nil for nil.
+func BaselineEnvs(base *Result) map[string]*rules.Env {
+	if base == nil {
+		return nil
+	}
+	byPhase := map[string][]*PhaseResult{}
+	var names []string
+	for _, pr := range base.Phases {
+		if pr.Phase == nil || pr.Phase.Warmup || pr.Interrupted || pr.Summary == nil {
+			continue
+		}
+		if _, ok := byPhase[pr.Phase.Name]; !ok {
+			names = append(names, pr.Phase.Name)
+		}
+		byPhase[pr.Phase.Name] = append(byPhase[pr.Phase.Name], pr)
+	}
+	out := map[string]*rules.Env{}
+	for _, name := range names {
+		prs := byPhase[name]
+		p99 := func(pr *PhaseResult) time.Duration {
+			v, _ := pr.Summary.Response.Percentile(99)
+			return v
+		}
+		sort.SliceStable(prs, func(i, j int) bool { return p99(prs[i]) < p99(prs[j]) })
+		e := Env(prs[len(prs)/2])
+		out[name] = &e
+	}
+	return out
+}
+
+func judgeAll(pl *Plan, res *Result, rs []*ScopedRule, bases map[string]*rules.Env) []RuleResult {
 	var out []RuleResult
 	for _, sr := range rs {
 		for i := range pl.Phases {
@@ -85,7 +129,7 @@ func judgeAll(pl *Plan, res *Result, rs []*ScopedRule) []RuleResult {
 			var reps []int
 			for _, pr := range res.Phases {
 				if pr.Phase.Index == p.Index && !pr.Interrupted {
-					envs = append(envs, Env(pr))
+					envs = append(envs, Env(pr).WithBaseline(bases[p.Name]))
 					reps = append(reps, pr.Repeat)
 				}
 			}

@@ -67,3 +67,40 @@ assert: [errors == 0, p50 < 1s]
 		}
 	}
 }
+
+// --baseline: rules read baseline.<metric> of the same phase of a saved
+// run (its median repeat by p99); without one they are inconclusive.
+func TestBaselineRules(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.json")
+	yaml := `version: 1
+name: baseline
+target: {serve: http, args: ["--delay", "2ms"]}
+driver: {http: {path: /x, timeout: 2s}}
+phases:
+  - {name: steady, closed: {connections: 2}, requests: 300}
+repeats: 3
+assert:
+  - p50 < baseline.p50 * 2
+  - throughput > baseline.throughput * 10
+`
+	file := scenario(t, "s.yaml", yaml)
+	tsv := filepath.Join(dir, "r.tsv")
+	// The first run has no baseline: the baseline rules cannot be judged.
+	code, out, _ := cli(t, "run", "--log-level", "disabled", "--json", base, "--tsv", tsv, file)
+	if code != exitInconclusive || !strings.Contains(out, "baseline.p50=n/a (no baseline)") {
+		t.Fatalf("without a baseline: exit %d\n%s", code, out)
+	}
+	code, out, errOut := cli(t, "run", "--log-level", "disabled", "--json", filepath.Join(dir, "new.json"), "--tsv", tsv, "--baseline", base, file)
+	if code != exitFail {
+		t.Fatalf("with a baseline: exit %d, want 1 (the throughput rule fails)\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"PASS         p50 < baseline.p50 * 2", "FAIL         throughput > baseline.throughput * 10"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, errOut := cli(t, "run", "--baseline", filepath.Join(dir, "nope.json"), file); code != exitInvalid || !strings.Contains(errOut, "--baseline") {
+		t.Errorf("missing baseline: exit %d %s", code, errOut)
+	}
+}

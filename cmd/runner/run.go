@@ -41,6 +41,10 @@ type runFlags struct {
 	tsv, json string
 	logLevel  string
 	quiet     bool
+	// baseline is a saved JSON result whose phases `baseline.<metric>`
+	// reads; base is its result once loaded.
+	baseline string
+	base     *engine.Result
 }
 
 // forceExit ends the process on a second signal; tests replace it.
@@ -94,6 +98,14 @@ and exits 3; a second Ctrl-C exits immediately.`,
 			if bad {
 				return exitError(exitInvalid)
 			}
+			if f.baseline != "" {
+				b, err := reports.Load(f.baseline)
+				if err != nil {
+					fmt.Fprintf(stderr, "runner run: --baseline: %v\n", err)
+					return exitError(exitInvalid)
+				}
+				f.base = b.Result
+			}
 			if len(todo) > 1 && f.json != "" && !strings.Contains(f.json, "{scenario}") && !strings.Contains(f.json, "{run_id}") {
 				fmt.Fprintln(stderr, "runner run: --json names one file for several scenarios; put {scenario} or {run_id} in it")
 				return exitError(exitInvalid)
@@ -139,6 +151,7 @@ and exits 3; a second Ctrl-C exits immediately.`,
 	cmd.Flags().StringVar(&f.json, "json", "", "write the JSON report to this file (overrides outputs.json; {run_id} and {scenario} expand)")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error, disabled")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the rules, warnings and verdict (and log only warnings)")
+	cmd.Flags().StringVar(&f.baseline, "baseline", "", "a saved JSON result: rules may read baseline.<metric> of the same phase (its median repeat by p99), e.g. p99 < baseline.p99 * 1.10")
 	return cmd
 }
 
@@ -357,7 +370,7 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	if proc != nil && proc.Exited() {
 		runErr = errors.Join(runErr, errors.New("the spawned target exited during the run"))
 	}
-	rep.Verdict = engine.Judge(pl, rep.Result)
+	rep.Verdict = engine.JudgeAgainst(pl, rep.Result, f.base)
 	rep.Across = engine.Across(rep.Result)
 	// Run-wide warnings first, as Checks orders its own.
 	rep.Warnings = append(engine.StaleCounters(rep.Result, proc != nil), engine.CountersMoved(rep.Result)...)

@@ -247,6 +247,13 @@ func fillLatency(l *latency, d *measure.Dist) {
 	l.Stddev, _ = d.Stddev()
 }
 
+// WithBaseline returns e with b as its baseline (`baseline.<metric>`);
+// b nil means none.
+func (e Env) WithBaseline(b *Env) Env {
+	e.baseline = b
+	return e
+}
+
 // availability says whether a metric's value supports a verdict in env;
 // note explains a missing or thin value.
 func availability(env *Env, r ref) (ok bool, note string) {
