@@ -1,0 +1,584 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/rules"
+)
+
+// Markdown writes the run as GitHub-flavoured Markdown, fit for a
+// pull-request comment or a CI step summary ($GITHUB_STEP_SUMMARY).
+// Interrupted, could-not-run, inconclusive and unfinished runs say so at
+// the top; then come the verdict (every rule with its status, phase,
+// observed value per repeat and the rule as the budget), the load
+// (offered vs achieved) and throughput per repeat, latency per phase as
+// median [min – max] across repeats (never averaged), errors by class and
+// code, Little's law, reconciliation, warnings, the environment, and a
+// Mermaid chart of the mean response time per second. Secret values are
+// redacted; table cells are escaped.
+func Markdown(w io.Writer, r *Run) error {
+	m := &mdWriter{r: r}
+	m.header()
+	m.verdict()
+	if m.measured() {
+		m.load()
+		m.latency()
+		m.errors()
+		m.little()
+	}
+	m.reconcile()
+	m.warnings()
+	m.environment()
+	if m.measured() {
+		m.charts()
+	}
+	_, err := io.WriteString(w, r.redact(m.b.String()))
+	return err
+}
+
+type mdWriter struct {
+	b bytes.Buffer
+	r *Run
+}
+
+func (m *mdWriter) f(format string, a ...any) { fmt.Fprintf(&m.b, format, a...) }
+
+// measured is true when at least one (repeat, phase) was measured.
+func (m *mdWriter) measured() bool {
+	return m.r.Result != nil && len(m.r.Result.Phases) > 0
+}
+
+// runOutcome is the run's result in one word: Run.Outcome when set,
+// otherwise derived as the console derives its verdict line.
+func runOutcome(r *Run) string {
+	switch {
+	case r.Outcome != "":
+		return r.Outcome
+	case r.Error != "":
+		return "could-not-run"
+	case r.Result != nil && r.Result.Interrupted:
+		return "interrupted"
+	case r.Verdict != nil:
+		return r.Verdict.Status.String()
+	}
+	return "incomplete"
+}
+
+var mdOutcomeBadge = map[string]string{
+	"pass":          "✅ PASS",
+	"fail":          "❌ FAIL",
+	"error":         "❌ ERROR",
+	"inconclusive":  "⚠️ INCONCLUSIVE",
+	"could-not-run": "🛑 COULD NOT RUN",
+	"interrupted":   "⏹️ INTERRUPTED",
+	"incomplete":    "⏳ INCOMPLETE",
+}
+
+func (m *mdWriter) header() {
+	r := m.r
+	name := "scenario"
+	if r.Scenario != nil {
+		name = r.Scenario.Name
+	}
+	oc := runOutcome(r)
+	badge, ok := mdOutcomeBadge[oc]
+	if !ok {
+		badge = strings.ToUpper(oc)
+	}
+	m.f("## %s · runner · %s\n\n", badge, m.t(name))
+	switch oc {
+	case "could-not-run":
+		m.f("> **Could not run:** %s\n\n", m.t(r.Error))
+	case "interrupted":
+		m.f("> **Interrupted:** the run was stopped before it finished; partial results below, nothing is judged as passed.\n\n")
+	case "incomplete":
+		m.f("> **Incomplete:** a snapshot of a run still in progress; the verdict is not final.\n\n")
+	case "inconclusive":
+		if inv := invalidatingWarnings(r); len(inv) > 0 {
+			m.f("> **Inconclusive:** the load generator was the bottleneck, so the measurement cannot support a verdict:\n")
+			for _, w := range inv {
+				m.f("> - %s\n", m.t(w.Message))
+			}
+			m.f("\n")
+		} else {
+			m.f("> **Inconclusive:** at least one rule could not be judged (see below); no rule failed.\n\n")
+		}
+	}
+	if r.Error != "" && oc != "could-not-run" {
+		m.f("> **Error:** %s\n\n", m.t(r.Error))
+	}
+	var facts []string
+	facts = append(facts, "run `"+r.RunID+"`")
+	if r.Target != "" {
+		t := "target " + m.ci(r.Target)
+		if r.TargetSpawned != "" {
+			t += " (spawned)"
+		}
+		if r.Insecure {
+			t += " **TLS certificate verification OFF**"
+		}
+		facts = append(facts, t)
+	}
+	if r.Plan != nil {
+		facts = append(facts, fmt.Sprintf("%d repeat(s) × %d phase(s)", r.Plan.Repeats, len(r.Plan.Phases)))
+	}
+	if !r.Started.IsZero() {
+		s := "started " + r.Started.UTC().Format("2006-01-02 15:04:05Z")
+		if r.Ended.After(r.Started) {
+			s += ", took " + r.Ended.Sub(r.Started).Round(time.Second).String()
+		}
+		facts = append(facts, s)
+	}
+	if r.Outcome != "" {
+		facts = append(facts, fmt.Sprintf("exit code %d", r.ExitCode))
+	}
+	m.f("%s\n\n", strings.Join(facts, " · "))
+}
+
+// invalidating returns the warnings that make a measurement unfit for a
+// verdict.
+func invalidatingWarnings(r *Run) []engine.Warning {
+	var out []engine.Warning
+	for _, w := range r.Warnings {
+		if w.Invalidates {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+var mdStatusBadge = map[rules.Status]string{
+	rules.Pass:         "✅ PASS",
+	rules.Fail:         "❌ FAIL",
+	rules.Inconclusive: "⚠️ INCONCLUSIVE",
+	rules.Error:        "❌ ERROR",
+}
+
+func (m *mdWriter) verdict() {
+	m.f("### Verdict\n\n")
+	v := m.r.Verdict
+	switch {
+	case v == nil || (m.r.Error != "" && !m.measured()):
+		m.f("Not judged: nothing was measured.\n\n")
+		return
+	case len(v.Rules) == 0 && len(v.Expect) == 0:
+		m.f("No rules: the verdict only says whether the run completed.\n\n")
+		return
+	case len(v.Rules) == 0:
+		m.f("No `assert` rules; reconciliation below.\n\n")
+		return
+	}
+	m.ruleTable(v.Rules)
+}
+
+// ruleTable writes one row per rule and phase judged, then why each rule
+// that did not pass did not, repeat by repeat.
+func (m *mdWriter) ruleTable(rs []engine.RuleResult) {
+	m.f("| Status | Rule (budget) | Phase | Observed per repeat |\n|---|---|---|---|\n")
+	for _, rr := range rs {
+		m.f("| %s | %s | %s | %s |\n", mdStatusBadge[rr.Status], m.c(rr.Source), m.t(rr.Phase), m.observed(rr))
+	}
+	m.f("\n")
+	var why []string
+	for _, rr := range rs {
+		if rr.Status == rules.Pass {
+			continue
+		}
+		head := fmt.Sprintf("- %s %s on phase %s", m.ci(rr.Source), strings.ToUpper(rr.Status.String()), m.t(rr.Phase))
+		var lines []string
+		for i, pv := range rr.Repeats {
+			if pv.Reason != "" {
+				lines = append(lines, fmt.Sprintf("  - repeat %d: %s", ruleRepeatNumber(rr, i), m.t(pv.Reason)))
+			}
+		}
+		if len(lines) == 0 && rr.Reason != "" {
+			head += ": " + m.t(rr.Reason)
+		}
+		why = append(why, head)
+		why = append(why, lines...)
+	}
+	if len(why) > 0 {
+		m.f("%s\n\n", strings.Join(why, "\n"))
+	}
+}
+
+func ruleRepeatNumber(rr engine.RuleResult, i int) int {
+	if i < len(rr.RepeatNumbers) {
+		return rr.RepeatNumbers[i]
+	}
+	return i + 1
+}
+
+// observed renders a rule's observed values, one per repeat, for a table
+// cell; "—" when no repeat was judged.
+func (m *mdWriter) observed(rr engine.RuleResult) string {
+	if len(rr.Repeats) == 0 {
+		return "—"
+	}
+	var parts []string
+	for i, pv := range rr.Repeats {
+		mark := ""
+		if pv.Status != rules.Pass {
+			mark = " " + strings.ToUpper(pv.Status.String())
+		}
+		parts = append(parts, fmt.Sprintf("#%d %s%s", ruleRepeatNumber(rr, i), m.c(pv.Observed), mark))
+	}
+	return strings.Join(parts, "<br>")
+}
+
+// phaseLabel names a (repeat, phase) for the per-repeat tables.
+func (m *mdWriter) phaseLabel(pr *engine.PhaseResult) string {
+	s := m.t(pr.Phase.Name)
+	if pr.Phase.Warmup {
+		s += " (warmup)"
+	}
+	if pr.Interrupted {
+		s += " **INTERRUPTED**"
+	}
+	return s
+}
+
+func (m *mdWriter) load() {
+	m.f("### Load and throughput\n\n")
+	m.f("Throughput counts ok responses only; offered is the planned (or drawn) arrival rate of an open phase.\n\n")
+	m.f("| Phase | Repeat | Model | Offered /s | Achieved /s | Throughput /s | Requests | OK | Dropped | Connections | Duration |\n")
+	m.f("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, pr := range m.r.Result.Phases {
+		s := pr.Summary
+		offered := "—"
+		if off, ok := engine.Offered(pr); ok {
+			offered = rate(off)
+		}
+		conns := strconv.Itoa(pr.ConnectionsEstablished)
+		if pr.ConnectionsEstablished != pr.ConnectionsRequested {
+			conns = fmt.Sprintf("%d of %d", pr.ConnectionsEstablished, pr.ConnectionsRequested)
+		}
+		m.f("| %s | %d | %s | %s | %s | %s | %d | %d | %d | %s | %s |\n", m.phaseLabel(pr), pr.Repeat, pr.Phase.Model,
+			offered, rate(s.AchievedRate()), rate(s.Throughput()), s.Requests, s.OK, s.Dropped, conns, s.Elapsed.Round(time.Millisecond))
+	}
+	m.f("\n")
+}
+
+// mdLatencyCols are the latency columns: Across metric names.
+// q is the percentile, 0 for max and mean.
+var mdLatencyCols = []struct {
+	title, metric string
+	q             float64
+}{
+	{"p50", "p50_ms", 50}, {"p90", "p90_ms", 90}, {"p95", "p95_ms", 95}, {"p99", "p99_ms", 99},
+	{"p99.9", "p999_ms", 99.9}, {"max", "max_ms", 0}, {"mean", "mean_ms", 0},
+}
+
+func (m *mdWriter) latency() {
+	across := m.r.Across
+	if across == nil {
+		across = engine.Across(m.r.Result)
+	}
+	m.f("### Latency\n\n")
+	if len(across) == 0 {
+		m.f("No phase finished: no latency to show.\n\n")
+		return
+	}
+	m.f("Response time of ok requests (from the intended start). With several repeats each cell is the median [min – max] across them: percentiles are never averaged, and the median of an even count is the worse middle value. Interrupted phases are left out.\n\n")
+	m.f("| Phase | Repeats | Samples |")
+	for _, c := range mdLatencyCols {
+		m.f(" %s |", c.title)
+	}
+	m.f("\n|---|---:|---:|%s\n", strings.Repeat("---:|", len(mdLatencyCols)))
+	thin := false
+	for _, ps := range across {
+		var samples []string
+		warmup := false
+		fewest := int64(-1)
+		for _, pr := range m.r.Result.Phases {
+			if pr.Phase.Name == ps.Phase && !pr.Interrupted {
+				n := pr.Summary.Response.Count()
+				samples = append(samples, strconv.FormatInt(n, 10))
+				warmup = pr.Phase.Warmup
+				if fewest < 0 || n < fewest {
+					fewest = n
+				}
+			}
+		}
+		name := m.t(ps.Phase)
+		if warmup {
+			name += " (warmup)"
+		}
+		m.f("| %s | %d | %s |", name, len(ps.Repeats), strings.Join(samples, ", "))
+		for _, c := range mdLatencyCols {
+			v := mdSpreadMs(ps.Metrics, c.metric)
+			if c.q > 0 && v != "n/a" && float64(fewest) < 10/(1-c.q/100)-1e-9 {
+				v += " \\*" // as the console marks it
+				thin = true
+			}
+			m.f(" %s |", v)
+		}
+		m.f("\n")
+	}
+	m.f("\n")
+	if thin {
+		m.f("\\* from fewer samples than the percentile needs to mean much (10 beyond it: 1000 for p99) in at least one repeat.\n\n")
+	}
+}
+
+// mdSpreadMs renders one metric in ms across repeats: the value alone when
+// min and max agree, else median [min – max]; "n/a" when unmeasured.
+func mdSpreadMs(ms map[string]engine.Spread, name string) string {
+	s, ok := ms[name]
+	if !ok || s.N == 0 {
+		return "n/a"
+	}
+	f := func(v float64) string { return dur(time.Duration(v * float64(time.Millisecond))) }
+	if s.Min == s.Max {
+		return f(s.Median)
+	}
+	return fmt.Sprintf("%s [%s – %s]", f(s.Median), f(s.Min), f(s.Max))
+}
+
+func (m *mdWriter) errors() {
+	m.f("### Errors\n\n")
+	var any bool
+	for _, pr := range m.r.Result.Phases {
+		if pr.Summary.Errors > 0 || pr.Summary.Cancelled > 0 {
+			any = true
+		}
+	}
+	if !any {
+		m.f("No errors.\n\n")
+		return
+	}
+	m.f("| Phase | Repeat | Errors | Error rate | By class | By code | Cancelled |\n|---|---:|---:|---:|---|---|---:|\n")
+	for _, pr := range m.r.Result.Phases {
+		s := pr.Summary
+		er := "n/a"
+		if v, ok := s.ErrorRate(); ok {
+			er = fmt.Sprintf("%.2f %%", 100*v)
+		}
+		m.f("| %s | %d | %d | %s | %s | %s | %d |\n", m.phaseLabel(pr), pr.Repeat, s.Errors, er,
+			m.t(mdOrDash(counts(s.ErrorsByClass))), m.t(mdOrDash(counts(s.ErrorsByCode))), s.Cancelled)
+	}
+	m.f("\n")
+	var eg []string
+	seen := map[string]bool{}
+	for _, pr := range m.r.Result.Phases {
+		for _, c := range slices.Sorted(maps.Keys(pr.Summary.ErrorExamples)) {
+			if !seen[c] {
+				seen[c] = true
+				eg = append(eg, fmt.Sprintf("- %s: %s", m.ci(c), m.t(pr.Summary.ErrorExamples[c])))
+			}
+		}
+	}
+	if len(eg) > 0 {
+		m.f("Examples:\n\n%s\n\n", strings.Join(eg, "\n"))
+	}
+}
+
+func mdOrDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func (m *mdWriter) little() {
+	m.f("### Little's law\n\n")
+	m.f("λ·W (throughput of responses × their mean response time) should match the number of requests in the system; a gap means requests waited in the client or ended without a response.\n\n")
+	m.f("| Phase | Repeat | λ·W | Against |\n|---|---:|---:|---|\n")
+	for _, pr := range m.r.Result.Phases {
+		lc := engine.Little(pr)
+		m.f("| %s | %d | %.2f | %s |\n", m.phaseLabel(pr), pr.Repeat, lc.L, m.t(lc.Against))
+	}
+	m.f("\n")
+}
+
+func (m *mdWriter) reconcile() {
+	v := m.r.Verdict
+	if v == nil || len(v.Expect) == 0 || (m.r.Error != "" && !m.measured()) {
+		return
+	}
+	m.f("### Reconciliation\n\n")
+	m.f("The target's own counters (deltas over each phase) against the client's counts.\n\n")
+	m.ruleTable(v.Expect)
+}
+
+func (m *mdWriter) warnings() {
+	if len(m.r.Warnings) == 0 || (m.r.Error != "" && !m.measured()) {
+		return
+	}
+	m.f("### Warnings\n\n")
+	for _, w := range m.r.Warnings {
+		mark := ""
+		if w.Invalidates {
+			mark = " **(invalidates the measurement)**"
+		}
+		m.f("- %s%s\n", m.t(w.Message), mark)
+	}
+	m.f("\n")
+}
+
+func (m *mdWriter) environment() {
+	e := m.r.Env
+	m.f("### Environment\n\n| | |\n|---|---|\n")
+	row := func(k, v string) {
+		if v != "" {
+			m.f("| %s | %s |\n", k, v)
+		}
+	}
+	osv := e.OS
+	if e.Arch != "" {
+		osv += "/" + e.Arch
+	}
+	if e.Kernel != "" {
+		osv += " (kernel " + e.Kernel + ")"
+	}
+	row("OS", m.t(osv))
+	row("CPU", m.t(e.CPUModel))
+	if e.Cores > 0 {
+		c := strconv.Itoa(e.Cores)
+		if e.GOMAXPROCS > 0 && e.GOMAXPROCS != e.Cores {
+			c += fmt.Sprintf(" (GOMAXPROCS %d)", e.GOMAXPROCS)
+		}
+		row("Cores", c)
+	}
+	row("Go", m.t(e.GoVersion))
+	rv := m.t(e.Runner)
+	if e.RunnerCommit != "" {
+		rv += " (" + m.c(e.RunnerCommit) + ")"
+	}
+	row("Runner", rv)
+	if e.WorkdirCommit != "" {
+		row("Git commit", m.c(e.WorkdirCommit))
+	}
+	if t := e.Timer; t != nil {
+		precise := dur(t.Precise)
+		if !t.PreciseAvailable {
+			precise = "unavailable"
+		}
+		row("Timer", fmt.Sprintf("a %s sleep overshoots by %s (Go timer), %s (precise clock)", dur(t.Sleep), dur(t.Timer), precise))
+	}
+	m.f("\n")
+}
+
+// mdMaxChartPoints bounds a chart's points; longer timelines are bucketed.
+const mdMaxChartPoints = 120
+
+// charts draws, per measured phase, the mean response time of each
+// second (the timeline keeps no per-second percentiles), one line per
+// repeat, in a collapsed Mermaid xychart.
+func (m *mdWriter) charts() {
+	type series struct {
+		repeat int
+		tl     []measure.Second
+	}
+	var order []string
+	by := map[string][]series{}
+	for _, pr := range m.r.Result.Phases {
+		if pr.Phase.Warmup || pr.Interrupted || len(pr.Summary.Timeline) < 2 {
+			continue
+		}
+		if _, ok := by[pr.Phase.Name]; !ok {
+			order = append(order, pr.Phase.Name)
+		}
+		tl := pr.Summary.Timeline
+		for len(tl) > 0 && tl[len(tl)-1].OK+tl[len(tl)-1].Errors == 0 {
+			tl = tl[:len(tl)-1] // the seconds after the last completion
+		}
+		by[pr.Phase.Name] = append(by[pr.Phase.Name], series{pr.Repeat, tl})
+	}
+	if len(order) == 0 {
+		return
+	}
+	m.f("<details><summary>Mean response time per second</summary>\n\n")
+	for _, name := range order {
+		ss := by[name]
+		n := 0
+		for _, s := range ss {
+			n = max(n, len(s.tl))
+		}
+		step := (n + mdMaxChartPoints - 1) / mdMaxChartPoints
+		var reps []string
+		for _, s := range ss {
+			reps = append(reps, strconv.Itoa(s.repeat))
+		}
+		title := fmt.Sprintf("%s: mean response time (ms) per %ds, repeat %s", name, step, strings.Join(reps, ", "))
+		if len(ss) > 1 {
+			title = fmt.Sprintf("%s: mean response time (ms) per %ds, one line per repeat (%s)", name, step, strings.Join(reps, ", "))
+		}
+		m.f("```mermaid\nxychart-beta\n    title %q\n    x-axis \"second\" 0 --> %d\n    y-axis \"ms\"\n", strings.NewReplacer(`"`, "'").Replace(title), n)
+		for _, s := range ss {
+			var pts []string
+			for i := 0; i < len(s.tl); i += step {
+				var ok int64
+				var sum time.Duration
+				for _, sec := range s.tl[i:min(i+step, len(s.tl))] {
+					ok += sec.OK
+					sum += sec.ResponseSum
+				}
+				v := 0.0
+				if ok > 0 {
+					v = float64(sum) / float64(ok) / float64(time.Millisecond)
+				}
+				pts = append(pts, strconv.FormatFloat(v, 'f', 3, 64))
+			}
+			m.f("    line [%s]\n", strings.Join(pts, ", "))
+		}
+		m.f("```\n\n")
+	}
+	m.f("A second without an ok response plots as 0.\n\n</details>\n")
+}
+
+// t escapes s for Markdown text after redacting it: redaction must come
+// first, or an escaped secret would no longer match.
+func (m *mdWriter) t(s string) string { return mdText(m.r.redact(s)) }
+
+// c renders s, redacted, as a code span fit for a table cell.
+func (m *mdWriter) c(s string) string { return mdCode(m.r.redact(s), true) }
+
+// ci renders s, redacted, as a code span outside a table.
+func (m *mdWriter) ci(s string) string { return mdCode(m.r.redact(s), false) }
+
+// mdText escapes what would break a table row or start Markdown syntax in
+// s: backslashes, pipes, emphasis, links and HTML; newlines become <br>.
+func mdText(s string) string {
+	return strings.NewReplacer(
+		`\`, `\\`, "|", `\|`, "*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`,
+		"<", "&lt;", ">", "&gt;", "&", "&amp;",
+		"\r\n", "<br>", "\n", "<br>", "\r", "<br>",
+	).Replace(s)
+}
+
+// code renders s as an inline code span: a fence longer than any run of
+// backticks in s, newlines as spaces, and in a table cell pipes escaped
+// (GFM unescapes \| inside code spans in tables, and only there).
+func mdCode(s string, cell bool) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	if cell {
+		s = strings.ReplaceAll(s, "|", `\|`)
+	}
+	if s == "" {
+		return ""
+	}
+	longest, run := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if longest > 0 || strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
+}
