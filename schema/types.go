@@ -344,6 +344,14 @@ type Outputs struct {
 	TSV string `yaml:"tsv,omitempty" json:"tsv,omitempty"`
 	// JSON holds everything about the run.
 	JSON string `yaml:"json,omitempty" json:"json,omitempty"`
+	// Markdown is a report for a pull-request comment or a CI summary.
+	Markdown string `yaml:"markdown,omitempty" json:"markdown,omitempty"`
+	// JUnit is JUnit XML: one test case per rule (per phase).
+	JUnit string `yaml:"junit,omitempty" json:"junit,omitempty"`
+	// HTML is one self-contained page with charts (opens offline).
+	HTML string `yaml:"html,omitempty" json:"html,omitempty"`
+	// HDR is an HdrHistogram interval log of every phase's latencies.
+	HDR string `yaml:"hdr,omitempty" json:"hdr,omitempty"`
 }
 
 // Duration is a time.Duration written with an explicit unit in YAML:

@@ -577,7 +577,7 @@ func serverCounter(m string) (string, bool) {
 var placeholder = regexp.MustCompile(`\{[^{}]*\}`)
 
 func (l *loader) validateOutputs(o Outputs) {
-	for _, out := range []struct{ key, file string }{{"tsv", o.TSV}, {"json", o.JSON}} {
+	for _, out := range []struct{ key, file string }{{"tsv", o.TSV}, {"json", o.JSON}, {"markdown", o.Markdown}, {"junit", o.JUnit}, {"html", o.HTML}, {"hdr", o.HDR}} {
 		path := "outputs." + out.key
 		if !l.ok(path) {
 			continue

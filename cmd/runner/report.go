@@ -19,6 +19,9 @@ var renderers = map[string]func(io.Writer, *reports.Run) error{
 	"console": func(w io.Writer, r *reports.Run) error { reports.Console(w, r, true); return nil },
 	"tsv":     writeTSV,
 	"hdr":     reports.HDRLog,
+	"md":      reports.Markdown,
+	"junit":   reports.JUnit,
+	"html":    reports.HTML,
 }
 
 // formats lists the renderers' names in order.

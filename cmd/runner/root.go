@@ -33,6 +33,7 @@ Start with:
 		newValidateCmd(stdout, stderr, code),
 		newPlanCmd(stdout, stderr, code),
 		newServeCmd(stdout, stderr),
+		newCompareCmd(stdout, stderr),
 		newReportCmd(stdout, stderr),
 		newVersionCmd(stdout),
 	)

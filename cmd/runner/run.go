@@ -45,6 +45,24 @@ type runFlags struct {
 	// reads; base is its result once loaded.
 	baseline string
 	base     *engine.Result
+	// Paths of the other reports (override outputs.*).
+	markdown, junit, html, hdr string
+}
+
+// extraOutputs are the reports written once a run is judged, beyond the
+// TSV and JSON written as it goes: format name and path.
+func extraOutputs(rep *reports.Run, f runFlags) [][2]string {
+	out := rep.Scenario.Outputs
+	var list [][2]string
+	for _, o := range [][2]string{
+		{"md", pick(f.markdown, out.Markdown)}, {"junit", pick(f.junit, out.JUnit)},
+		{"html", pick(f.html, out.HTML)}, {"hdr", pick(f.hdr, out.HDR)},
+	} {
+		if o[1] != "" {
+			list = append(list, [2]string{o[0], rep.Expand(o[1])})
+		}
+	}
+	return list
 }
 
 // forceExit ends the process on a second signal; tests replace it.
@@ -115,7 +133,11 @@ and exits 3; a second Ctrl-C exits immediately.`,
 			// creates nothing, so a provisional run ID does for {run_id}.
 			for _, c := range todo {
 				tsvPath, jsonPath := outputPaths(newReport(c.pl), f)
-				if err := checkOutputs(tsvPath, jsonPath); err != nil {
+				err := checkOutputs(tsvPath, jsonPath)
+				for _, o := range extraOutputs(newReport(c.pl), f) {
+					err = errors.Join(err, reports.CheckJSON(o[1]))
+				}
+				if err != nil {
 					fmt.Fprintf(stderr, "runner: %s: %v; nothing was sent\n", c.file, err)
 					bad = true
 				}
@@ -151,6 +173,10 @@ and exits 3; a second Ctrl-C exits immediately.`,
 	cmd.Flags().StringVar(&f.json, "json", "", "write the JSON report to this file (overrides outputs.json; {run_id} and {scenario} expand)")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error, disabled")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the rules, warnings and verdict (and log only warnings)")
+	cmd.Flags().StringVar(&f.markdown, "markdown", "", "write the Markdown report to this file (overrides outputs.markdown)")
+	cmd.Flags().StringVar(&f.junit, "junit", "", "write the JUnit XML report to this file (overrides outputs.junit)")
+	cmd.Flags().StringVar(&f.html, "html", "", "write the self-contained HTML report to this file (overrides outputs.html)")
+	cmd.Flags().StringVar(&f.hdr, "hdr", "", "write an HdrHistogram interval log to this file (overrides outputs.hdr)")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "a saved JSON result: rules may read baseline.<metric> of the same phase (its median repeat by p99), e.g. p99 < baseline.p99 * 1.10")
 	return cmd
 }
@@ -389,14 +415,28 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		lost = append(lost, err)
 		resultsLost(rep, err)
 	}
+	var written []string
+	for _, o := range extraOutputs(rep, f) {
+		if err := writeAtomically(o[1], func(w io.Writer) error { return renderers[o[0]](w, rep) }); err != nil {
+			lost = append(lost, fmt.Errorf("%s report %s: %w", o[0], o[1], err))
+			continue
+		}
+		written = append(written, o[0]+" "+o[1])
+	}
+	if err := stepSummary(rep); err != nil {
+		fmt.Fprintf(stderr, "runner: GITHUB_STEP_SUMMARY: %v\n", err)
+	}
 	reports.Console(stdout, rep, !f.quiet)
-	if len(lost) == 0 && (tsvPath != "" || jsonPath != "") {
+	if len(lost) == 0 && (tsvPath != "" || jsonPath != "" || len(written) > 0) {
 		var where []string
 		if tsvPath != "" {
 			where = append(where, "rows appended to "+tsvPath)
 		}
 		if jsonPath != "" {
 			where = append(where, "report written to "+jsonPath)
+		}
+		if len(written) > 0 {
+			where = append(where, "also "+strings.Join(written, ", "))
 		}
 		fmt.Fprintf(stdout, "results: %s\n", strings.Join(where, "; "))
 	}
@@ -407,6 +447,25 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		fmt.Fprintf(stderr, "runner: %s: results lost: %v\n", sc.File, err)
 	}
 	return rep.ExitCode
+}
+
+// stepSummary appends the Markdown report to the file GitHub Actions
+// names in GITHUB_STEP_SUMMARY, when it is set: the run's verdict shows
+// on the workflow's summary page.
+func stepSummary(rep *reports.Run) error {
+	path := os.Getenv("GITHUB_STEP_SUMMARY")
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := reports.Markdown(f, rep); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // resultsLost marks a run whose output file could not be written: it

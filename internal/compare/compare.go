@@ -1,0 +1,187 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/reports"
+)
+
+// Metric is one headline metric compared, read from a phase's Metrics.
+type Metric struct {
+	Name string
+	// Unit is shown next to the values ("/s", "ms", "" for a fraction).
+	Unit string
+	// HigherIsWorse says which way is a regression; it also picks the
+	// median of an even count (the worse middle value).
+	HigherIsWorse bool
+	get           func(*engine.Metrics) (float64, bool)
+}
+
+func ptr(p *float64) (float64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return *p, true
+}
+
+// Metrics are the metrics compared, in display order.
+var Metrics = []Metric{
+	{"throughput", "/s", false, func(m *engine.Metrics) (float64, bool) { return m.Throughput, true }},
+	{"p50", "ms", true, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P50) }},
+	{"p90", "ms", true, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P90) }},
+	{"p99", "ms", true, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P99) }},
+	{"p999", "ms", true, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P999) }},
+	{"mean", "ms", true, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.Mean) }},
+	{"error_rate", "", true, func(m *engine.Metrics) (float64, bool) { return ptr(m.ErrorRate) }},
+	{"achieved_rate", "/s", false, func(m *engine.Metrics) (float64, bool) { return m.AchievedRate, true }},
+	{"littleL", "", true, func(m *engine.Metrics) (float64, bool) { return m.LittleL, true }},
+}
+
+// Result is a whole comparison.
+type Result struct {
+	Base, New *Side
+	// Phases are the non-warmup phases both sides measured, in BASE's
+	// order; OnlyBase and OnlyNew name those only one side has.
+	Phases            []*PhaseComparison
+	OnlyBase, OnlyNew []string
+	// Diffs are the setup parameters that differ between the sides;
+	// BaseMixed and NewMixed those that differ among the reports pooled
+	// on one side.
+	Diffs               []Diff
+	BaseMixed, NewMixed []Diff
+}
+
+// PhaseComparison is one phase compared metric by metric.
+type PhaseComparison struct {
+	Phase string
+	// NBase and NNew are the repeats of the phase on each side.
+	NBase, NNew int
+	Metrics     []*MetricComparison
+}
+
+// Summarized is true when both sides have at least MinRepeats repeats:
+// only then is a p-value given and significance called.
+func (p *PhaseComparison) Summarized() bool {
+	return p.NBase >= MinRepeats && p.NNew >= MinRepeats
+}
+
+// MetricComparison is one metric of one phase on both sides.
+type MetricComparison struct {
+	Metric    Metric
+	Base, New Spread
+	// Delta is New.Median − Base.Median; DeltaPct the same as a
+	// percentage of Base.Median (NaN when that is 0 and Delta is not).
+	Delta, DeltaPct float64
+	// Test is nil when the comparison is not statistically summarized
+	// (fewer than MinRepeats values on a side).
+	Test *Test
+}
+
+// Worse is true when the change goes in the bad direction.
+func (m *MetricComparison) Worse() bool {
+	return (m.Delta > 0) == m.Metric.HigherIsWorse && m.Delta != 0
+}
+
+// Compare compares two loaded sides. It fails with ErrNoCommonPhase when
+// they share no measured non-warmup phase.
+func Compare(base, new *Side) (*Result, error) {
+	res := &Result{Base: base, New: new}
+	bOrder, bPhases := phasesOf(base.Runs)
+	nOrder, nPhases := phasesOf(new.Runs)
+	for _, name := range bOrder {
+		nprs, ok := nPhases[name]
+		if !ok {
+			res.OnlyBase = append(res.OnlyBase, name)
+			continue
+		}
+		res.Phases = append(res.Phases, comparePhase(name, bPhases[name], nprs))
+	}
+	for _, name := range nOrder {
+		if _, ok := bPhases[name]; !ok {
+			res.OnlyNew = append(res.OnlyNew, name)
+		}
+	}
+	if len(res.Phases) == 0 {
+		return nil, fmt.Errorf("%w: BASE has %s, NEW has %s (warmup phases are not compared)",
+			ErrNoCommonPhase, listOrNone(bOrder), listOrNone(nOrder))
+	}
+	res.Diffs, res.BaseMixed, res.NewMixed = setupDiffs(base.Runs, new.Runs)
+	return res, nil
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "no measured non-warmup phase"
+	}
+	return fmt.Sprintf("%q", names)
+}
+
+// phasesOf gathers the finished non-warmup phase results of every run by
+// phase name, in order of first appearance. An interrupted phase is left
+// out: it did not run its course.
+func phasesOf(runs []*reports.Run) ([]string, map[string][]*engine.PhaseResult) {
+	var order []string
+	by := map[string][]*engine.PhaseResult{}
+	for _, r := range runs {
+		if r.Result == nil {
+			continue
+		}
+		for _, pr := range r.Result.Phases {
+			if pr == nil || pr.Phase == nil || pr.Phase.Warmup || pr.Interrupted || pr.Metrics == nil {
+				continue
+			}
+			if _, ok := by[pr.Phase.Name]; !ok {
+				order = append(order, pr.Phase.Name)
+			}
+			by[pr.Phase.Name] = append(by[pr.Phase.Name], pr)
+		}
+	}
+	return order, by
+}
+
+func comparePhase(name string, base, new []*engine.PhaseResult) *PhaseComparison {
+	pc := &PhaseComparison{Phase: name, NBase: len(base), NNew: len(new)}
+	for _, m := range Metrics {
+		pc.Metrics = append(pc.Metrics, compareMetric(m, values(m, base), values(m, new)))
+	}
+	return pc
+}
+
+func values(m Metric, prs []*engine.PhaseResult) []float64 {
+	var vs []float64
+	for _, pr := range prs {
+		if v, ok := m.get(pr.Metrics); ok && !math.IsNaN(v) {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// compareMetric compares one metric's per-repeat values of both sides.
+func compareMetric(m Metric, base, new []float64) *MetricComparison {
+	mc := &MetricComparison{Metric: m, Base: spreadOf(base, m.HigherIsWorse), New: spreadOf(new, m.HigherIsWorse)}
+	mc.Delta = mc.New.Median - mc.Base.Median
+	switch {
+	case mc.Delta == 0:
+		mc.DeltaPct = 0
+	case mc.Base.Median == 0:
+		mc.DeltaPct = math.NaN()
+	default:
+		mc.DeltaPct = 100 * mc.Delta / math.Abs(mc.Base.Median)
+	}
+	if len(base) >= MinRepeats && len(new) >= MinRepeats {
+		t := MannWhitney(base, new)
+		mc.Test = &t
+	}
+	return mc
+}
+
+// Significant counts the metrics whose change is significant.
+func (p *PhaseComparison) Significant() int {
+	return len(slices.DeleteFunc(slices.Clone(p.Metrics), func(m *MetricComparison) bool {
+		return m.Test == nil || !m.Test.Significant
+	}))
+}
