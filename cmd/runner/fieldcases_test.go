@@ -581,7 +581,10 @@ phases:
 	dir := t.TempDir()
 	var wg sync.WaitGroup
 	var rg, rp *fcRun
-	wg.Go(func() { rg = fcExec(t, dir, "gated", yamlOf("assert: [errors == 0, p99 < 50ms]\n")) })
+	md, junit := filepath.Join(dir, "gated.md"), filepath.Join(dir, "gated.xml")
+	wg.Go(func() {
+		rg = fcExec(t, dir, "gated", yamlOf("assert: [errors == 0, p99 < 50ms]\noutputs: {markdown: "+md+", junit: "+junit+"}\n"))
+	})
 	wg.Go(func() { rp = fcExec(t, dir, "plain", yamlOf("")) })
 	wg.Wait()
 
@@ -608,6 +611,15 @@ phases:
 		t.Errorf("TSV verdict %s, want fail", got)
 	}
 	fcWithin(t, "JSON metrics.error_rate", jsonNum(t, ph, "metrics", "error_rate"), 0.25, 0.01)
+	// The Markdown and JUnit reports a CI system reads say the same.
+	mdText := readFile(t, md)
+	if !regexp.MustCompile(`FAIL.*errors == 0.*errors=` + strconv.FormatInt(errs, 10)).MatchString(mdText) || !regexp.MustCompile(`PASS.*p99 < 50ms`).MatchString(mdText) {
+		t.Errorf("Markdown lacks errors == 0 FAIL with errors=%d, or p99 < 50ms PASS:\n%s", errs, mdText)
+	}
+	xmlText := readFile(t, junit)
+	if n := strings.Count(xmlText, "<testcase "); n != 2 || strings.Count(xmlText, "<failure ") != 1 || !strings.Contains(xmlText, `failures="1"`) {
+		t.Errorf("JUnit: %d test cases, want 2 with one failure:\n%s", n, xmlText)
+	}
 	t.Logf("B10 gated: %d errors of %d requests (%.4f); %s", errs, req, float64(errs)/float64(req), strings.TrimSpace(regexp.MustCompile(`repeat 1: PASS: p99=\S+`).FindString(rg.stdout)))
 
 	// Without rules: exit 0, and the error rate is still reported.
@@ -909,4 +921,14 @@ func TestField_B19_BucketModel(t *testing.T) {
 			t.Errorf("sample %s: p50 %s, fcReported %s", v, got, fcReported(v))
 		}
 	}
+}
+
+// readFile returns a file's content; a missing file fails the test.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

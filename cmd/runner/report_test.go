@@ -104,3 +104,27 @@ assert:
 		t.Errorf("missing baseline: exit %d %s", code, errOut)
 	}
 }
+
+// One run of a shipped scenario writes every format at once.
+func TestShippedScenarioEveryFormat(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	code, out, errOut := cli(t, "run", "--log-level", "disabled", "--json", p("r.json"), "--tsv", p("r.tsv"),
+		"--markdown", p("r.md"), "--junit", p("r.xml"), "--html", p("r.html"), "--hdr", p("r.hdr"),
+		filepath.Join("..", "..", "scenarios", "seed-frame-echo.yaml"))
+	if code != exitPass {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for name, marker := range map[string]string{
+		"r.json": `"run_id"`, "r.tsv": "timestamp\t", "r.md": "approx(littleL, connections, 0.02)",
+		"r.xml": "<testsuite", "r.html": "<svg", "r.hdr": "#[Histogram log format version 1.3]",
+	} {
+		b, err := os.ReadFile(p(name))
+		if err != nil || !strings.Contains(string(b), marker) {
+			t.Errorf("%s: %v, or no %q in it", name, err, marker)
+		}
+	}
+	if !strings.Contains(out, "also md "+p("r.md")) {
+		t.Errorf("the results line does not name the other reports:\n%s", out)
+	}
+}
