@@ -52,10 +52,33 @@ type Runner struct {
 	// command samples /proc of the process it spawned).
 	TargetMeter func() (end func() (*TargetUsage, error))
 
+	// Progress, when non-nil, is called about once a second while a
+	// phase runs (from a goroutine of its own) with how far it is.
+	Progress func(Progress)
+	// ProgressEvery is how often Progress is called; 0 means 1 s.
+	ProgressEvery time.Duration
+
 	// straysMark is the driver's stray totals where the previous phase's
 	// count ended (nil before the run's first phase): each phase counts
 	// from there, so a stray arriving between two phases is not lost.
 	straysMark *drivers.Strays
+}
+
+// Progress is a running phase's state, for a progress line.
+type Progress struct {
+	Repeat  int
+	Phase   string
+	Warmup  bool
+	Elapsed time.Duration
+	// Total is the phase's planned length (its duration or window); 0
+	// when it is bounded by a request count only.
+	Total time.Duration
+	// Requests, OK and Errors so far; InFlight now.
+	Requests, OK, Errors int64
+	InFlight             int64
+	// P99 is the response time's p99 so far; P99OK false before any.
+	P99   time.Duration
+	P99OK bool
 }
 
 // TargetUsage is the target process's resource use over a phase.
@@ -310,6 +333,8 @@ type phaseRun struct {
 	claimed atomic.Int64 // closed model: requests claimed against the count bound
 	byCount atomic.Bool  // a closed phase ended because its request count was reached
 
+	inflight atomic.Int64 // requests in Do now
+
 	lateness time.Duration // max scheduler lateness; written by the pacer only
 	late     int64         // arrivals dispatched later than LatenessLimit; pacer only
 }
@@ -413,6 +438,15 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	var reported chan struct{} // closed when the progress reports stop
+	if r.Progress != nil {
+		total := p.Duration
+		if p.Model == Open && window > 0 {
+			total = window
+		}
+		reported = make(chan struct{})
+		go func() { defer close(reported); ph.report(done, total) }()
+	}
 	select {
 	case <-done:
 		// An open phase's workers end after its last arrival; the phase
@@ -430,6 +464,9 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	}
 	if timer != nil {
 		timer.Stop()
+	}
+	if reported != nil {
+		<-reported // no report after the phase's result
 	}
 	wallElapsed := time.Since(ph.start)
 	// A phase with a window (see PhasePlan.Window) lasts exactly that: the
@@ -508,6 +545,30 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	return pr, nil
 }
 
+// report calls the Runner's Progress every ProgressEvery until done.
+func (ph *phaseRun) report(done <-chan struct{}, total time.Duration) {
+	every := ph.r.ProgressEvery
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			l := ph.rec.Live()
+			ph.r.Progress(Progress{
+				Repeat: ph.repeat, Phase: ph.p.Name, Warmup: ph.p.Warmup,
+				Elapsed: time.Since(ph.start), Total: total,
+				Requests: l.Requests, OK: l.OK, Errors: l.Errors, InFlight: ph.inflight.Load(),
+				P99: l.P99, P99OK: l.P99OK,
+			})
+		}
+	}
+}
+
 // endPhase is called when the phase's time is up: no new request starts,
 // and requests in flight get the grace period before they are cancelled.
 func (ph *phaseRun) endPhase() {
@@ -580,7 +641,9 @@ func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 	c, out, ok := ph.conn(ctx, k)
 	if ok {
 		dial := out
+		ph.inflight.Add(1)
 		out = c.Do(ctx, drivers.Request{Seq: seq})
+		ph.inflight.Add(-1)
 		out.Dialed += dial.Dialed
 		out.Connect += dial.Connect
 	}

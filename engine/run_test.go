@@ -454,3 +454,32 @@ func TestOfferedRateOfARampCutShort(t *testing.T) {
 		t.Fatalf("offered %.2f/s, want 200/s", got)
 	}
 }
+
+// Progress reports a running phase once a second: elapsed against the
+// planned length, counts so far, what is in flight, the p99 so far.
+func TestProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(20 * time.Millisecond)}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(100), Connections: 4}, Duration: dur("5s")}, time.Second)
+		var got []Progress
+		r := &Runner{Driver: d, Timeout: time.Second, NewSleeper: NewTimerSleeper, Progress: func(p Progress) { got = append(got, p) }}
+		if _, err := r.Run(context.Background(), pl); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) < 4 || len(got) > 6 {
+			t.Fatalf("%d progress reports for a 5 s phase, want one a second", len(got))
+		}
+		for i, p := range got {
+			if p.Total != 5*time.Second || p.Elapsed != time.Duration(i+1)*time.Second {
+				t.Errorf("report %d: elapsed %s of %s", i, p.Elapsed, p.Total)
+			}
+			// At 100/s with 20 ms each: ~100 requests a second, 2 in flight.
+			if want := int64(i+1) * 100; p.Requests < want-3 || p.Requests > want+3 || p.InFlight > 4 || p.Errors != 0 {
+				t.Errorf("report %d: %+v", i, p)
+			}
+			if !p.P99OK || p.P99 != 20*time.Millisecond {
+				t.Errorf("report %d: p99 %s (%v), want 20ms", i, p.P99, p.P99OK)
+			}
+		}
+	})
+}

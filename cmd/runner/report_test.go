@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // One run of a shipped-style scenario, then every format rendered again
@@ -126,5 +128,49 @@ func TestShippedScenarioEveryFormat(t *testing.T) {
 	}
 	if !strings.Contains(out, "also md "+p("r.md")) {
 		t.Errorf("the results line does not name the other reports:\n%s", out)
+	}
+}
+
+// Without a terminal, progress is a log line every few seconds; with
+// --log-format json it is JSON for machines; --quiet has none.
+func TestProgressLogLines(t *testing.T) {
+	old := progressLogEvery
+	progressLogEvery = time.Second
+	defer func() { progressLogEvery = old }()
+	file := scenario(t, "s.yaml", `version: 1
+name: progress
+target: {serve: http}
+driver: {http: {path: /x, timeout: 2s}}
+phases:
+  - {name: steady, open: {rate: 100/s, connections: 2}, duration: 3s}
+`)
+	dir := t.TempDir()
+	code, _, errOut := cli(t, "run", "--log-format", "json", "--json", filepath.Join(dir, "r.json"), "--tsv", filepath.Join(dir, "r.tsv"), file)
+	if code != exitPass {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var lines int
+	for _, l := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Errorf("not a JSON log line: %q", l)
+			continue
+		}
+		if m["message"] == "progress" {
+			lines++
+			if m["phase"] != "steady" || m["requests"] == nil || m["p99"] == nil {
+				t.Errorf("progress line %v", m)
+			}
+		}
+	}
+	if lines < 1 || lines > 3 {
+		t.Errorf("%d progress lines for a 3 s phase at one a second", lines)
+	}
+	_, _, errOut = cli(t, "run", "-q", "--json", filepath.Join(dir, "q.json"), "--tsv", filepath.Join(dir, "q.tsv"), file)
+	if strings.Contains(errOut, "progress") {
+		t.Errorf("--quiet logged progress:\n%s", errOut)
+	}
+	if code, _, errOut := cli(t, "run", "--log-format", "xml", file); code != exitInvalid || !strings.Contains(errOut, "--log-format") {
+		t.Errorf("bad --log-format: exit %d %s", code, errOut)
 	}
 }

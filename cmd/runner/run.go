@@ -22,6 +22,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine"
@@ -40,6 +41,7 @@ import (
 type runFlags struct {
 	tsv, json string
 	logLevel  string
+	logFormat string
 	quiet     bool
 	// baseline is a saved JSON result whose phases `baseline.<metric>`
 	// reads; base is its result once loaded.
@@ -153,7 +155,17 @@ and exits 3; a second Ctrl-C exits immediately.`,
 				fmt.Fprintf(stderr, "runner run: --log-level: %v\n", err)
 				return exitError(exitInvalid)
 			}
-			log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05"}).Level(level).With().Timestamp().Logger()
+			var log zerolog.Logger
+			switch f.logFormat {
+			case "console":
+				log = zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05"})
+			case "json":
+				log = zerolog.New(stderr)
+			default:
+				fmt.Fprintf(stderr, "runner run: --log-format %q: expected console or json\n", f.logFormat)
+				return exitError(exitInvalid)
+			}
+			log = log.Level(level).With().Timestamp().Logger()
 
 			ctx, stop := interruptible(cmd.Context(), stderr)
 			defer stop()
@@ -172,6 +184,7 @@ and exits 3; a second Ctrl-C exits immediately.`,
 	cmd.Flags().StringVar(&f.tsv, "tsv", "", "append TSV rows to this file (overrides outputs.tsv)")
 	cmd.Flags().StringVar(&f.json, "json", "", "write the JSON report to this file (overrides outputs.json; {run_id} and {scenario} expand)")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error, disabled")
+	cmd.Flags().StringVar(&f.logFormat, "log-format", "console", "log lines on stderr as console text or json (zerolog), for machines")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the rules, warnings and verdict (and log only warnings)")
 	cmd.Flags().StringVar(&f.markdown, "markdown", "", "write the Markdown report to this file (overrides outputs.markdown)")
 	cmd.Flags().StringVar(&f.junit, "junit", "", "write the JUnit XML report to this file (overrides outputs.junit)")
@@ -333,9 +346,10 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	}
 	rep.Insecure = ld.insecure
 	r := &engine.Runner{
-		Driver:  ld.driver,
-		Timeout: ld.timeout,
-		Log:     log,
+		Driver:   ld.driver,
+		Timeout:  ld.timeout,
+		Progress: progress(stderr, log, f),
+		Log:      log,
 	}
 	if sc.Reconcile != nil {
 		tlsConf, err := fetchTLS(sc, base)
@@ -359,7 +373,11 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		tsvErr     error // the last failed TSV append: rows were lost
 		jsonWarned bool
 	)
+	live := !f.quiet && isTerminal(stderr)
 	r.OnPhase = func(pr *engine.PhaseResult) {
+		if live {
+			fmt.Fprint(stderr, "\r\033[K") // the progress line gives way
+		}
 		rep.Result.Phases = append(rep.Result.Phases, pr)
 		// A snapshot until the final write replaces it: if it is all that
 		// is left (a forced exit), it must not read as a finished run.
@@ -447,6 +465,62 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		fmt.Fprintf(stderr, "runner: %s: results lost: %v\n", sc.File, err)
 	}
 	return rep.ExitCode
+}
+
+// progressLogEvery is how often a run without a terminal logs progress;
+// tests shorten it.
+var progressLogEvery = 5 * time.Second
+
+// progress returns the engine's progress callback: on a terminal a live
+// line on stderr, rewritten in place every second; otherwise (CI) an
+// info log line every progressLogEvery. nil with --quiet.
+func progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Progress) {
+	if f.quiet {
+		return nil
+	}
+	line := func(p engine.Progress) string {
+		el := p.Elapsed.Round(100 * time.Millisecond).String()
+		if p.Total > 0 {
+			el += " of " + p.Total.String()
+		}
+		rate := float64(p.Requests) / max(p.Elapsed.Seconds(), 1e-9)
+		return fmt.Sprintf("repeat %d · %s · %s · %.1f req/s · in flight %d · errors %d · p99 so far %s", p.Repeat, p.Phase, el, rate, p.InFlight, p.Errors, p99Text(p))
+	}
+	if isTerminal(stderr) {
+		return func(p engine.Progress) { fmt.Fprintf(stderr, "\r\033[K%s", line(p)) }
+	}
+	var last time.Duration
+	var phase string
+	return func(p engine.Progress) {
+		if key := fmt.Sprint(p.Repeat, p.Phase); key != phase {
+			phase, last = key, 0 // a new phase: its clock starts again
+		}
+		if p.Elapsed-last < progressLogEvery {
+			return
+		}
+		last = p.Elapsed
+		log.Info().Int("repeat", p.Repeat).Str("phase", p.Phase).Dur("elapsed", p.Elapsed).Dur("total", p.Total).
+			Int64("requests", p.Requests).Int64("errors", p.Errors).Int64("inflight", p.InFlight).
+			Str("p99", p99Text(p)).Msg("progress")
+	}
+}
+
+func p99Text(p engine.Progress) string {
+	if !p.P99OK {
+		return "n/a"
+	}
+	return p.P99.Round(time.Microsecond).String()
+}
+
+// isTerminal reports whether w is a terminal (a progress line can be
+// rewritten in place there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // stepSummary appends the Markdown report to the file GitHub Actions

@@ -360,3 +360,31 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// Live is a glance at a phase in progress, for a progress line: counts so
+// far and the nearest-rank p99 of the ok responses so far.
+type Live struct {
+	Requests, OK, Errors int64
+	// P99 is the response time's p99 so far; ok false before any response.
+	P99   time.Duration
+	P99OK bool
+}
+
+// Live merges the shards' counts and response histograms into a Live. It
+// takes each shard's lock briefly; call it about once a second, not per
+// request.
+func (r *Recorder) Live() Live {
+	var l Live
+	d := &Dist{}
+	for _, s := range r.shards {
+		s.mu.Lock()
+		l.Requests += s.requests
+		l.OK += s.ok
+		l.Errors += s.errors
+		d.add(&s.response)
+		s.mu.Unlock()
+	}
+	d.seal()
+	l.P99, l.P99OK = d.Percentile(99)
+	return l
+}
