@@ -613,7 +613,7 @@ phases:
 	fcWithin(t, "JSON metrics.error_rate", jsonNum(t, ph, "metrics", "error_rate"), 0.25, 0.01)
 	// The Markdown and JUnit reports a CI system reads say the same.
 	mdText := readFile(t, md)
-	if !regexp.MustCompile(`FAIL.*errors == 0.*errors=` + strconv.FormatInt(errs, 10)).MatchString(mdText) || !regexp.MustCompile(`PASS.*p99 < 50ms`).MatchString(mdText) {
+	if !regexp.MustCompile(`FAIL.*errors == 0.*errors=`+strconv.FormatInt(errs, 10)).MatchString(mdText) || !regexp.MustCompile(`PASS.*p99 < 50ms`).MatchString(mdText) {
 		t.Errorf("Markdown lacks errors == 0 FAIL with errors=%d, or p99 < 50ms PASS:\n%s", errs, mdText)
 	}
 	xmlText := readFile(t, junit)

@@ -36,6 +36,7 @@ Start with:
 		newCompareCmd(stdout, stderr),
 		newReportCmd(stdout, stderr),
 		newVersionCmd(stdout),
+		newInitCmd(stdout, stderr),
 	)
 	return root
 }
