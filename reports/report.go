@@ -43,6 +43,16 @@ type Run struct {
 	Outcome string `json:"outcome,omitempty"`
 	// ExitCode is the process exit code for this scenario (DESIGN.md §5).
 	ExitCode int `json:"exit_code"`
+	// Baseline names the saved run `baseline.<metric>` read, when one
+	// was given (--baseline); nil otherwise.
+	Baseline *BaselineRef `json:"baseline,omitempty"`
+}
+
+// BaselineRef identifies a baseline run.
+type BaselineRef struct {
+	File     string `json:"file"`
+	RunID    string `json:"run_id"`
+	Scenario string `json:"scenario"`
 }
 
 // Expand replaces {run_id} and {scenario} in an output path.

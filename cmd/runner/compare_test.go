@@ -19,7 +19,7 @@ name: cmp
 target: {serve: http, args: ["--delay", "%s"]}
 driver: {http: {path: /}}
 phases:
-  - {name: steady, closed: {connections: %d}, requests: 300}
+  - {name: steady, closed: {connections: %d}, requests: 1000}
 repeats: %d
 `, delay, conns, repeats)
 }
@@ -54,11 +54,12 @@ func TestCompare(t *testing.T) {
 	dir := t.TempDir()
 	// 6 repeats a side: with 3 a side the smallest possible p is 0.1 and
 	// no change could be called significant; 6 a side (smallest p 0.002)
-	// leave room for a noisy repeat (a p99 of 300 requests is their 3rd
-	// worst) without losing the significance of a 1 → 5 ms change.
-	fast := compareRun(t, dir, "fast", compareScenario("1ms", 2, 6))
-	slow := compareRun(t, dir, "slow", compareScenario("5ms", 2, 6))
-	slow4 := compareRun(t, dir, "slow4", compareScenario("5ms", 4, 2))
+	// leave room for a noisy repeat without losing the significance of a
+	// 1 → 5 ms change. 1000 requests a repeat: the fewest a p99 claim
+	// stands on (compare makes none from fewer).
+	fast := compareRun(t, dir, "fast", compareScenario("1ms", 10, 6))
+	slow := compareRun(t, dir, "slow", compareScenario("5ms", 10, 6))
+	slow4 := compareRun(t, dir, "slow4", compareScenario("5ms", 20, 2))
 
 	t.Run("OneParameterSignificant", func(t *testing.T) {
 		code, out, errs := cli(t, "compare", fast, slow)
@@ -77,21 +78,21 @@ func TestCompare(t *testing.T) {
 		}
 		// The p99 change is significant, and its p-value printed.
 		row := compareRow(t, out, "p99")
-		m := regexp.MustCompile(`(p=0\.\d{3}|p<0\.001) significant \(worse\)`).FindStringSubmatch(row)
+		m := regexp.MustCompile(`(p=0\.\d{3}|p<0\.001) significant \(higher, worse\)`).FindStringSubmatch(row)
 		if m == nil {
 			t.Fatalf("p99 change not reported significant: %s", row)
 		}
 		if p, err := strconv.ParseFloat(strings.TrimPrefix(m[1], "p="), 64); m[1] != "p<0.001" && (err != nil || p >= 0.05) {
 			t.Errorf("p99 p-value %s, want < 0.05", m[1])
 		}
-		if row := compareRow(t, out, "throughput"); !strings.Contains(row, "significant (worse)") {
+		if row := compareRow(t, out, "throughput"); !strings.Contains(row, "significant (lower)") {
 			t.Errorf("throughput drop not significant: %s", row)
 		}
 		code, md, errs := cli(t, "compare", "--format", "md", fast, slow)
 		if code != exitPass {
 			t.Fatalf("md: exit %d\n%s", code, errs)
 		}
-		for _, want := range []string{"| parameter | BASE | NEW |", "| target | `runner serve http --delay 1ms` | `runner serve http --delay 5ms` |", "| p99 (ms) |", m[1] + " significant (worse) |"} {
+		for _, want := range []string{"| parameter | BASE | NEW |", "| target | `runner serve http --delay 1ms` | `runner serve http --delay 5ms` |", "| p99 (ms) |", m[1] + " significant (higher, worse) |"} {
 			if !strings.Contains(md, want) {
 				t.Errorf("markdown lacks %q:\n%s", want, md)
 			}

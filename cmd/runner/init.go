@@ -108,7 +108,7 @@ An existing FILE is never overwritten without --force (exit 2).`,
 				return exitError(exitCouldNotRun)
 			}
 			f := shellWord(file)
-			fmt.Fprintf(stderr, "wrote %s: a %s starter scenario against the reference target `runner serve %s`\n", file, driver, serve)
+			fmt.Fprintf(stderr, "wrote %s: the %s starter scenario, against the reference target `runner serve %s`\n", file, driver, serve)
 			fmt.Fprintf(stderr, "next:  runner run %s      (check it first: runner validate %s; see the load: runner plan %s)\n", f, f, f)
 			return nil
 		},

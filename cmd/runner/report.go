@@ -80,8 +80,12 @@ unreadable or foreign file or an unknown format.`,
 				}
 				return nil
 			}
+			if err := reports.CheckJSON(out); err != nil {
+				fmt.Fprintf(stderr, "runner report: -o %s: %v\n", out, err)
+				return exitError(exitInvalid)
+			}
 			if err := writeAtomically(out, func(w io.Writer) error { return render(w, r) }); err != nil {
-				fmt.Fprintln(stderr, "runner report:", err)
+				fmt.Fprintf(stderr, "runner report: writing %s: %v\n", out, err)
 				return exitError(exitCouldNotRun)
 			}
 			return nil
@@ -95,6 +99,10 @@ unreadable or foreign file or an unknown format.`,
 // writeAtomically writes path through a temporary file in its directory,
 // renamed over it once complete: a reader never sees half a report.
 func writeAtomically(path string, write func(io.Writer) error) error {
+	// Like the run's own outputs, a missing directory is created.
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".runner-report-*")
 	if err != nil {
 		return err

@@ -60,6 +60,7 @@ assert: [errors == 0, p50 < 1s]
 	}
 	// Bad inputs exit 2.
 	for _, args := range [][]string{
+		{"report", "-o", "/dev/null/x.md", js}, // under a file: cannot be created
 		{"report", "--format", "pdf", js},
 		{"report", filepath.Join(dir, "missing.json")},
 		{"report", file}, // YAML, not a report
@@ -101,6 +102,15 @@ assert:
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	if rep := readJSON(t, filepath.Join(dir, "new.json")); rep["baseline"] == nil {
+		t.Error("the JSON does not say which baseline was used")
+	}
+	// A baseline of another scenario is warned.
+	other := scenario(t, "o.yaml", strings.Replace(yaml, "name: baseline", "name: other", 1))
+	_, out, _ = cli(t, "run", "--log-level", "disabled", "--json", filepath.Join(dir, "o.json"), "--tsv", tsv, "--baseline", base, other)
+	if !strings.Contains(out, `is scenario "baseline"`) {
+		t.Errorf("no baseline-mismatch warning:\n%s", out)
 	}
 	if code, _, errOut := cli(t, "run", "--baseline", filepath.Join(dir, "nope.json"), file); code != exitInvalid || !strings.Contains(errOut, "--baseline") {
 		t.Errorf("missing baseline: exit %d %s", code, errOut)

@@ -47,6 +47,7 @@ type runFlags struct {
 	// reads; base is its result once loaded.
 	baseline string
 	base     *engine.Result
+	baseRef  *reports.BaselineRef
 	// Paths of the other reports (override outputs.*).
 	markdown, junit, html, hdr string
 }
@@ -125,6 +126,7 @@ and exits 3; a second Ctrl-C exits immediately.`,
 					return exitError(exitInvalid)
 				}
 				f.base = b.Result
+				f.baseRef = &reports.BaselineRef{File: f.baseline, RunID: b.RunID, Scenario: scenarioNameOf(b)}
 			}
 			if len(todo) > 1 && f.json != "" && !strings.Contains(f.json, "{scenario}") && !strings.Contains(f.json, "{run_id}") {
 				fmt.Fprintln(stderr, "runner run: --json names one file for several scenarios; put {scenario} or {run_id} in it")
@@ -420,6 +422,13 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	rep.Warnings = append(engine.StaleCounters(rep.Result, proc != nil), engine.CountersMoved(rep.Result)...)
 	rep.Warnings = append(rep.Warnings, engine.TimerGranularity(pl, timer)...)
 	rep.Warnings = append(rep.Warnings, engine.Checks(pl, rep.Result)...)
+	if b := f.baseRef; b != nil {
+		rep.Baseline = b
+		if b.Scenario != sc.Name {
+			rep.Warnings = append(rep.Warnings, engine.Warning{Code: "baseline-mismatch",
+				Message: fmt.Sprintf("the baseline %s is scenario %q (run %s), not %q: baseline.* compares phases of another experiment", b.File, b.Scenario, b.RunID, sc.Name)})
+		}
+	}
 	if runErr != nil {
 		rep.Error = runErr.Error()
 	}
@@ -521,6 +530,14 @@ func isTerminal(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// scenarioNameOf is a saved run's scenario name ("" when it has none).
+func scenarioNameOf(r *reports.Run) string {
+	if r.Scenario == nil {
+		return ""
+	}
+	return r.Scenario.Name
 }
 
 // stepSummary appends the Markdown report to the file GitHub Actions

@@ -17,7 +17,15 @@ type Metric struct {
 	// HigherIsWorse says which way is a regression; it also picks the
 	// median of an even count (the worse middle value).
 	HigherIsWorse bool
-	get           func(*engine.Metrics) (float64, bool)
+	// Judged is true when a change has a good and a bad direction
+	// whatever the setup (latency, error rate); throughput, achieved rate
+	// and Little's L follow the offered load, so their change is only
+	// higher or lower.
+	Judged bool
+	// P is the percentile of a latency percentile, 0 otherwise: a repeat
+	// with fewer than 10/(1−P/100) samples cannot support it.
+	P   float64
+	get func(*engine.Metrics) (float64, bool)
 }
 
 func ptr(p *float64) (float64, bool) {
@@ -29,15 +37,31 @@ func ptr(p *float64) (float64, bool) {
 
 // Metrics are the metrics compared, in display order.
 var Metrics = []Metric{
-	{"throughput", "/s", false, func(m *engine.Metrics) (float64, bool) { return m.Throughput, true }},
-	{"p50", "ms", true, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P50) }},
-	{"p90", "ms", true, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P90) }},
-	{"p99", "ms", true, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P99) }},
-	{"p999", "ms", true, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P999) }},
-	{"mean", "ms", true, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.Mean) }},
-	{"error_rate", "", true, func(m *engine.Metrics) (float64, bool) { return ptr(m.ErrorRate) }},
-	{"achieved_rate", "/s", false, func(m *engine.Metrics) (float64, bool) { return m.AchievedRate, true }},
-	{"littleL", "", true, func(m *engine.Metrics) (float64, bool) { return m.LittleL, true }},
+	{"throughput", "/s", false, false, 0, func(m *engine.Metrics) (float64, bool) { return m.Throughput, true }},
+	{"p50", "ms", true, true, 50, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P50) }},
+	{"p90", "ms", true, true, 90, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P90) }},
+	{"p99", "ms", true, true, 99, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P99) }},
+	{"p999", "ms", true, true, 99.9, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P999) }},
+	{"mean", "ms", true, true, 0, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.Mean) }},
+	{"error_rate", "", true, true, 0, func(m *engine.Metrics) (float64, bool) { return ptr(m.ErrorRate) }},
+	{"achieved_rate", "/s", false, false, 0, func(m *engine.Metrics) (float64, bool) { return m.AchievedRate, true }},
+	{"littleL", "", true, false, 0, func(m *engine.Metrics) (float64, bool) { return m.LittleL, true }},
+}
+
+// enoughSamples reports whether every repeat has the samples percentile m
+// needs (10/(1−p), the rule of the run's INCONCLUSIVE: 1000 for p99,
+// 10000 for p99.9).
+func enoughSamples(m Metric, prs []*engine.PhaseResult) bool {
+	if m.P == 0 {
+		return true
+	}
+	need := int64(math.Ceil(10/(1-m.P/100) - 1e-6))
+	for _, pr := range prs {
+		if pr.Metrics.Response.Samples < need {
+			return false
+		}
+	}
+	return true
 }
 
 // Result is a whole comparison.
@@ -76,8 +100,10 @@ type MetricComparison struct {
 	// percentage of Base.Median (NaN when that is 0 and Delta is not).
 	Delta, DeltaPct float64
 	// Test is nil when the comparison is not statistically summarized
-	// (fewer than MinRepeats values on a side).
-	Test *Test
+	// (fewer than MinRepeats values on a side, or too few samples for the
+	// percentile in some repeat: FewSamples).
+	Test       *Test
+	FewSamples bool
 }
 
 // Worse is true when the change goes in the bad direction.
@@ -145,7 +171,11 @@ func phasesOf(runs []*reports.Run) ([]string, map[string][]*engine.PhaseResult) 
 func comparePhase(name string, base, new []*engine.PhaseResult) *PhaseComparison {
 	pc := &PhaseComparison{Phase: name, NBase: len(base), NNew: len(new)}
 	for _, m := range Metrics {
-		pc.Metrics = append(pc.Metrics, compareMetric(m, values(m, base), values(m, new)))
+		mc := compareMetric(m, values(m, base), values(m, new))
+		if !enoughSamples(m, base) || !enoughSamples(m, new) {
+			mc.Test, mc.FewSamples = nil, true
+		}
+		pc.Metrics = append(pc.Metrics, mc)
 	}
 	return pc
 }

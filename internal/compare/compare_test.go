@@ -94,7 +94,7 @@ func fakeRun(delay string, cores int, p99 ...float64) *reports.Run {
 			&engine.PhaseResult{Repeat: i + 1, Phase: &engine.PhasePlan{Name: "warm", Warmup: true}, Metrics: &engine.Metrics{Throughput: 1}},
 			&engine.PhaseResult{Repeat: i + 1, Phase: &engine.PhasePlan{Name: "main"}, Metrics: &engine.Metrics{
 				Throughput: 1000 / v, AchievedRate: 1000 / v, ErrorRate: &er, LittleL: 2,
-				Response: engine.Latency{P50: &v, P90: &v, P99: &v, P999: &v, Mean: &v}}})
+				Response: engine.Latency{Samples: 20000, P50: &v, P90: &v, P99: &v, P999: &v, Mean: &v}}})
 	}
 	return r
 }
@@ -130,14 +130,14 @@ func TestCompareOneDifference(t *testing.T) {
 	var b bytes.Buffer
 	res.WriteText(&b)
 	out := b.String()
-	for _, want := range []string{"Setup differences: 1", "Exactly one parameter differs", "p=0.008 significant (worse)", "error_rate", "p=1.000 no significant change"} {
+	for _, want := range []string{"Setup differences: 1", "Exactly one parameter differs", "p=0.008 significant (higher, worse)", "error_rate", "p=1.000 no significant change"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}
 	}
 	b.Reset()
 	res.WriteMarkdown(&b)
-	if !strings.Contains(b.String(), "| p99 (ms) | 1.100 | [1.000 – 1.200] | 5.100 | [5.000 – 5.200] | +4.000 (+363.6%) | p=0.008 significant (worse) |") {
+	if !strings.Contains(b.String(), "| p99 (ms) | 1.100 | [1.000 – 1.200] | 5.100 | [5.000 – 5.200] | +4.000 (+363.6%) | p=0.008 significant (higher, worse) |") {
 		t.Errorf("markdown p99 row missing:\n%s", b.String())
 	}
 }
@@ -207,7 +207,10 @@ func TestScenarioDiffPaths(t *testing.T) {
 	b.Scenario.Name = "renamed"
 	b.Scenario.Repeats = 9
 	d, _, _ := setupDiffs([]*reports.Run{a}, []*reports.Run{b})
-	if len(d) != 1 || d[0].Param != "scenario.phases[0].requests" || d[0].Base != unset || d[0].New != "300" {
-		t.Errorf("diffs = %+v, want only scenario.phases[0].requests (unset → 300)", d)
+	// The name counts (another name may be another experiment: the
+	// fresh user compared an http scenario with a frame one unwarned);
+	// repeats do not (they are the sample size).
+	if len(d) != 2 || d[0].Param != "scenario.name" || d[1].Param != "scenario.phases[0].requests" || d[1].Base != unset || d[1].New != "300" {
+		t.Errorf("diffs = %+v, want scenario.name and scenario.phases[0].requests (unset → 300)", d)
 	}
 }

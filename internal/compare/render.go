@@ -81,15 +81,25 @@ func (m *MetricComparison) change() string {
 
 // verdict is the significance column: the p-value and what it means.
 func (m *MetricComparison) verdict() string {
+	if m.FewSamples {
+		return fmt.Sprintf("too few samples per repeat for p%g (needs %.0f): no claim", m.Metric.P, math.Ceil(10/(1-m.Metric.P/100)-1e-6))
+	}
 	if m.Test == nil {
 		return "not summarized"
 	}
 	if !m.Test.Significant {
 		return FormatP(m.Test.P) + " no significant change"
 	}
-	dir := "better"
-	if m.Worse() {
-		dir = "worse"
+	dir := "higher"
+	if m.Delta < 0 {
+		dir = "lower"
+	}
+	if m.Metric.Judged {
+		if m.Worse() {
+			dir += ", worse"
+		} else {
+			dir += ", better"
+		}
 	}
 	return FormatP(m.Test.P) + " significant (" + dir + ")"
 }
@@ -108,6 +118,9 @@ func (s *Side) describe() string {
 // setupVerdict is the sentence about the setup: shared, one difference,
 // or the warning when more than one thing differs.
 func (r *Result) setupVerdict() string {
+	if len(r.BaseMixed) > 0 || len(r.NewMixed) > 0 {
+		return "WARNING: a side pools reports of different setups (below): no change can be attributed to one cause."
+	}
 	switch len(r.Diffs) {
 	case 0:
 		return "The runs share their setup: same scenario values, target, runner and Go versions, machine and commits."

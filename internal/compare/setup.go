@@ -23,7 +23,6 @@ type Diff struct {
 // Ignored are the scenario keys that are not compared, with the reason:
 // they do not change what is sent to the target or how it is measured.
 var Ignored = []struct{ Key, Why string }{
-	{"name", "a label (it defaults to the file name, so two copies of a scenario differ in it)"},
 	{"description", "free text"},
 	{"repeats", "the number of samples, shown as n on each side, not a condition of the measurement"},
 	{"assert", "rules are judged after the run; they change no measured value"},
