@@ -7,4 +7,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bench/out
 go test -run '^$' -bench . -benchmem -count "${COUNT:-5}" \
-  ./engine/ ./engine/measure/ ./drivers/http/ | tee bench/out/latest.txt
+  ./engine/ ./engine/measure/ ./drivers/http/ ./drivers/correlate/ | tee bench/out/latest.txt

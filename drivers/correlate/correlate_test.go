@@ -82,3 +82,16 @@ func TestConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// BenchmarkAddDeliver is the correlate path of one request: register its
+// id, deliver its reply, read it (issue 7 wants no allocation here).
+func BenchmarkAddDeliver(b *testing.B) {
+	var tb Table[uint64, int]
+	b.ReportAllocs()
+	for i := range b.N {
+		id := uint64(i)
+		ch := tb.Add(id)
+		tb.Deliver(id, i)
+		<-ch
+	}
+}
