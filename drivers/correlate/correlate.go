@@ -38,6 +38,7 @@ const (
 // of type R. It is safe for concurrent use. Its zero value is empty.
 type Table[K comparable, R any] struct {
 	mu       sync.Mutex
+	chans    sync.Pool // of chan R, buffered 1: reused, so a request allocates none
 	pending  map[K]chan R
 	timedOut ring[K] // bounded by RememberGaveUp
 	answered ring[K] // bounded by RememberAnswered
@@ -57,9 +58,24 @@ func (t *Table[K, R]) Add(id K) chan R {
 	if _, busy := t.pending[id]; busy {
 		return nil
 	}
-	ch := make(chan R, 1)
+	ch, _ := t.chans.Get().(chan R)
+	if ch == nil {
+		ch = make(chan R, 1)
+	}
 	t.pending[id] = ch
 	return ch
+}
+
+// Release returns a channel Add gave once its request is done with it:
+// its reply read, or Forget returned true. A channel Forget returned
+// false for still holds the reply: read it first. After Release the
+// channel belongs to the Table again.
+func (t *Table[K, R]) Release(ch chan R) {
+	select {
+	case <-ch: // a reply nobody read: never hand it to the next request
+	default:
+	}
+	t.chans.Put(ch)
 }
 
 // Forget removes id when its request will not take a reply. gaveUp

@@ -93,5 +93,6 @@ func BenchmarkAddDeliver(b *testing.B) {
 		ch := tb.Add(id)
 		tb.Deliver(id, i)
 		<-ch
+		tb.Release(ch)
 	}
 }

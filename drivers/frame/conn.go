@@ -106,7 +106,8 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		if err == nil {
 			break
 		}
-		c.table.Forget(id, ch, false)
+		c.table.Forget(id, ch, false) // never sent: no reply can come
+		c.table.Release(ch)
 		switch {
 		case errors.Is(ctx.Err(), context.Canceled):
 			if n > 0 {
@@ -137,6 +138,9 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		return out
 	}
 	out.BytesOut = int64(len(buf))
+	// Every way out returns ch to the table (Release) once nothing can
+	// be delivered to it any more.
+	defer c.table.Release(ch)
 	select {
 	case rep := <-ch:
 		return judge(rep, start, out)
@@ -157,7 +161,9 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 			return judge(rep, start, out)
 		default:
 		}
-		c.table.Forget(id, ch, false)
+		if !c.table.Forget(id, ch, false) {
+			return judge(<-ch, start, out) // delivered just before the link's end
+		}
 		return c.endOf(l, out)
 	}
 }

@@ -110,6 +110,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 			break
 		}
 		c.forget(id, ch, false) // never on the wire
+		c.release(ch)
 		switch {
 		case errors.Is(ctx.Err(), context.Canceled):
 			out.Class, out.Err = drivers.Cancelled, fmt.Errorf("send: %w", context.Cause(ctx))
@@ -139,6 +140,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		return out
 	}
 	out.BytesOut = int64(len(msg))
+	defer c.release(ch) // once nothing can be delivered to ch any more
 
 	select {
 	case rep := <-ch:
@@ -166,7 +168,9 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 			return c.judge(rep, start, out)
 		default:
 		}
-		c.forget(id, ch, false)
+		if !c.forget(id, ch, false) {
+			return c.judge(<-ch, start, out) // delivered just before the link's end
+		}
 		return c.endOf(l, out)
 	}
 }
@@ -232,6 +236,14 @@ func (c *conn) ensure(ctx context.Context, out *drivers.Outcome) (*link, error) 
 		return nil, err
 	}
 	return l, nil
+}
+
+// release returns a correlate-mode reply channel to the table for reuse
+// (FIFO channels are not pooled).
+func (c *conn) release(ch chan reply) {
+	if c.d.correlate != nil {
+		c.table.Release(ch)
+	}
 }
 
 // forget removes a request that will not take its reply; gaveUp (it
