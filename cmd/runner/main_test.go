@@ -24,7 +24,17 @@ func TestMain(m *testing.M) {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Setenv(asMain, "1")
-	os.Exit(m.Run())
+	// A calibration saved on this machine (runner calibrate) would add
+	// client-ceiling warnings to the tests' runs: the tests get a config
+	// directory of their own, empty.
+	cfg, err := os.MkdirTemp("", "runner-test-config-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", cfg)
+	code := m.Run()
+	os.RemoveAll(cfg)
+	os.Exit(code)
 }
 
 // cli runs the runner in-process and returns its exit code and output.

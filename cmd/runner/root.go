@@ -35,6 +35,7 @@ Start with:
 		newServeCmd(stdout, stderr),
 		newCompareCmd(stdout, stderr),
 		newReportCmd(stdout, stderr),
+		newCalibrateCmd(stdout, stderr),
 		newVersionCmd(stdout),
 		newInitCmd(stdout, stderr),
 	)
