@@ -59,6 +59,11 @@ command -v taskset >/dev/null || die "taskset not found (util-linux)"
 cores=$(nproc --all)
 ((cores >= 2)) || die "need at least 2 cores (client on core $CLIENT_CORE, target on core $TARGET_CORE), have $cores"
 
+load1=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
+if awk -v l="$load1" 'BEGIN { exit !(l > 0.5) }'; then
+  note "warning: load average is $load1 before the benchmark: other work on these cores skews the figures"
+fi
+
 mkdir -p "$BIN" "$LOGS"
 export PATH="$BIN:$PATH"
 
@@ -131,6 +136,7 @@ TOOL_PID=
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
+  ((rc == 0)) || echo >&2
   if [[ -n $TOOL_PID ]] && kill -0 "$TOOL_PID" 2>/dev/null; then
     kill -- "$TOOL_PID" 2>/dev/null || true
     wait "$TOOL_PID" 2>/dev/null || true
