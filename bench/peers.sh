@@ -6,9 +6,11 @@
 # generator is pinned to core 0 and drives it closed-loop at full speed with
 # 50 keep-alive connections for DURATION seconds. Each tool runs ROUNDS times,
 # the tool order rotating from round to round. /usr/bin/time measures the
-# tool's user and system CPU and max RSS; the request count comes from the
-# tool's own output. The table shows the median over the rounds of each
-# column and runner's CPU per request divided by each peer's.
+# tool's user and system CPU, max RSS and wall time; the request count comes
+# from the tool's own output. The table shows the median over the rounds of
+# each column (taken column by column), the share of the client core the
+# tool used (near 100 %: the client was the bottleneck), and runner's CPU
+# per request divided by each peer's.
 #
 # Needs a machine with at least 2 cores, taskset, /usr/bin/time (GNU), and
 # Go; peers are installed (apt-get for wrk and ab, go install into
@@ -60,7 +62,7 @@ cores=$(nproc --all)
 ((cores >= 2)) || die "need at least 2 cores (client on core $CLIENT_CORE, target on core $TARGET_CORE), have $cores"
 
 load1=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
-if awk -v l="$load1" 'BEGIN { exit !(l > 0.5) }'; then
+if awk -v l="$load1" 'BEGIN { exit !(l > 1.0) }'; then
   note "warning: load average is $load1 before the benchmark: other work on these cores skews the figures"
 fi
 
@@ -202,7 +204,7 @@ run_tool() {
   # timeout runs in a process group of its own and passes a TERM on to it,
   # which is how cleanup stops a tool in flight.
   timeout -k 5 "$limit" taskset -c "$CLIENT_CORE" \
-    /usr/bin/time -f '%U %S %M' -o "$log.time" "${cmd[@]}" >"$log" 2>&1 </dev/null &
+    /usr/bin/time -f '%U %S %M %e' -o "$log.time" "${cmd[@]}" >"$log" 2>&1 </dev/null &
   TOOL_PID=$!
   wait "$TOOL_PID" || rc=$?
   TOOL_PID=
@@ -258,7 +260,7 @@ parse() {
 }
 
 RAW=$OUT/peers-raw.tsv
-printf 'tool\tround\trequests\terrors\tuser_s\tsys_s\tmaxrss_kib\n' >"$RAW"
+printf 'tool\tround\trequests\terrors\tuser_s\tsys_s\tmaxrss_kib\twall_s\n' >"$RAW"
 failed=()
 n=${#active[@]}
 total=$((n * ROUNDS))
@@ -280,16 +282,16 @@ for ((round = 1; round <= ROUNDS; round++)); do
       continue
     fi
     read -r reqs errs <<<"$parsed"
-    user="" sys="" rss=""
-    read -r user sys rss < <(grep -E '^[0-9.]+ [0-9.]+ [0-9]+$' "$log.time" | tail -n1) || true
-    if [[ -z ${rss:-} ]] || ((reqs == 0)); then
+    user="" sys="" rss="" wall=""
+    read -r user sys rss wall < <(grep -E '^[0-9.]+ [0-9.]+ [0-9]+ [0-9.]+$' "$log.time" | tail -n1) || true
+    if [[ -z $wall ]] || ((reqs == 0)); then
       echo "FAILED (no CPU figures or no requests; see $log)"
       failed+=("$tool#$round")
       continue
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$tool" "$round" "$reqs" "$errs" "$user" "$sys" "$rss" >>"$RAW"
-    awk -v r="$reqs" -v e="$errs" -v u="$user" -v s="$sys" -v d="$DURATION" \
-      'BEGIN { printf "%9d req  %8.0f req/s  %6.2f µs CPU/req  errors %d\n", r, r / d, (u + s) * 1e6 / r, e }'
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$tool" "$round" "$reqs" "$errs" "$user" "$sys" "$rss" "$wall" >>"$RAW"
+    awk -v r="$reqs" -v e="$errs" -v u="$user" -v s="$sys" -v d="$DURATION" -v w="$wall" \
+      'BEGIN { printf "%9d req  %8.0f req/s  %6.2f µs CPU/req  core %3.0f%%  errors %d\n", r, r / d, (u + s) * 1e6 / r, (w > 0 ? (u + s) * 100 / w : 0), e }'
     sleep 1
   done
 done
@@ -311,21 +313,23 @@ table() {
       t = $1; n[t]++
       req[t] = req[t] " " $3; err[t] = err[t] " " $4
       cpu[t] = cpu[t] " " ($5 + $6) * 1e6 / $3; usr[t] = usr[t] " " $5 * 1e6 / $3
-      rss[t] = rss[t] " " $7 / 1024
+      rss[t] = rss[t] " " $7 / 1024; core[t] = core[t] " " ($8 > 0 ? ($5 + $6) * 100 / $8 : 0)
     }
     END {
       k = split(order, tools, " ")
       for (i = 1; i <= k; i++) { t = tools[i]; if (n[t]) { c[t] = median(cpu[t]); u[t] = median(usr[t]) } }
-      printf "%-11s %6s %10s %9s %7s %22s %8s %13s\n", "tool", "rounds", "requests", "req/s", "errors", "CPU µs/req (user)", "RSS MiB", "runner/peer"
+      printf "%-11s %6s %10s %9s %7s %22s %6s %8s %12s\n", "tool", "rounds", "requests", "req/s", "errors", "CPU µs/req (user)", "core", "RSS MiB", "runner/peer"
       for (i = 1; i <= k; i++) {
         t = tools[i]
         if (!n[t]) { printf "%-11s %6s   (no successful round)\n", t, 0; continue }
         r = median(req[t])
         ratio = (t == "runner" || !n["runner"]) ? "-" : sprintf("%.2fx", c["runner"] / c[t])
-        printf "%-11s %6d %10d %9.0f %7d %13.2f (%6.2f) %8.1f %13s\n", t, n[t], r, r / d, median(err[t]), c[t], u[t], median(rss[t]), ratio
+        printf "%-11s %6d %10d %9.0f %7d %13.2f (%6.2f) %5.0f%% %8.1f %12s\n", t, n[t], r, r / d, median(err[t]), c[t], u[t], median(core[t]), median(rss[t]), ratio
       }
       print ""
       print "CPU µs/req = (user + system CPU of the tool process) / requests; runner/peer > 1 means runner spends more client CPU per request."
+      print "core = that CPU / the tool wall time: near 100% the client core is the bottleneck; well below, the target is, and the"
+      print "tool CPU per request is inflated by idle wake-ups (fewer responses per read), so compare saturated tools with care."
     }' "$RAW"
   if ((${#failed[@]})); then
     echo "failed rounds (not in the medians): ${failed[*]}"
