@@ -20,6 +20,10 @@ type Metrics struct {
 	InflightMean  float64  `json:"inflight_mean"`
 	Response      Latency  `json:"response_time"`
 	Service       Latency  `json:"service_time"`
+	// SendLag is how long sent requests waited in the client before
+	// going out (Sent − Intended): the generator's own delay plus the
+	// wait for a free connection; all 0 in the closed model.
+	SendLag Latency `json:"send_lag"`
 	// Corrected is the coordinated-omission-corrected response time of a
 	// closed phase with expected_rate (HdrHistogram's corrected
 	// recording: a response longer than the expected interval adds the
@@ -64,6 +68,7 @@ func MetricsOf(pr *PhaseResult) *Metrics {
 		InflightMean:  s.InflightMean(),
 		Response:      latencyOf(&s.Response),
 		Service:       latencyOf(&s.Service),
+		SendLag:       latencyOf(&s.SendLag),
 	}
 	if r, ok := Offered(pr); ok {
 		m.OfferedRate = &r

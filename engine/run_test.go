@@ -483,3 +483,31 @@ func TestProgress(t *testing.T) {
 		}
 	})
 }
+
+// Send lag is how long an arrival waited in the client before it went
+// out: one connection, an arrival every 10 ms, 15 ms of service each, so
+// arrival i (due at 10i ms) leaves when the previous one is done, at 15i
+// ms: it lagged exactly 5i ms. The phase's 10 arrivals span 100 ms; the
+// seven that left by then (at 0 … 90 ms) lagged 0 … 30 ms, the other
+// three are dropped (never sent: no lag). In the closed model it is always 0.
+func TestSendLag(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(15 * time.Millisecond)}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(100), Connections: 1}, Requests: 10}, time.Second)
+		s := run(t, d, pl, time.Second).Phases[0].Summary
+		if s.SendLag.Count() != 7 || s.Requests != 7 || s.Dropped != 3 {
+			t.Fatalf("send lag of %d requests (requests %d, dropped %d), want 7, 7, 3", s.SendLag.Count(), s.Requests, s.Dropped)
+		}
+		if mx, _ := s.SendLag.Max(); mx != 30*time.Millisecond {
+			t.Errorf("max send lag %s, want 30ms (arrival 6)", mx)
+		}
+		if mean, _ := s.SendLag.Mean(); mean != 15*time.Millisecond {
+			t.Errorf("mean send lag %s, want 15ms (5 ms × 3)", mean)
+		}
+		closed := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 2}, Requests: 10}, time.Second)
+		s = run(t, d, closed, time.Second).Phases[0].Summary
+		if mx, _ := s.SendLag.Max(); s.SendLag.Count() != 10 || mx != 0 {
+			t.Errorf("closed model: send lag max %s over %d requests, want 0", mx, s.SendLag.Count())
+		}
+	})
+}

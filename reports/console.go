@@ -96,6 +96,9 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	c.f("  throughput    %s/s (%d ok of %d requests; failures never count)\n", rate(s.Throughput()), s.OK, s.Requests)
 	c.f("  response time %s\n", distLine(&s.Response))
 	c.f("  service time  %s\n", distLine(&s.Service))
+	if p.Model == engine.Open {
+		c.f("  send lag      %s\n", distLine(&s.SendLag))
+	}
 	if s.Corrected.Count() > 0 {
 		c.f("  CO-corrected  %s\n", distLine(s.Corrected))
 	}

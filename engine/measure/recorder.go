@@ -66,6 +66,7 @@ type shard struct {
 	responseSum, inflightSum                             time.Duration
 
 	response, service, connect, firstByte Dist
+	sendLag                               Dist // Sent − Intended of every sent request
 	corrected                             *Dist
 	failed                                map[string]*Dist
 	byClass, byCode                       map[string]int64
@@ -90,7 +91,7 @@ func NewRecorder(shards int, opts Options) *Recorder {
 			byCode:   map[string]int64{},
 			firstErr: map[string]string{},
 		}
-		s.response.h, s.service.h = newHist(), newHist()
+		s.response.h, s.service.h, s.sendLag.h = newHist(), newHist(), newHist()
 		if opts.ExpectedInterval > 0 {
 			s.corrected = &Dist{h: newHist()}
 		}
@@ -137,6 +138,7 @@ func (s *shard) record(res *Result, interval, window time.Duration, timeline int
 		s.responded++
 		s.responseSum = addSat(s.responseSum, resp)
 	}
+	s.sendLag.record(max(res.Sent-res.Intended, 0)) // every recorded request was sent
 	if o.Connect > 0 {
 		s.connect.record(o.Connect)
 	}
@@ -296,6 +298,7 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 		s.InflightSum = addSat(s.InflightSum, sh.inflightSum)
 		s.Response.add(&sh.response)
 		s.Service.add(&sh.service)
+		s.SendLag.add(&sh.sendLag)
 		s.ConnectTime.add(&sh.connect)
 		s.FirstByte.add(&sh.firstByte)
 		if sh.corrected != nil {

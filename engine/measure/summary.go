@@ -93,6 +93,10 @@ type Summary struct {
 	Response Dist `json:"response"`
 	// Service is the service time (Done − Sent) of ok requests.
 	Service Dist `json:"service"`
+	// SendLag is Sent − Intended of every request sent: how long an
+	// arrival waited in the client (for a free connection, or a late
+	// pacer) before it went out; 0 throughout in the closed model.
+	SendLag Dist `json:"send_lag"`
 	// Corrected is Response recorded with coordinated-omission correction
 	// (closed model with an expected rate); nil when not asked for.
 	Corrected *Dist `json:"corrected,omitempty"`
@@ -151,6 +155,7 @@ func newSummary() *Summary {
 func (s *Summary) seal() {
 	s.Response.seal()
 	s.Service.seal()
+	s.SendLag.seal()
 	s.ConnectTime.seal()
 	s.FirstByte.seal()
 	if s.Corrected != nil {
@@ -232,6 +237,7 @@ func (s *Summary) Merge(o *Summary) {
 	s.BytesOut += o.BytesOut
 	s.Response.add(&o.Response)
 	s.Service.add(&o.Service)
+	s.SendLag.add(&o.SendLag)
 	s.ConnectTime.add(&o.ConnectTime)
 	s.FirstByte.add(&o.FirstByte)
 	if o.Corrected != nil {
@@ -278,6 +284,7 @@ func (s *Summary) Clone() *Summary {
 	c.ClosesByCode = maps.Clone(s.ClosesByCode)
 	c.Response = *s.Response.Clone()
 	c.Service = *s.Service.Clone()
+	c.SendLag = *s.SendLag.Clone()
 	c.ConnectTime = *s.ConnectTime.Clone()
 	c.FirstByte = *s.FirstByte.Clone()
 	if s.Corrected != nil {
