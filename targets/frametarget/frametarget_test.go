@@ -17,47 +17,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/runner-dev/runner/targets/targettest"
 )
 
 // start runs Serve with cfg on 127.0.0.1 and returns its host:port and a
-// stop function that cancels it and checks it returned nil within 5 s
-// (also called when the test ends).
+// stop function (see targettest.Start).
 func start(t *testing.T, cfg Config) (string, func() time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, cfg, func(addr string) { addrc <- addr }) }()
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		cancel()
-		t.Fatalf("Serve: %v", err)
-	case <-time.After(5 * time.Second):
-		cancel()
-		t.Fatal("not ready within 5s")
-	}
-	var once sync.Once
-	var took time.Duration
-	stop := func() time.Duration {
-		once.Do(func() {
-			t0 := time.Now()
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Serve returned %v after cancel", err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Error("Serve did not return within 5s of cancel")
-			}
-			took = time.Since(t0)
-		})
-		return took
-	}
-	t.Cleanup(func() { stop() })
-	return addr, stop
+	return targettest.Start(t, func(ctx context.Context, ready func(string)) error { return Serve(ctx, cfg, ready) })
 }
 
 // client is a tiny LKDF client, written independently of the server's

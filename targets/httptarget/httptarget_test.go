@@ -15,37 +15,15 @@ import (
 	"github.com/runner-dev/runner/drivers"
 	httpdriver "github.com/runner-dev/runner/drivers/http"
 	"github.com/runner-dev/runner/schema"
+
+	"github.com/runner-dev/runner/targets/targettest"
 )
 
-// start runs Serve with cfg on 127.0.0.1 and returns its base URL. The
-// target is stopped, and its return checked, when the test ends.
+// start runs Serve with cfg on 127.0.0.1 and returns its base URL; it is
+// stopped, and its return checked, when the test ends.
 func start(t *testing.T, cfg Config) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, cfg, func(addr string) { addrc <- addr }) }()
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		cancel()
-		t.Fatalf("Serve: %v", err)
-	case <-time.After(5 * time.Second):
-		cancel()
-		t.Fatal("not ready within 5s")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve returned %v after cancel", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Error("Serve did not return within 5s of cancel")
-		}
-	})
+	addr, _ := targettest.Start(t, func(ctx context.Context, ready func(string)) error { return Serve(ctx, cfg, ready) })
 	return "http://" + addr
 }
 
