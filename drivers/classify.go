@@ -188,3 +188,12 @@ func ErrnoName(e syscall.Errno) string {
 	}
 	return "ERRNO_" + strconv.FormatUint(uint64(e), 10)
 }
+
+// CtxClass is the class of a request whose context ended first: Timeout
+// when its deadline passed, Cancelled otherwise (end of phase, Ctrl-C).
+func CtxClass(ctx context.Context) Class {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return Timeout
+	}
+	return Cancelled
+}

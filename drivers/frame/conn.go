@@ -150,7 +150,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 			return judge(rep, start, out)
 		default:
 		}
-		out.Class, out.Err = ctxClass(ctx), fmt.Errorf("waiting for the reply: %w", context.Cause(ctx))
+		out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("waiting for the reply: %w", context.Cause(ctx))
 		if !c.table.Forget(id, ch, true) {
 			c.d.counts.Count(correlate.Late) // the reply came between the two looks: after the deadline
 		}
@@ -262,15 +262,7 @@ func (c *conn) ensure(ctx context.Context, out *drivers.Outcome) (*link, error) 
 	if err == nil {
 		return l, nil
 	}
-	out.Class, out.Code = drivers.Classify(err)
-	switch {
-	case errors.Is(err, relink.ErrReleased) || errors.Is(ctx.Err(), context.Canceled):
-		out.Class, out.Code = drivers.Cancelled, ""
-	case out.Class == drivers.Timeout || errors.Is(err, context.DeadlineExceeded):
-		out.Class, out.Code = drivers.Connect, drivers.CodeConnectTimeout
-	default:
-		out.Class = drivers.Connect
-	}
+	out.Class, out.Code = relink.DialClass(ctx, err)
 	out.Err = fmt.Errorf("re-dial: %w", err)
 	return nil, err
 }
@@ -387,11 +379,4 @@ func (c *conn) Close() error {
 		return l.nc.Close()
 	}
 	return nil
-}
-
-func ctxClass(ctx context.Context) drivers.Class {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return drivers.Timeout
-	}
-	return drivers.Cancelled
 }

@@ -124,7 +124,7 @@ func (c *conn) Close() error {
 func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
-		out.Class, out.Err = ctxClass(ctx), fmt.Errorf("before send: %w", context.Cause(ctx))
+		out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("before send: %w", context.Cause(ctx))
 		return out
 	}
 	deadline, ok := ctx.Deadline()
@@ -322,7 +322,7 @@ func (c *conn) failed(ctx context.Context, stage string, err error, out drivers.
 	switch {
 	case ctx.Err() != nil:
 		// Our own cancellation callback or deadline cut the I/O short.
-		out.Class = ctxClass(ctx)
+		out.Class = drivers.CtxClass(ctx)
 		if out.Class == drivers.Cancelled {
 			out.Err = fmt.Errorf("%s: %w", stage, context.Cause(ctx))
 		}
@@ -395,15 +395,6 @@ func (c *conn) isClosed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.closed
-}
-
-// ctxClass is the class of a request whose ctx ended: Timeout for its
-// deadline, Cancelled for anything else (end of phase, interrupt).
-func ctxClass(ctx context.Context) drivers.Class {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return drivers.Timeout
-	}
-	return drivers.Cancelled
 }
 
 // isNetError reports whether err came from the socket rather than from

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/runner-dev/runner/drivers"
 )
 
 // ErrReleased is the error of a request on a released connection.
@@ -115,4 +117,22 @@ func (s *Slot[L]) Released() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.released
+}
+
+// DialClass classifies a re-dial by Get that failed: Cancelled when the
+// connection was released or ctx cancelled; otherwise Connect (the target
+// was not reached), with code ETIMEDOUT when it timed out and the errno
+// name (drivers.Classify) else.
+func DialClass(ctx context.Context, err error) (drivers.Class, string) {
+	if errors.Is(err, ErrReleased) || errors.Is(ctx.Err(), context.Canceled) {
+		return drivers.Cancelled, ""
+	}
+	class, code := drivers.Classify(err)
+	switch {
+	case class == drivers.Timeout || errors.Is(err, context.DeadlineExceeded):
+		return drivers.Connect, drivers.CodeConnectTimeout
+	case class == drivers.Cancelled:
+		return drivers.Cancelled, ""
+	}
+	return drivers.Connect, code
 }

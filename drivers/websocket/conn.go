@@ -151,7 +151,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 			return c.judge(rep, start, out)
 		default:
 		}
-		out.Class, out.Err = ctxClass(ctx), fmt.Errorf("waiting for the reply: %w", context.Cause(ctx))
+		out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("waiting for the reply: %w", context.Cause(ctx))
 		if !c.forget(id, ch, true) {
 			// The reply came between the two looks: after the deadline.
 			c.d.counts.Count(correlate.Late)
@@ -231,7 +231,10 @@ func (c *conn) ensure(ctx context.Context, out *drivers.Outcome) (*link, error) 
 		out.Connect = took
 	}
 	if err != nil {
-		out.Class, out.Code = dialClass(ctx, err)
+		out.Class, out.Code = relink.DialClass(ctx, err)
+		if errors.Is(err, errHandshake) {
+			out.Class, out.Code = drivers.Connect, "HANDSHAKE"
+		}
 		out.Err = fmt.Errorf("re-dial: %w", err)
 		return nil, err
 	}
@@ -416,31 +419,4 @@ func (c *conn) Close() error {
 		}
 	}()
 	return nil
-}
-
-// dialClass classifies a failed re-dial: always Connect (the target was
-// never reached: a handshake refused, a timeout, a refused connection),
-// or Cancelled when ctx was cancelled.
-func dialClass(ctx context.Context, err error) (drivers.Class, string) {
-	if errors.Is(err, relink.ErrReleased) || errors.Is(ctx.Err(), context.Canceled) {
-		return drivers.Cancelled, ""
-	}
-	if errors.Is(err, errHandshake) {
-		return drivers.Connect, "HANDSHAKE"
-	}
-	class, code := drivers.Classify(err)
-	if class == drivers.Timeout || errors.Is(err, context.DeadlineExceeded) {
-		return drivers.Connect, drivers.CodeConnectTimeout
-	}
-	if class == drivers.Cancelled {
-		return drivers.Cancelled, ""
-	}
-	return drivers.Connect, code
-}
-
-func ctxClass(ctx context.Context) drivers.Class {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return drivers.Timeout
-	}
-	return drivers.Cancelled
 }
