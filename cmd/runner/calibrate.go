@@ -48,8 +48,8 @@ func calibrationPath() (string, error) {
 }
 
 // loadCalibration reads the saved calibration if it was made on a machine
-// like this one (same CPU model and cores); nil otherwise.
-func loadCalibration() *Calibration {
+// like env's (same CPU model and cores); nil otherwise.
+func loadCalibration(env sysinfo.Env) *Calibration {
 	p, err := calibrationPath()
 	if err != nil {
 		return nil
@@ -59,7 +59,6 @@ func loadCalibration() *Calibration {
 		return nil
 	}
 	var c Calibration
-	env := sysinfo.Collect()
 	if json.Unmarshal(b, &c) != nil || c.Rate <= 0 || c.CPUModel != env.CPUModel || c.Cores != env.Cores {
 		return nil
 	}

@@ -422,7 +422,7 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	rep.Warnings = append(engine.StaleCounters(rep.Result, proc != nil), engine.CountersMoved(rep.Result)...)
 	rep.Warnings = append(rep.Warnings, engine.TimerGranularity(pl, timer)...)
 	rep.Warnings = append(rep.Warnings, engine.Checks(pl, rep.Result)...)
-	rep.Warnings = append(rep.Warnings, ceilingWarnings(rep, loadCalibration())...)
+	rep.Warnings = append(rep.Warnings, ceilingWarnings(rep, loadCalibration(rep.Env))...)
 	if b := f.baseRef; b != nil {
 		rep.Baseline = b
 		if b.Scenario != sc.Name {
