@@ -124,7 +124,10 @@ func TestShippedScenarioEveryFormat(t *testing.T) {
 	code, out, errOut := cli(t, "run", "--log-level", "disabled", "--json", p("r.json"), "--tsv", p("r.tsv"),
 		"--markdown", p("r.md"), "--junit", p("r.xml"), "--html", p("r.html"), "--hdr", p("r.hdr"),
 		filepath.Join("..", "..", "scenarios", "seed-frame-echo.yaml"))
-	if code != exitPass {
+	// The point is the formats, not the verdict: under the race detector
+	// the slowed client can miss the scenario's 2 % Little's-law rule
+	// (λ·W 48.9 was seen). A verdict either way writes every file.
+	if code != exitPass && code != exitFail {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	for name, marker := range map[string]string{
