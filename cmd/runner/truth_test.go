@@ -73,8 +73,15 @@ func nearestRank(p float64, n int, kth func(k int) float64) float64 {
 // 128 connections always have a free one; the timeout (5 s) outlasts the
 // last completion at 3 s, so the grace drains every request.
 //
-// Tolerance: −1 ms (histogram bucket) / +6 ms or +1 %: the first arrival
-// reaching the target late shifts the whole chain by that much, and each
+// Origin: the chain starts when the first arrival reaches the target. If
+// it reaches it δ late (a cold connection, a descheduled client, the race
+// detector on a busy CI machine: 17 ms was seen), the single worker starts
+// δ late and every response time shifts by δ, which is the honest
+// measurement of that run. The first response is the smallest (R rises
+// with k), so δ = min − R_0 is read from the run itself; it must lie in
+// [−1, 40] ms, and the percentiles are checked against R_k + δ.
+//
+// Tolerance: −1 ms (histogram bucket) / +6 ms or +1 % on top of δ: each
 // response is read by a client on a busy core; nothing can make it early.
 //
 // Naive measurements: service time (send to completion) is the same here
@@ -121,7 +128,13 @@ phases:
 		t.Errorf("open: dropped = %d, want 0", got)
 	}
 	const ms = 1.0
-	R := func(k int) float64 { return 10 + float64(k)*10/3.0 }
+	first := truthMs(t, open, "first")
+	delta := first - 10*ms
+	t.Logf("open first = %.3f ms: the chain started %.3f ms after the first intended arrival", first, delta)
+	if delta < -1*ms || delta > 40*ms {
+		t.Fatalf("open first = %.3f ms, want in [9, 50] ms: the first request's response time is S = 10 ms plus how late it reached the target", first)
+	}
+	R := func(k int) float64 { return delta + 10 + float64(k)*10/3.0 }
 	for _, c := range []struct {
 		name string
 		p    float64
@@ -130,9 +143,9 @@ phases:
 		truthCheck(t, "open "+c.name, truthMs(t, open, c.name), truth, 1*ms, math.Max(6*ms, truth/100))
 	}
 	truthCheck(t, "open max", truthMs(t, open, "max"), R(299), 1*ms, 10*ms)
-	truthCheck(t, "open mean", truthMs(t, open, "mean"), 10+149.5*10/3.0, 1*ms, 6*ms)
+	truthCheck(t, "open mean", truthMs(t, open, "mean"), delta+10+149.5*10/3.0, 1*ms, 6*ms)
 
-	truthP99 := nearestRank(99, 300, R)
+	truthP99 := nearestRank(99, 300, func(k int) float64 { return 10 + float64(k)*10/3.0 })
 	cp99 := truthMs(t, closed, "p99")
 	t.Logf("closed p99 = %.3f ms (truth of the open model %.3f ms)", cp99, truthP99)
 	if cp99 >= truthP99/5 {
