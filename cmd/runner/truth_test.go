@@ -128,11 +128,11 @@ phases:
 		t.Errorf("open: dropped = %d, want 0", got)
 	}
 	const ms = 1.0
-	first := truthMs(t, open, "first")
+	first := truthMs(t, open, "min")
 	delta := first - 10*ms
-	t.Logf("open first = %.3f ms: the chain started %.3f ms after the first intended arrival", first, delta)
+	t.Logf("open min = %.3f ms: the chain started %.3f ms after the first intended arrival", first, delta)
 	if delta < -1*ms || delta > 40*ms {
-		t.Fatalf("open first = %.3f ms, want in [9, 50] ms: the first request's response time is S = 10 ms plus how late it reached the target", first)
+		t.Fatalf("open min = %.3f ms, want in [9, 50] ms: the first request's response time is S = 10 ms plus how late it reached the target", first)
 	}
 	R := func(k int) float64 { return delta + 10 + float64(k)*10/3.0 }
 	for _, c := range []struct {
