@@ -66,10 +66,26 @@ type Strays struct {
 	Closes map[string]int64
 }
 
+// DeadlineKeeper is implemented by drivers whose Do enforces
+// Request.Deadline on its own (as socket deadlines). The engine then
+// passes the phase's context, which carries only cancellation, instead
+// of making a context with the deadline for every request: no timer, no
+// allocation and no registration with the parent context per request.
+// Drivers without it get a per-request context whose deadline is
+// Request.Deadline.
+type DeadlineKeeper interface {
+	// KeepsDeadline marks the driver; it has no other effect.
+	KeepsDeadline()
+}
+
 // Request identifies one request. Drivers render their templates from it.
 type Request struct {
 	// Seq is the request's sequence number, 1-based and unique within a run.
 	Seq uint64
+	// Deadline is when the request times out (its send plus the
+	// scenario's timeout). Zero: the driver uses ctx's deadline, or its
+	// own timeout from the start of Do.
+	Deadline time.Time
 }
 
 // Class is a request's outcome class. Every request ends in exactly one.

@@ -323,6 +323,9 @@ type phaseRun struct {
 	rec     *measure.Recorder
 	start   time.Time
 	timeout time.Duration
+	// keepsDeadline: the driver enforces Request.Deadline itself
+	// (drivers.DeadlineKeeper), so requests run on hard directly.
+	keepsDeadline bool
 
 	stop     chan struct{} // closed: no new request starts
 	stopOnce sync.Once
@@ -376,7 +379,8 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	defer hardStop(nil)
 	ph := &phaseRun{
 		r: r, p: p, repeat: rep, pool: pool, seq: seq, rec: rec, timeout: timeout,
-		stop: make(chan struct{}), hard: hard, hardStop: hardStop,
+		keepsDeadline: keepsDeadline(r.Driver),
+		stop:          make(chan struct{}), hard: hard, hardStop: hardStop,
 	}
 	r.Log.Info().Int("repeat", rep).Str("phase", p.Name).Str("model", string(p.Model)).
 		Int("connections", p.Connections).Msg("phase start")
@@ -569,6 +573,12 @@ func (ph *phaseRun) report(done <-chan struct{}, total time.Duration) {
 	}
 }
 
+// keepsDeadline reports whether d enforces Request.Deadline itself.
+func keepsDeadline(d drivers.Driver) bool {
+	_, ok := d.(drivers.DeadlineKeeper)
+	return ok
+}
+
 // endPhase is called when the phase's time is up: no new request starts,
 // and requests in flight get the grace period before they are cancelled.
 func (ph *phaseRun) endPhase() {
@@ -630,19 +640,31 @@ func (ph *phaseRun) conn(ctx context.Context, k int) (drivers.Conn, drivers.Outc
 // the arrival's scheduled offset (closed model: the send itself).
 func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 	seq := ph.seq.Add(1)
-	ctx, cancel := context.WithTimeout(ph.hard, ph.timeout)
-	defer cancel()
 	// The send is stamped before anything touches the wire (the dial
 	// included), so no part of the request's time is hidden (B02).
-	sent := time.Since(ph.start)
+	now := time.Now()
+	sent := now.Sub(ph.start)
 	if closed {
 		intended = sent
+	}
+	deadline := now.Add(ph.timeout)
+	// A driver that keeps the deadline itself gets the phase's context
+	// (cancellation only); the dial of an empty slot and other drivers
+	// get one with the deadline.
+	ctx := ph.hard
+	if !ph.keepsDeadline || ph.pool.get(k) == nil {
+		c, cancel := context.WithDeadline(ph.hard, deadline)
+		defer cancel()
+		ctx = c
 	}
 	c, out, ok := ph.conn(ctx, k)
 	if ok {
 		dial := out
+		if ph.keepsDeadline {
+			ctx = ph.hard
+		}
 		ph.inflight.Add(1)
-		out = c.Do(ctx, drivers.Request{Seq: seq})
+		out = c.Do(ctx, drivers.Request{Seq: seq, Deadline: deadline})
 		ph.inflight.Add(-1)
 		out.Dialed += dial.Dialed
 		out.Connect += dial.Connect

@@ -35,7 +35,17 @@ type conn struct {
 	mu     sync.Mutex
 	nc     net.Conn // nil between a close and the next re-dial
 	closed bool
-	gen    uint64 // bumped at the end of every Do, so a late callback is a no-op
+
+	// watched is the context whose cancellation interrupts this
+	// connection's I/O, registered once (context.AfterFunc) and kept
+	// while Do is called with the same context: the engine passes its
+	// phase's context to every request (drivers.DeadlineKeeper), so a
+	// request costs no registration. stopWatch retires the callback;
+	// watchGen (guarded by mu) makes a retired callback that already
+	// started a no-op.
+	watched   context.Context
+	stopWatch func() bool
+	watchGen  uint64
 
 	peek    peeker   // plain TCP: looks at the idle connection
 	tlsBase *tlsBase // TLS: the socket under it, which can look too
@@ -44,8 +54,8 @@ type conn struct {
 	br   *bufio.Reader
 	wbuf []byte
 	vec  [2][]byte
-	req  *nethttp.Request // only its Method matters to ReadResponse
-	body bytes.Buffer     // response body, kept only when the rule reads it
+	resp response     // the head of the current response
+	body bytes.Buffer // response body, kept only when the rule reads it
 }
 
 var _ drivers.Conn = (*conn)(nil)
@@ -53,7 +63,6 @@ var _ drivers.Conn = (*conn)(nil)
 func newConn(d *Driver) *conn {
 	c := &conn{
 		d:    d,
-		req:  &nethttp.Request{Method: d.method},
 		wbuf: make([]byte, 0, 512),
 	}
 	c.br = bufio.NewReaderSize(&c.cr, 16<<10)
@@ -127,10 +136,14 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 		out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("before send: %w", context.Cause(ctx))
 		return out
 	}
-	deadline, ok := ctx.Deadline()
-	if !ok {
+	deadline := r.Deadline
+	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d
+	}
+	if deadline.IsZero() {
 		deadline = start.Add(c.d.timeout)
 	}
+	c.watch(ctx)
 
 	if c.nc != nil {
 		// Reused: the deadline first, since the look fails at once on an
@@ -147,7 +160,9 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 			out.Class, out.Err = drivers.Cancelled, errClosed
 			return out
 		}
-		nc, tcp, err := c.d.dial(ctx)
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		nc, tcp, err := c.d.dial(dctx)
+		cancel()
 		out.Connect = time.Since(start)
 		if tcp {
 			out.Dialed = 1
@@ -165,14 +180,13 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 		}
 	}
 	nc := c.nc
-	if ctx.Done() != nil {
-		c.mu.Lock()
-		gen := c.gen
-		c.mu.Unlock()
-		stop := context.AfterFunc(ctx, func() { c.interrupt(gen) })
-		defer stop()
+	// A cancellation between the first look at ctx and the deadline just
+	// set would have had its past deadline overwritten: look again. Any
+	// later one finds the deadline set and interrupts the I/O.
+	if err := ctx.Err(); err != nil {
+		out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("before send: %w", context.Cause(ctx))
+		return out
 	}
-	defer c.endDo()
 
 	// Write the whole request: head (+ Content-Length) + body.
 	seq := r.Seq
@@ -212,7 +226,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 	in0 := c.cr.n - int64(c.br.Buffered())
 	c.cr.first, c.cr.eof = time.Time{}, false
 	c.cr.limit = in0 + MaxHeaderBytes // the buffer is empty: in0 == c.cr.n
-	resp, err := c.readResponse()
+	err = c.readResponse()
 	c.cr.limit = 0
 	if !c.cr.first.IsZero() {
 		out.FirstByte = c.cr.first.Sub(start)
@@ -221,7 +235,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 		out.BytesIn = c.cr.n - int64(c.br.Buffered()) - in0
 		return c.failed(ctx, "read response", err, out)
 	}
-	err = c.readBody(resp)
+	err = c.readBody()
 	out.BytesIn = c.cr.n - int64(c.br.Buffered()) - in0
 	if err != nil {
 		return c.failed(ctx, "read response body", err, out)
@@ -229,55 +243,48 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 
 	// The exchange is complete: the connection is in sync.
 	out.Responded = true
-	out.Class, out.Code, out.Err = c.judge(resp)
+	out.Class, out.Code, out.Err = c.judge()
 
 	// Keep the connection only if both sides want it and nothing is left
 	// in the buffer (bytes past the response mean we lost the framing).
-	if !d.keepAlive || resp.Close || resp.StatusCode == nethttp.StatusSwitchingProtocols || c.br.Buffered() > 0 {
+	if !d.keepAlive || c.resp.close || c.resp.status == nethttp.StatusSwitchingProtocols || c.br.Buffered() > 0 {
 		c.drop()
 	}
 	return out
 }
 
-// readResponse reads the status line and headers of the final response,
-// skipping 1xx interim responses (100 Continue, 103 Early Hints).
-func (c *conn) readResponse() (*nethttp.Response, error) {
-	// Peek first: a connection closed before any byte is io.EOF here,
-	// while ReadResponse would turn it into io.ErrUnexpectedEOF.
-	if _, err := c.br.Peek(1); err != nil {
-		return nil, err
-	}
+// readResponse reads the head of the final response into c.resp,
+// skipping 1xx interim responses (100 Continue, 103 Early Hints), which
+// have no body.
+func (c *conn) readResponse() error {
+	wantHeaders := c.d.rule != nil && c.d.rule.needHeaders
 	for {
-		resp, err := nethttp.ReadResponse(c.br, c.req)
-		if err != nil {
-			return nil, err
+		if err := readResponseHead(c.br, &c.resp, wantHeaders); err != nil {
+			return err
 		}
-		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != nethttp.StatusSwitchingProtocols {
+		if s := c.resp.status; s >= 100 && s < 200 && s != nethttp.StatusSwitchingProtocols {
 			continue
 		}
-		return resp, nil
+		return nil
 	}
 }
 
-// readBody reads the body to its end (HEAD, 1xx, 204 and 304 have none;
-// ReadResponse knows it from the request method and status, RFC 9112
-// §6.3). It keeps up to MaxRuleBody bytes only when the rule reads body.
-func (c *conn) readBody(resp *nethttp.Response) error {
-	defer resp.Body.Close()
+// readBody reads the body to its end (HEAD, 1xx, 204 and 304 have none,
+// RFC 9112 §6.3). It keeps up to MaxRuleBody bytes only when the rule
+// reads body.
+func (c *conn) readBody() error {
+	var keep *bytes.Buffer
 	if c.d.rule != nil && c.d.rule.needBody {
 		c.body.Reset()
-		if _, err := c.body.ReadFrom(io.LimitReader(resp.Body, MaxRuleBody)); err != nil {
-			return err
-		}
+		keep = &c.body
 	}
-	_, err := io.Copy(io.Discard, resp.Body)
-	return err
+	return readBody(c.br, &c.resp, c.d.method == nethttp.MethodHead, keep)
 }
 
 // judge classes a complete response: the success rule if there is one,
 // else defaultSuccess. Failures carry the status as their code.
-func (c *conn) judge(resp *nethttp.Response) (drivers.Class, string, error) {
-	status := resp.StatusCode
+func (c *conn) judge() (drivers.Class, string, error) {
+	status := c.resp.status
 	r := c.d.rule
 	if r == nil {
 		if defaultSuccess(status) {
@@ -287,12 +294,7 @@ func (c *conn) judge(resp *nethttp.Response) (drivers.Class, string, error) {
 	}
 	env := ruleEnv{Status: status}
 	if r.needHeaders {
-		env.Headers = make(map[string]string, len(resp.Header))
-		for k, v := range resp.Header {
-			if len(v) > 0 {
-				env.Headers[k] = v[0]
-			}
-		}
+		env.Headers = c.resp.headers
 	}
 	if r.needBody {
 		env.Body = c.body.String()
@@ -374,20 +376,45 @@ func (c *conn) dialFailed(ctx context.Context, err error, out drivers.Outcome) d
 	return out
 }
 
-// interrupt is the cancellation callback of Do number gen: it unblocks
-// the socket unless that Do has already returned.
-func (c *conn) interrupt(gen uint64) {
-	c.mu.Lock()
-	if c.gen == gen && c.nc != nil {
-		c.nc.SetDeadline(past)
+// watch makes ctx's cancellation interrupt this connection's I/O. The
+// registration is kept across requests with the same ctx; another ctx
+// replaces it. A ctx that cannot be cancelled needs none.
+func (c *conn) watch(ctx context.Context) {
+	if ctx == c.watched {
+		return
 	}
+	c.unwatch()
+	c.watched = ctx
+	if ctx.Done() == nil {
+		return
+	}
+	c.mu.Lock()
+	gen := c.watchGen
+	c.mu.Unlock()
+	c.stopWatch = context.AfterFunc(ctx, func() { c.interrupt(gen) })
+}
+
+// unwatch retires the current cancellation callback, if any.
+func (c *conn) unwatch() {
+	if c.stopWatch != nil {
+		c.stopWatch()
+		c.stopWatch = nil
+	}
+	c.watched = nil
+	c.mu.Lock()
+	c.watchGen++
 	c.mu.Unlock()
 }
 
-// endDo retires the current Do's cancellation callback.
-func (c *conn) endDo() {
+// interrupt is the cancellation callback of registration gen: it
+// unblocks the socket, unless the registration was retired meanwhile.
+// Between requests it is harmless: the next Do sets its own deadline
+// after it has seen ctx still live.
+func (c *conn) interrupt(gen uint64) {
 	c.mu.Lock()
-	c.gen++
+	if c.watchGen == gen && c.nc != nil {
+		c.nc.SetDeadline(past)
+	}
 	c.mu.Unlock()
 }
 

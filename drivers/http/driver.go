@@ -278,6 +278,10 @@ func (d *Driver) Opened() int64 { return d.opened.Load() }
 // connection.
 func (d *Driver) MaxInflight() int { return 1 }
 
+// KeepsDeadline implements drivers.DeadlineKeeper: Do sets
+// Request.Deadline on the socket for every read and write.
+func (d *Driver) KeepsDeadline() {}
+
 // Insecure reports whether certificate verification is off
 // (tls.insecure_skip_verify), so reports can say so.
 func (d *Driver) Insecure() bool { return d.insecure }

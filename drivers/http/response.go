@@ -1,0 +1,320 @@
+package http
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httputil"
+	"net/textproto"
+	"strconv"
+)
+
+// The response reader is our own (issue 7): net/http.ReadResponse cost
+// about 1 µs of client CPU per request here, most of it building a
+// header map (textproto) that only a success rule reading headers needs.
+// It reads what framing needs (RFC 9112): the status line, Content-Length,
+// Transfer-Encoding and Connection, and builds the header map only when
+// the rule asks for it. Chunked bodies go through net/http/httputil's
+// chunked reader. Every read is bounded by the countingReader limit
+// (MaxHeaderBytes) while the head is read.
+
+// errMalformed is the error of a response whose head breaks HTTP/1.x
+// framing: Do books it as bad-frame (short-read when the peer then
+// closed).
+var errMalformed = errors.New("malformed HTTP response")
+
+// malformed wraps errMalformed with what was wrong.
+func malformed(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errMalformed, fmt.Sprintf(format, a...))
+}
+
+// response is the head of one response: what framing and the success
+// rule need. A conn reuses one; headers is filled only when wanted.
+type response struct {
+	status  int
+	http10  bool  // HTTP/1.0: close unless "Connection: keep-alive"
+	close   bool  // the server ends the connection after this response
+	length  int64 // Content-Length; -1 when absent
+	chunked bool  // Transfer-Encoding ends in chunked
+	encoded bool  // some other Transfer-Encoding: the body runs to close
+	headers map[string]string
+}
+
+// noBody reports whether the response has no body whatever its headers
+// say (RFC 9112 §6.3): HEAD, 1xx, 204 and 304.
+func (r *response) noBody(head bool) bool {
+	return head || r.status < 200 || r.status == 204 || r.status == 304
+}
+
+// readResponseHead reads one response head from br into r: the status line and
+// the header fields up to the empty line. wantHeaders fills r.headers
+// (first value per canonical name). A connection closed before the first
+// byte is io.EOF; after it, io.ErrUnexpectedEOF.
+func readResponseHead(br *bufio.Reader, r *response, wantHeaders bool) error {
+	*r = response{length: -1, headers: r.headers}
+	if wantHeaders {
+		if r.headers == nil {
+			r.headers = make(map[string]string)
+		}
+		clear(r.headers)
+	}
+	line, err := readLine(br)
+	if err != nil {
+		return err
+	}
+	if err := r.parseStatus(line); err != nil {
+		return err
+	}
+	connKeepAlive := false
+	for {
+		line, err := readLine(br)
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return err
+		}
+		if len(line) == 0 {
+			break
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return malformed("obsolete line folding in header %q", clip(line))
+		}
+		name, value, ok := bytes.Cut(line, []byte{':'})
+		if !ok || len(name) == 0 || bytes.ContainsAny(name, " \t") {
+			return malformed("header line %q", clip(line))
+		}
+		value = bytes.Trim(value, " \t")
+		switch {
+		case asciiEqualFold(name, "Content-Length"):
+			n, err := parseLength(value)
+			if err != nil {
+				return err
+			}
+			if r.length >= 0 && r.length != n {
+				return malformed("conflicting Content-Length %d and %d", r.length, n)
+			}
+			r.length = n
+		case asciiEqualFold(name, "Transfer-Encoding"):
+			last := value
+			if i := bytes.LastIndexByte(value, ','); i >= 0 {
+				last = bytes.Trim(value[i+1:], " \t")
+			}
+			r.chunked = asciiEqualFold(last, "chunked")
+			r.encoded = !r.chunked
+		case asciiEqualFold(name, "Connection"):
+			for tok := range bytes.SplitSeq(value, []byte{','}) {
+				tok = bytes.Trim(tok, " \t")
+				switch {
+				case asciiEqualFold(tok, "close"):
+					r.close = true
+				case asciiEqualFold(tok, "keep-alive"):
+					connKeepAlive = true
+				}
+			}
+		}
+		if wantHeaders {
+			key := textproto.CanonicalMIMEHeaderKey(string(name))
+			if _, seen := r.headers[key]; !seen {
+				r.headers[key] = string(value)
+			}
+		}
+	}
+	if r.http10 && !connKeepAlive {
+		r.close = true
+	}
+	if r.http10 && (r.chunked || r.encoded) {
+		// HTTP/1.0 has no transfer codings: the field is ignored, as
+		// net/http does, and the connection is not kept (RFC 9112 §6.1).
+		r.chunked, r.encoded, r.close = false, false, true
+	}
+	if r.chunked || r.encoded {
+		// Transfer-Encoding overrides Content-Length, and a message that
+		// carries both must not be kept (RFC 9112 §6.3 item 3).
+		if r.length >= 0 {
+			r.close = true
+		}
+		r.length = -1
+	}
+	return nil
+}
+
+// parseStatus reads "HTTP/1.x SP 3DIGIT [SP reason]".
+func (r *response) parseStatus(line []byte) error {
+	proto, rest, _ := bytes.Cut(line, []byte{' '})
+	switch string(proto) {
+	case "HTTP/1.1":
+	case "HTTP/1.0":
+		r.http10 = true
+	default:
+		return malformed("status line %q: not HTTP/1.0 or HTTP/1.1", clip(line))
+	}
+	code, _, _ := bytes.Cut(rest, []byte{' '})
+	if len(code) != 3 || code[0] < '1' || code[0] > '5' || !isDigit(code[1]) || !isDigit(code[2]) {
+		return malformed("status line %q: no 3-digit status code", clip(line))
+	}
+	r.status = int(code[0]-'0')*100 + int(code[1]-'0')*10 + int(code[2]-'0')
+	return nil
+}
+
+// readLine returns the next line without its CRLF (or bare LF). The slice
+// is valid until the next read from br. A line longer than br's buffer is
+// read whole through a copy; the countingReader limit bounds it.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		long := append([]byte(nil), line...)
+		for err == bufio.ErrBufferFull {
+			line, err = br.ReadSlice('\n')
+			long = append(long, line...)
+		}
+		line = long
+	}
+	if err != nil {
+		if err == io.EOF && len(line) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+// parseLength parses a Content-Length value; "n, n" (a repeated field
+// folded by a proxy) is n.
+func parseLength(v []byte) (int64, error) {
+	first, rest, more := bytes.Cut(v, []byte{','})
+	first = bytes.Trim(first, " \t")
+	n, err := strconv.ParseUint(string(first), 10, 63)
+	if err != nil || len(first) == 0 || first[0] == '+' {
+		return 0, malformed("Content-Length %q", clip(v))
+	}
+	if more {
+		m, err := parseLength(rest)
+		if err != nil || m != int64(n) {
+			return 0, malformed("conflicting Content-Length %q", clip(v))
+		}
+	}
+	return int64(n), nil
+}
+
+// readBody consumes the body of r from br, keeping up to MaxRuleBody
+// bytes in keep when keep is not nil. A body delimited by the end of the
+// connection ends at io.EOF, which is its normal end.
+func readBody(br *bufio.Reader, r *response, head bool, keep *bytes.Buffer) error {
+	if r.noBody(head) {
+		return nil
+	}
+	switch {
+	case r.chunked:
+		if err := consume(httputil.NewChunkedReader(br), keep, -1); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		return readTrailer(br)
+	case r.length >= 0:
+		return consume(br, keep, r.length)
+	default:
+		r.close = true
+		return consume(br, keep, -1)
+	}
+}
+
+// consume reads n bytes from src (to io.EOF when n < 0), copying the
+// first MaxRuleBody of them to keep if it is not nil. Fewer than n bytes
+// before the end is io.ErrUnexpectedEOF.
+func consume(src io.Reader, keep *bytes.Buffer, n int64) error {
+	if keep != nil {
+		limit := int64(MaxRuleBody)
+		if n >= 0 {
+			limit = min(limit, n)
+		}
+		got, err := keep.ReadFrom(io.LimitReader(src, limit))
+		if err != nil {
+			return err
+		}
+		if n >= 0 {
+			if got < limit {
+				return io.ErrUnexpectedEOF
+			}
+			n -= got
+		}
+	}
+	if br, ok := src.(*bufio.Reader); ok && n >= 0 {
+		for n > 0 {
+			step := int(min(n, 1<<30))
+			d, err := br.Discard(step)
+			n -= int64(d)
+			if err == io.EOF {
+				return io.ErrUnexpectedEOF
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if n >= 0 {
+		got, err := io.CopyN(io.Discard, src, n)
+		if err == io.EOF && got < n {
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	_, err := io.Copy(io.Discard, src)
+	return err
+}
+
+// readTrailer reads the trailer section after the last chunk, up to and
+// including its empty line.
+func readTrailer(br *bufio.Reader) error {
+	for {
+		line, err := readLine(br)
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return err
+		}
+		if len(line) == 0 {
+			return nil
+		}
+	}
+}
+
+// asciiEqualFold reports whether b equals the ASCII string s, ignoring case.
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigit(b byte) bool { return '0' <= b && b <= '9' }
+
+// clip shortens a line for an error message.
+func clip(b []byte) string {
+	if len(b) > 64 {
+		return string(b[:64]) + "…"
+	}
+	return string(b)
+}

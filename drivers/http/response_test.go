@@ -1,0 +1,206 @@
+package http
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	nethttp "net/http"
+	"strings"
+	"testing"
+)
+
+// parsed is what a reader made of one raw response stream.
+type parsed struct {
+	status int
+	close  bool
+	body   string
+	rest   string // what is left after the response
+	err    error
+}
+
+// parseOurs reads the final response of raw with our reader, keeping the
+// body (so the MaxRuleBody path is the one exercised).
+func parseOurs(raw string, head, wantHeaders bool) (p parsed, headers map[string]string) {
+	br := bufio.NewReaderSize(strings.NewReader(raw), 64)
+	var r response
+	for {
+		if p.err = readResponseHead(br, &r, wantHeaders); p.err != nil {
+			return p, nil
+		}
+		if r.status >= 200 || r.status == 101 {
+			break
+		}
+	}
+	var body bytes.Buffer
+	if p.err = readBody(br, &r, head, &body); p.err != nil {
+		return p, nil
+	}
+	rest, _ := io.ReadAll(br)
+	return parsed{status: r.status, close: r.close, body: body.String(), rest: string(rest)}, r.headers
+}
+
+// parseStd reads the same with net/http, the reference.
+func parseStd(raw string, head bool) (p parsed) {
+	br := bufio.NewReader(strings.NewReader(raw))
+	method := "GET"
+	if head {
+		method = "HEAD"
+	}
+	for {
+		resp, err := nethttp.ReadResponse(br, &nethttp.Request{Method: method})
+		if err != nil {
+			p.err = err
+			return p
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != 101 {
+			continue
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			p.err = err
+			return p
+		}
+		rest, _ := io.ReadAll(br)
+		return parsed{status: resp.StatusCode, close: resp.Close, body: string(body), rest: string(rest)}
+	}
+}
+
+// TestResponse_AgreesWithNetHTTP: on well-formed responses of every
+// framing our reader finds the same status, body and remainder as
+// net/http's, and closes at least when net/http would.
+func TestResponse_AgreesWithNetHTTP(t *testing.T) {
+	long := strings.Repeat("x", 300)
+	for _, c := range []struct {
+		name, raw string
+		head      bool
+		close     bool // what we must decide
+	}{
+		{"content-length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloNEXT", false, false},
+		{"zero length", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false, false},
+		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\nNEXT", false, false},
+		{"chunked with trailer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Sum: 1\r\n\r\nNEXT", false, false},
+		{"chunked overrides length", "HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", false, true},
+		{"until close", "HTTP/1.1 200 OK\r\n\r\nall of it", false, true},
+		{"http/1.0 closes", "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", false, true},
+		{"http/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok", false, false},
+		{"connection close", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", false, true},
+		{"connection tokens", "HTTP/1.1 200 OK\r\nConnection: Upgrade, CLOSE\r\nContent-Length: 2\r\n\r\nok", false, true},
+		{"head ignores length", "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\nNEXT", true, false},
+		{"204 has no body", "HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\nNEXT", false, false},
+		{"304 has no body", "HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\nNEXT", false, false},
+		{"interim responses", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 1\r\n\r\nz", false, false},
+		{"no reason phrase", "HTTP/1.1 503\r\nContent-Length: 0\r\n\r\n", false, false},
+		{"bare LF", "HTTP/1.1 200 OK\nContent-Length: 2\n\nok", false, false},
+		{"repeated equal length", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok", false, false},
+		{"header longer than the buffer", "HTTP/1.1 200 OK\r\nX-Long: " + long + "\r\nContent-Length: 2\r\n\r\nok", false, false},
+		{"mixed-case names", "HTTP/1.1 200 OK\r\ncontent-LENGTH: 3\r\nconnection: Close\r\n\r\nabc", false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ours, _ := parseOurs(c.raw, c.head, false)
+			std := parseStd(c.raw, c.head)
+			if ours.err != nil || std.err != nil {
+				t.Fatalf("ours %v, net/http %v", ours.err, std.err)
+			}
+			if ours.status != std.status || ours.body != std.body || ours.rest != std.rest {
+				t.Errorf("ours %d %q rest %q; net/http %d %q rest %q", ours.status, ours.body, ours.rest, std.status, std.body, std.rest)
+			}
+			if ours.close != c.close {
+				t.Errorf("close = %v, want %v (net/http: %v)", ours.close, c.close, std.close)
+			}
+			if std.close && !ours.close {
+				t.Error("net/http closes this connection and we would keep it")
+			}
+		})
+	}
+}
+
+// TestResponse_Malformed: framing we cannot trust is an error, never a
+// guess: bad-frame (errMalformed) or short (io.ErrUnexpectedEOF).
+func TestResponse_Malformed(t *testing.T) {
+	for _, c := range []struct {
+		name, raw string
+		want      error
+	}{
+		{"not http", "SSH-2.0-OpenSSH\r\n\r\n", errMalformed},
+		{"http/2 preface", "PRI * HTTP/2.0\r\n\r\n", errMalformed},
+		{"short code", "HTTP/1.1 20 OK\r\n\r\n", errMalformed},
+		{"code 999", "HTTP/1.1 999 Weird\r\n\r\n", errMalformed},
+		{"negative length", "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", errMalformed},
+		{"plus length", "HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\nx", errMalformed},
+		{"conflicting lengths", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nabc", errMalformed},
+		{"conflicting list", "HTTP/1.1 200 OK\r\nContent-Length: 2, 3\r\n\r\nabc", errMalformed},
+		{"huge length", "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n", errMalformed},
+		{"no colon", "HTTP/1.1 200 OK\r\nContent-Length 2\r\n\r\nok", errMalformed},
+		{"space in name", "HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok", errMalformed},
+		{"folded line", "HTTP/1.1 200 OK\r\nX-A: 1\r\n  2\r\n\r\n", errMalformed},
+		{"cut in head", "HTTP/1.1 200 OK\r\nContent-Le", io.ErrUnexpectedEOF},
+		{"cut status", "HTTP/1.1 2", io.ErrUnexpectedEOF},
+		{"short body", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", io.ErrUnexpectedEOF},
+		{"cut chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhe", io.ErrUnexpectedEOF},
+		{"no last chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n", io.ErrUnexpectedEOF},
+		{"cut trailer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-A: 1\r\n", io.ErrUnexpectedEOF},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, _ := parseOurs(c.raw, false, false)
+			if !errors.Is(p.err, c.want) {
+				t.Errorf("error %v, want %v", p.err, c.want)
+			}
+		})
+	}
+	if p, _ := parseOurs("", false, false); p.err != io.EOF {
+		t.Errorf("nothing at all: %v, want io.EOF (the connection closed before a response)", p.err)
+	}
+	// A chunk-size line that is not hex: the chunked reader's own error.
+	if p, _ := parseOurs("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", false, false); p.err == nil {
+		t.Error("chunk size zz: accepted")
+	}
+}
+
+// TestResponse_Headers: the rule's header map holds the first value per
+// canonical name, and is emptied between responses.
+func TestResponse_Headers(t *testing.T) {
+	_, h := parseOurs("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nX-Id:  7 \r\nX-Id: 8\r\nContent-Length: 0\r\n\r\n", false, true)
+	if h["Content-Type"] != "text/plain" || h["X-Id"] != "7" || len(h) != 3 {
+		t.Errorf("headers %v", h)
+	}
+	br := bufio.NewReader(strings.NewReader("HTTP/1.1 200 OK\r\nX-A: 1\r\n\r\nHTTP/1.1 200 OK\r\nX-B: 2\r\n\r\n"))
+	r := response{}
+	for _, want := range []string{"X-A", "X-B"} {
+		if err := readResponseHead(br, &r, true); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.headers) != 1 || r.headers[want] == "" {
+			t.Errorf("headers %v, want only %s", r.headers, want)
+		}
+	}
+}
+
+// FuzzResponse: any bytes give a response or an error, never a panic;
+// where net/http accepts the stream too, both find the same status, body
+// and remainder, and we close whenever net/http would.
+func FuzzResponse(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		"HTTP/1.0 200 OK\r\n\r\nbody",
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+		"HTTP/1.1 304 Not Modified\r\nConnection: close\r\n\r\n",
+	} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, raw string, head bool) {
+		ours, _ := parseOurs(raw, head, true)
+		std := parseStd(raw, head)
+		if ours.err != nil || std.err != nil {
+			return // stricter or laxer, both are errors of the target
+		}
+		if ours.status != std.status || ours.body != std.body || ours.rest != std.rest {
+			t.Errorf("ours %d %q rest %q; net/http %d %q rest %q", ours.status, ours.body, ours.rest, std.status, std.body, std.rest)
+		}
+		if std.close && !ours.close {
+			t.Error("net/http closes the connection and we would keep it")
+		}
+	})
+}
