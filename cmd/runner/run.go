@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -50,6 +51,8 @@ type runFlags struct {
 	baseRef  *reports.BaselineRef
 	// Paths of the other reports (override outputs.*).
 	markdown, junit, html, hdr string
+	// cpuProfile is a file for a pprof CPU profile of the whole command.
+	cpuProfile string
 }
 
 // extraOutputs are the reports written once a run is judged, beyond the
@@ -169,6 +172,14 @@ and exits 3; a second Ctrl-C exits immediately.`,
 			}
 			log = log.Level(level).With().Timestamp().Logger()
 
+			if f.cpuProfile != "" {
+				stopProfile, err := startCPUProfile(f.cpuProfile)
+				if err != nil {
+					fmt.Fprintf(stderr, "runner run: --cpuprofile: %v\n", err)
+					return exitError(exitInvalid)
+				}
+				defer stopProfile()
+			}
 			ctx, stop := interruptible(cmd.Context(), stderr)
 			defer stop()
 			worst := exitPass
@@ -192,8 +203,27 @@ and exits 3; a second Ctrl-C exits immediately.`,
 	cmd.Flags().StringVar(&f.junit, "junit", "", "write the JUnit XML report to this file (overrides outputs.junit)")
 	cmd.Flags().StringVar(&f.html, "html", "", "write the self-contained HTML report to this file (overrides outputs.html)")
 	cmd.Flags().StringVar(&f.hdr, "hdr", "", "write an HdrHistogram interval log to this file (overrides outputs.hdr)")
+	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the runner (client) process to this file, for `go tool pprof`")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "a saved JSON result: rules may read baseline.<metric> of the same phase (its median repeat by p99), e.g. p99 < baseline.p99 * 1.10")
 	return cmd
+}
+
+// startCPUProfile starts a pprof CPU profile into path (created or
+// truncated) and returns the function that stops it and closes the file.
+// Errors: the file cannot be created, or a profile is already running.
+func startCPUProfile(path string) (func(), error) {
+	fh, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(fh); err != nil {
+		fh.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		fh.Close()
+	}, nil
 }
 
 // worse combines exit codes of several runs: 3, then 2, then 1, then 4, then 0.
