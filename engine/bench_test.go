@@ -5,48 +5,126 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/drivers/fake"
 	"github.com/runner-dev/runner/schema"
 )
+
+// keeper is the fake driver marked drivers.DeadlineKeeper, as the HTTP
+// driver is: requests run on the phase's context, with no per-request one.
+type keeper struct{ *fake.Driver }
+
+func (keeper) KeepsDeadline() {}
+
+// benchDrivers are the two ways the engine hands a request to a driver.
+func benchDrivers() []struct {
+	name string
+	d    func() drivers.Driver
+} {
+	return []struct {
+		name string
+		d    func() drivers.Driver
+	}{
+		{"ctx-per-request", func() drivers.Driver { return &fake.Driver{} }},
+		{"deadline-keeper", func() drivers.Driver { return keeper{&fake.Driver{}} }},
+	}
+}
 
 // BenchmarkClosedLoopOverhead measures the engine's own cost per request:
 // a closed model over a fake target that answers at once, so every
 // nanosecond and allocation is the engine's (scheduling, stamping,
 // recording), not a driver's or a network's.
 func BenchmarkClosedLoopOverhead(b *testing.B) {
-	d := &fake.Driver{}
-	sc := &schema.Scenario{Version: 1, Name: "b", File: "b.yaml", Repeats: 1, Phases: []schema.Phase{
-		{Closed: &schema.Closed{Connections: 4}, Requests: max(b.N, 1)},
-	}}
-	pl, err := Compile(sc, Limits{Timeout: time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	res, err := (&Runner{Driver: d, Timeout: time.Second}).Run(context.Background(), pl)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if got := res.Phases[0].Summary.OK; got != int64(max(b.N, 1)) {
-		b.Fatalf("ok %d, want %d", got, b.N)
+	for _, bd := range benchDrivers() {
+		b.Run(bd.name, func(b *testing.B) {
+			sc := &schema.Scenario{Version: 1, Name: "b", File: "b.yaml", Repeats: 1, Phases: []schema.Phase{
+				{Closed: &schema.Closed{Connections: 4}, Requests: max(b.N, 1)},
+			}}
+			pl, err := Compile(sc, Limits{Timeout: time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			res, err := (&Runner{Driver: bd.d(), Timeout: time.Second}).Run(context.Background(), pl)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if got := res.Phases[0].Summary.OK; got != int64(max(b.N, 1)) {
+				b.Fatalf("ok %d, want %d", got, b.N)
+			}
+		})
 	}
 }
 
-// BenchmarkOpenPacer measures the open model's pacer and hand-off at a
-// rate far above what it can reach, so it runs flat out.
+// noSleep is a sleeper whose every instant has already come: the pacer
+// dispatches arrivals as fast as slots free up.
+type noSleep struct{}
+
+func (noSleep) Until(_ time.Time, done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (noSleep) Close() error { return nil }
+
+// BenchmarkOpenPacer measures the open model's cost per request: pacer,
+// hand-off to an in-flight slot, send and record. Its sleeper never
+// waits (every arrival is already due: 1/s over a window of b.N
+// seconds), so it runs flat out and every arrival is sent; once the
+// target has seen them all, the run is cancelled rather than left to
+// wait out its window.
 func BenchmarkOpenPacer(b *testing.B) {
-	d := &fake.Driver{}
-	sc := &schema.Scenario{Version: 1, Name: "b", File: "b.yaml", Repeats: 1, Phases: []schema.Phase{
-		{Open: &schema.Open{Rate: schema.RateSpec{From: 1e9, To: 1e9}, Connections: 4}, Requests: max(b.N, 1)},
-	}}
-	pl, err := Compile(sc, Limits{Timeout: time.Second})
-	if err != nil {
-		b.Fatal(err)
+	for _, bd := range benchDrivers() {
+		b.Run(bd.name, func(b *testing.B) {
+			n := max(b.N, 1)
+			sc := &schema.Scenario{Version: 1, Name: "b", File: "b.yaml", Repeats: 1, Phases: []schema.Phase{
+				{Open: &schema.Open{Rate: schema.RateSpec{From: 1, To: 1}, Connections: 4}, Requests: n},
+			}}
+			pl, err := Compile(sc, Limits{Timeout: time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := bd.d()
+			f := fakeOf(d)
+			r := &Runner{Driver: d, Timeout: time.Second, NewSleeper: func() Sleeper { return noSleep{} }}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				t := time.NewTicker(time.Millisecond)
+				defer t.Stop()
+				for range t.C {
+					if f.Requests() >= int64(n) {
+						cancel()
+						return
+					}
+					if ctx.Err() != nil {
+						return
+					}
+				}
+			}()
+			b.ReportAllocs()
+			b.ResetTimer()
+			res, _ := r.Run(ctx, pl)
+			b.StopTimer()
+			if res == nil || len(res.Phases) == 0 {
+				b.Fatal("no result")
+			}
+			if s := res.Phases[0].Summary; s.OK != int64(n) {
+				b.Fatalf("ok %d, want %d (arrivals %d, requests %d, dropped %d)", s.OK, n, s.Arrivals, s.Requests, s.Dropped)
+			}
+		})
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	if _, err := (&Runner{Driver: d, Timeout: time.Second}).Run(context.Background(), pl); err != nil {
-		b.Fatal(err)
+}
+
+// fakeOf unwraps the fake driver of a benchmark.
+func fakeOf(d drivers.Driver) *fake.Driver {
+	if k, ok := d.(keeper); ok {
+		return k.Driver
 	}
+	return d.(*fake.Driver)
 }
