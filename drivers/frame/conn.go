@@ -31,6 +31,8 @@ type link struct {
 	// blamed is set once one request has carried a bad frame's code: the
 	// others in flight on the link end as bad-frame link-closed.
 	blamed atomic.Bool
+	// watch cuts a write under way when its request is cancelled (under wmu).
+	watch relink.Watch
 }
 
 // reply is a received frame handed to the request it answers.
@@ -59,6 +61,7 @@ func (c *conn) open(ctx context.Context) (*link, error) {
 		tc.SetNoDelay(true) // a frame leaves at once (Go's default; said here)
 	}
 	l := &link{nc: nc, gone: make(chan struct{})}
+	l.watch.OnCancel = func() { nc.SetWriteDeadline(time.Now()) } // unblock the write
 	go c.read(l)
 	return l, nil
 }
@@ -83,9 +86,13 @@ func (c *conn) discard(l *link) {
 // A frame is a request once it is on the wire: when the link turns out to
 // have ended as the frame is written (nothing of it sent), it is sent once
 // on a new link.
+//
+// r.Deadline, when set, is kept like ctx's deadline (drivers.DeadlineKeeper).
 func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 	var out drivers.Outcome
 	start := time.Now()
+	dl := relink.StartDeadline(ctx, r.Deadline)
+	defer dl.Stop()
 	id := r.Seq & c.d.layout.IDMask()
 	bp := c.render(r.Seq, id)
 	defer release(bp)
@@ -94,7 +101,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 	var ch chan reply
 	for attempt := 0; ; attempt++ {
 		var err error
-		if l, err = c.ensure(ctx, &out); err != nil {
+		if l, err = c.ensure(ctx, dl, &out); err != nil {
 			return out
 		}
 		if ch = c.table.Add(id); ch == nil {
@@ -102,7 +109,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 			out.Err = fmt.Errorf("request id %d (seq %d) is still in flight on this connection: %s", id, r.Seq, drivers.LikelyCause(drivers.CodeIDInUse))
 			return out
 		}
-		n, err := c.write(ctx, l, buf)
+		n, err := c.write(ctx, dl, l, buf)
 		if err == nil {
 			break
 		}
@@ -121,7 +128,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 			out.Err = errors.New("send: the frame could not be written before its timeout: the target does not read")
 			return out
 		case c.ending(l):
-			if n == 0 && attempt == 0 && ctx.Err() == nil {
+			if n == 0 && attempt == 0 && ctx.Err() == nil && !dl.Passed() {
 				continue // the link had ended: nothing was sent; send on a new one
 			}
 			return c.endOf(l, out)
@@ -151,10 +158,15 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		default:
 		}
 		out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("waiting for the reply: %w", context.Cause(ctx))
-		if !c.table.Forget(id, ch, true) {
-			c.d.counts.Count(correlate.Late) // the reply came between the two looks: after the deadline
+		return c.gaveUp(id, ch, out)
+	case <-dl.C():
+		select {
+		case rep := <-ch:
+			return judge(rep, start, out)
+		default:
 		}
-		return out
+		out.Class, out.Err = drivers.Timeout, errWaitDeadline
+		return c.gaveUp(id, ch, out)
 	case <-l.gone:
 		select {
 		case rep := <-ch:
@@ -168,24 +180,43 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 	}
 }
 
+// errWaitDeadline is the error of a request whose own deadline
+// (Request.Deadline) passed while it waited for its reply.
+var errWaitDeadline = fmt.Errorf("waiting for the reply: %w", context.DeadlineExceeded)
+
+// gaveUp forgets a request that was sent and then timed out or was
+// cancelled (out says which), remembering its id so that its reply
+// counts as late.
+func (c *conn) gaveUp(id uint64, ch chan reply, out drivers.Outcome) drivers.Outcome {
+	if !c.table.Forget(id, ch, true) {
+		c.d.counts.Count(correlate.Late) // the reply came between the two looks: after the deadline
+	}
+	return out
+}
+
 // write sends buf on l, whole, one frame at a time per link. It gives
-// up without writing when ctx ends while it waits for the link's writer
-// (returning ctx's error); the write itself is bounded by the timeout on
-// its own clock, and cut at once when ctx is cancelled (Ctrl-C).
-func (c *conn) write(ctx context.Context, l *link, buf []byte) (int, error) {
+// up without writing when ctx or dl ends while it waits for the link's
+// writer (returning ctx's error, or context.DeadlineExceeded); the write
+// itself is bounded by the timeout on its own clock, and cut at once when
+// ctx is cancelled (Ctrl-C): l.watch sets a past write deadline then (a
+// write that returns within relink.WatchGrace, as one with room in the
+// socket's buffer does, is watched without allocating).
+func (c *conn) write(ctx context.Context, dl relink.Deadline, l *link, buf []byte) (int, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	stop := context.AfterFunc(ctx, func() {
-		if errors.Is(ctx.Err(), context.Canceled) {
-			l.nc.SetWriteDeadline(time.Now()) // unblock the write
-		}
-	})
-	defer stop()
+	if dl.Passed() {
+		return 0, context.DeadlineExceeded
+	}
+	// The deadline is set before the watch begins: a cancellation then
+	// overrides it, never the other way round.
 	l.nc.SetWriteDeadline(time.Now().Add(c.d.timeout))
-	return l.nc.Write(buf)
+	l.watch.Begin(ctx)
+	n, err := l.nc.Write(buf)
+	l.watch.End()
+	return n, err
 }
 
 // ending reports whether l has ended or ends within a moment (its reader
@@ -251,9 +282,15 @@ func judge(rep reply, start time.Time, out drivers.Outcome) drivers.Outcome {
 }
 
 // ensure returns the open link, re-opening it (once, for every Do that
-// finds it closed) when it ended. A re-dial that failed opened nothing:
-// Connect (ETIMEDOUT when it timed out), or Cancelled.
-func (c *conn) ensure(ctx context.Context, out *drivers.Outcome) (*link, error) {
+// finds it closed) when it ended, bounded by ctx and dl. A re-dial that
+// failed opened nothing: Connect (ETIMEDOUT when it timed out), or
+// Cancelled.
+func (c *conn) ensure(ctx context.Context, dl relink.Deadline, out *drivers.Outcome) (*link, error) {
+	if l := c.slot.Current(); l != nil {
+		return l, nil
+	}
+	ctx, cancel := dl.WithDeadline(ctx)
+	defer cancel()
 	l, opened, took, err := c.slot.Get(ctx, c.open, c.discard)
 	if opened {
 		out.Dialed++

@@ -39,9 +39,10 @@ type Driver struct {
 }
 
 var (
-	_ drivers.Driver       = (*Driver)(nil)
-	_ drivers.Inflighter   = (*Driver)(nil)
-	_ drivers.StrayCounter = (*Driver)(nil)
+	_ drivers.Driver         = (*Driver)(nil)
+	_ drivers.Inflighter     = (*Driver)(nil)
+	_ drivers.StrayCounter   = (*Driver)(nil)
+	_ drivers.DeadlineKeeper = (*Driver)(nil)
 )
 
 // New builds a driver for cfg against baseURL (tcp://host:port). dir is
@@ -134,6 +135,12 @@ func (d *Driver) payloadSize() int64 {
 func (d *Driver) MaxInflight() int {
 	return int(min(uint64(MaxCorrelated), d.layout.IDMask()))
 }
+
+// KeepsDeadline implements drivers.DeadlineKeeper: Do keeps
+// Request.Deadline (the wait for the link's writer, the re-dial and the
+// wait for the reply end with it), so the engine makes no context per
+// request.
+func (d *Driver) KeepsDeadline() {}
 
 // Timeout is the per-request timeout.
 func (d *Driver) Timeout() time.Duration { return d.timeout }

@@ -1,7 +1,9 @@
 // Package relink keeps the current transport link of one driver
 // connection (a WebSocket, a TCP connection of frames): when the target
 // ends it, the next request opens another, once for every request that
-// finds it gone, and a released connection opens nothing more.
+// finds it gone, and a released connection opens nothing more. A Watch
+// bounds the link's writes (cancellation, timeout) and a Deadline keeps a
+// request's own deadline, neither allocating per request.
 package relink
 
 import (
@@ -86,6 +88,17 @@ func (s *Slot[L]) Get(ctx context.Context, open func(context.Context) (*L, error
 		s.mu.Unlock()
 		return l, true, took, nil
 	}
+}
+
+// Current returns the current link without opening one: nil when there
+// is none or the connection was released (Get then says what to do).
+func (s *Slot[L]) Current() *L {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released {
+		return nil
+	}
+	return s.cur
 }
 
 // Clear forgets l if it is the current link (it ended, or was dropped):

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
 
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/drivers/correlate"
@@ -36,6 +36,10 @@ type link struct {
 	// failed, when set, is how the link ended, known before its reader
 	// saw it (a write the network refused): the target dropped it.
 	failed atomic.Pointer[drivers.Outcome]
+	// wsem admits one writer at a time (a buffered channel: a wait for
+	// it can end with the request's context); watch bounds that write.
+	wsem  chan struct{}
+	watch relink.Watch
 }
 
 // reply is one received message handed to the request it answers.
@@ -49,8 +53,11 @@ type reply struct {
 // conn is one drivers.Conn: a link, re-opened after a server close, and
 // the table of messages in flight on it.
 type conn struct {
-	d     *Driver
-	table correlate.Table[string, reply] // correlate: in flight by id
+	d *Driver
+	// table holds the messages in flight by id with correlate. A message's
+	// id is its sequence number (checkCorrelate): a reply pairs by the
+	// number its id field's text spells in canonical decimal (idKey).
+	table correlate.Table[uint64, reply]
 	slot  relink.Slot[link]
 
 	mu   sync.Mutex
@@ -63,7 +70,15 @@ func (c *conn) open(ctx context.Context) (*link, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &link{ws: ws, gone: make(chan struct{})}
+	l := &link{ws: ws, gone: make(chan struct{}), wsem: make(chan struct{}, 1)}
+	// Like the library on a write whose context ends: close the
+	// connection (on a goroutine of its own: the watch's lock is held).
+	l.watch.Timeout = c.d.timeout
+	l.watch.OnStall = func() {
+		l.stalled.Store(true) // the connection is closed on our side
+		go ws.CloseNow()
+	}
+	l.watch.OnCancel = func() { go ws.CloseNow() }
 	go c.read(l)
 	return l, nil
 }
@@ -92,20 +107,27 @@ var errReleased = relink.ErrReleased
 // A message is a request once it is on the wire: when the link turns
 // out to be closing as it is written (the server's close frame arrived
 // first), the message was not sent, and it is sent once on a new link.
+//
+// r.Deadline, when set, is kept like ctx's deadline (drivers.DeadlineKeeper).
 func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 	var out drivers.Outcome
 	start := time.Now()
-	id := strconv.FormatUint(r.Seq, 10)
-	msg := c.d.msg.Render(make([]byte, 0, 64), r.Seq)
+	dl := relink.StartDeadline(ctx, r.Deadline)
+	defer dl.Stop()
+	id := r.Seq
+	bp := msgBufs.Get().(*[]byte)
+	msg := c.d.msg.Render((*bp)[:0], r.Seq)
+	*bp = msg
+	defer releaseMsg(bp)
 	var l *link
 	var ch chan reply
 	for attempt := 0; ; attempt++ {
 		var err error
-		if l, err = c.ensure(ctx, &out); err != nil {
+		if l, err = c.ensure(ctx, dl, &out); err != nil {
 			return out
 		}
 		ch = c.register(id)
-		werr := c.write(ctx, l, msg)
+		werr := c.write(ctx, dl, l, msg)
 		if werr == nil {
 			break
 		}
@@ -115,7 +137,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		case errors.Is(ctx.Err(), context.Canceled):
 			out.Class, out.Err = drivers.Cancelled, fmt.Errorf("send: %w", context.Cause(ctx))
 		case c.closing(l):
-			if attempt == 0 && ctx.Err() == nil {
+			if attempt == 0 && ctx.Err() == nil && !dl.Passed() {
 				continue // the link ended under us: send on a new one
 			}
 			return c.endOf(l, out)
@@ -152,16 +174,15 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		default:
 		}
 		out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("waiting for the reply: %w", context.Cause(ctx))
-		if !c.forget(id, ch, true) {
-			// The reply came between the two looks: after the deadline.
-			c.d.counts.Count(correlate.Late)
+		return c.gaveUp(l, id, ch, out)
+	case <-dl.C():
+		select {
+		case rep := <-ch: // answered just in time
+			return c.judge(rep, start, out)
+		default:
 		}
-		if c.d.correlate == nil {
-			// A late reply could not be told from the next message's:
-			// close this link; the next Do opens another.
-			c.drop(l)
-		}
-		return out
+		out.Class, out.Err = drivers.Timeout, errWaitDeadline
+		return c.gaveUp(l, id, ch, out)
 	case <-l.gone:
 		select {
 		case rep := <-ch:
@@ -175,8 +196,40 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 	}
 }
 
+// errWaitDeadline is the error of a request whose own deadline
+// (Request.Deadline) passed while it waited for its reply.
+var errWaitDeadline = fmt.Errorf("waiting for the reply: %w", context.DeadlineExceeded)
+
+// gaveUp forgets a request that was sent on l and then timed out or was
+// cancelled (out says which), remembering its id so that its reply
+// counts as late.
+func (c *conn) gaveUp(l *link, id uint64, ch chan reply, out drivers.Outcome) drivers.Outcome {
+	if !c.forget(id, ch, true) {
+		// The reply came between the two looks: after the deadline.
+		c.d.counts.Count(correlate.Late)
+	}
+	if c.d.correlate == nil {
+		// A late reply could not be told from the next message's:
+		// close this link; the next Do opens another.
+		c.drop(l)
+	}
+	return out
+}
+
+// msgBufs recycles rendered messages: a request allocates none. The
+// library has copied a message (or written it) when Write returns.
+var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// releaseMsg returns a message's buffer to msgBufs, unless it grew past
+// 1 MiB (a huge message is not kept).
+func releaseMsg(bp *[]byte) {
+	if cap(*bp) <= 1<<20 {
+		msgBufs.Put(bp)
+	}
+}
+
 // register puts id in flight and returns where its reply will come.
-func (c *conn) register(id string) chan reply {
+func (c *conn) register(id uint64) chan reply {
 	if c.d.correlate != nil {
 		// Never nil: ids are whole sequence numbers, unique in the run.
 		return c.table.Add(id)
@@ -188,22 +241,38 @@ func (c *conn) register(id string) chan reply {
 	return ch
 }
 
-// write sends msg on l, bounded by the driver's timeout on its own clock:
-// the request's deadline ends the wait for the reply, not a write under
-// way (coder/websocket closes the connection when a write's context
-// ends). A cancelled request (Ctrl-C, end of phase) does stop the write.
-func (c *conn) write(ctx context.Context, l *link, msg []byte) error {
-	wctx, cancel := context.WithTimeout(context.Background(), c.d.timeout)
-	defer cancel()
-	stop := context.AfterFunc(ctx, func() {
-		if errors.Is(ctx.Err(), context.Canceled) {
-			cancel()
+// write sends msg on l, one message at a time per link. A wait for the
+// link's writer ends with ctx or dl (returning ctx's error, or
+// context.DeadlineExceeded); a write under way
+// is bounded by the driver's timeout on its own clock: the request's
+// deadline ends the wait for the reply, not the write. When the write
+// lasts the timeout, or its request is cancelled (Ctrl-C, end of phase),
+// l.watch closes the connection, as coder/websocket does when a write's
+// context ends.
+//
+// The library is given a context that never ends: with one that can, it
+// sets up a context.AfterFunc (and its own allocations) for every
+// message, while l.watch sets up nothing for a write that returns within
+// relink.WatchGrace.
+func (c *conn) write(ctx context.Context, dl relink.Deadline, l *link, msg []byte) error {
+	select {
+	case l.wsem <- struct{}{}:
+	default:
+		select {
+		case l.wsem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-dl.C():
+			return context.DeadlineExceeded
 		}
-	})
-	defer stop()
-	err := l.ws.Write(wctx, c.d.typ, msg)
-	if err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
-		l.stalled.Store(true) // the library closes the connection: ours
+	}
+	defer func() { <-l.wsem }()
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
+	l.watch.Begin(ctx)
+	err := l.ws.Write(context.Background(), c.d.typ, msg)
+	if l.watch.End() == relink.Stalled && err != nil {
 		return fmt.Errorf("%w", context.DeadlineExceeded)
 	}
 	return err
@@ -223,8 +292,13 @@ func (c *conn) closing(l *link) bool {
 
 // ensure returns the open link, re-opening it (once, for every Do that
 // finds it closed) when the server closed it. A re-dial that failed
-// opened nothing (Dialed stays 0).
-func (c *conn) ensure(ctx context.Context, out *drivers.Outcome) (*link, error) {
+// opened nothing (Dialed stays 0). The re-dial is bounded by ctx and dl.
+func (c *conn) ensure(ctx context.Context, dl relink.Deadline, out *drivers.Outcome) (*link, error) {
+	if l := c.slot.Current(); l != nil {
+		return l, nil
+	}
+	ctx, cancel := dl.WithDeadline(ctx)
+	defer cancel()
 	l, opened, took, err := c.slot.Get(ctx, c.open, c.discard)
 	if opened {
 		out.Dialed++
@@ -253,7 +327,7 @@ func (c *conn) release(ch chan reply) {
 // was sent, then timed out or was cancelled) remembers its id so that a
 // reply after it counts as late. It reports false when the reply was
 // delivered meanwhile (it is in ch, unread).
-func (c *conn) forget(id string, ch chan reply, gaveUp bool) bool {
+func (c *conn) forget(id uint64, ch chan reply, gaveUp bool) bool {
 	if c.d.correlate != nil {
 		return c.table.Forget(id, ch, gaveUp)
 	}
@@ -301,10 +375,12 @@ func (c *conn) judge(rep reply, start time.Time, out drivers.Outcome) drivers.Ou
 		out.Class, out.Err = drivers.RuleFailed, fmt.Errorf("the reply is not JSON: %w", rep.decErr)
 		return out
 	}
-	env := ruleEnv{Resp: rep.v}
+	r := rules.Get().(*ruleRun)
+	defer r.done()
+	r.env.Resp = rep.v
 	ok := true
 	if d.success != nil {
-		res, err := expr.Run(d.success, env)
+		res, err := r.vm.Run(d.success, &r.env)
 		if err != nil {
 			out.Class, out.Err = drivers.RuleFailed, fmt.Errorf("success rule: %w", err)
 			return out
@@ -317,26 +393,57 @@ func (c *conn) judge(rep reply, start time.Time, out drivers.Outcome) drivers.Ou
 	}
 	out.Class, out.Err = drivers.RuleFailed, errors.New("the success rule is false")
 	if d.errorCode != nil {
-		if v, err := expr.Run(d.errorCode, env); err == nil {
+		if v, err := r.vm.Run(d.errorCode, &r.env); err == nil {
 			out.Code = codeText(v)
 		}
 	}
 	return out
 }
 
+// ruleRun is what judging a reply by its rules needs: a VM (reused: it
+// keeps its stack) and the rules' environment, passed by pointer so that
+// it is not boxed anew for every reply.
+type ruleRun struct {
+	vm  vm.VM
+	env ruleEnv
+}
+
+// rules recycles ruleRuns: judging a reply allocates no VM.
+var rules = sync.Pool{New: func() any { return new(ruleRun) }}
+
+// done drops the reply and returns r to rules.
+func (r *ruleRun) done() {
+	r.env.Resp = nil
+	rules.Put(r)
+}
+
 // read is a link's reader: it pairs every reply with its request, counts
-// the ones no request waits for, and records how the link ended.
+// the ones no request waits for, and records how the link ended. Each
+// message is read into one buffer, reused (Conn.Read would allocate one
+// per message); a reply is decoded from JSON only when a rule reads it,
+// or when its id cannot be read without (replyID).
 func (c *conn) read(l *link) {
 	d := c.d
+	var buf []byte
 	for {
-		_, b, err := l.ws.Read(context.Background())
+		b, err := readMessage(l.ws, buf)
 		if err != nil {
 			c.ended(l, err)
 			return
 		}
+		if cap(b) <= maxKeptBuffer {
+			buf = b[:0]
+		} else {
+			buf = nil
+		}
 		rep := reply{n: len(b), at: time.Now()}
-		if d.needJSON {
-			rep.decErr = json.Unmarshal(b, &rep.v)
+		var id uint64
+		known, ok := false, false
+		if d.correlate != nil && d.success == nil && d.errorCode == nil {
+			id, ok, known = replyID(b, d.correlate)
+		}
+		if d.needJSON && !known {
+			rep.v, rep.decErr = decode(b)
 		}
 		if d.correlate == nil {
 			c.mu.Lock()
@@ -351,9 +458,11 @@ func (c *conn) read(l *link) {
 			d.counts.Count(correlate.Unknown) // nothing in flight: a message nobody asked for
 			continue
 		}
-		id, ok := "", false
-		if rep.decErr == nil {
-			id, ok = field(rep.v, d.correlate)
+		if !known && rep.decErr == nil {
+			var text string
+			if text, ok = field(rep.v, d.correlate); ok {
+				id, ok = idKey(text)
+			}
 		}
 		if !ok {
 			d.counts.Count(correlate.Unknown) // no id to pair it by
@@ -363,6 +472,15 @@ func (c *conn) read(l *link) {
 			d.counts.Count(stray)
 		}
 	}
+}
+
+// decode decodes a reply from JSON (objects map[string]any, arrays
+// []any, numbers float64). It is apart from read so that only a reply
+// decoded costs the allocation of its value's box.
+func decode(b []byte) (any, error) {
+	var v any
+	err := json.Unmarshal(b, &v)
+	return v, err
 }
 
 // ended records how a link ended and wakes the requests waiting on it.

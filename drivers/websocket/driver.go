@@ -63,9 +63,10 @@ type Driver struct {
 }
 
 var (
-	_ drivers.Driver       = (*Driver)(nil)
-	_ drivers.Inflighter   = (*Driver)(nil)
-	_ drivers.StrayCounter = (*Driver)(nil)
+	_ drivers.Driver         = (*Driver)(nil)
+	_ drivers.Inflighter     = (*Driver)(nil)
+	_ drivers.StrayCounter   = (*Driver)(nil)
+	_ drivers.DeadlineKeeper = (*Driver)(nil)
 )
 
 // New builds a driver for cfg against baseURL (ws:// or wss://, host and
@@ -223,6 +224,12 @@ func (d *Driver) MaxInflight() int {
 	}
 	return MaxCorrelated
 }
+
+// KeepsDeadline implements drivers.DeadlineKeeper: Do keeps
+// Request.Deadline (the wait for the link's writer, the re-dial and the
+// wait for the reply end with it), so the engine makes no context per
+// request.
+func (d *Driver) KeepsDeadline() {}
 
 // Insecure reports whether certificate verification is off.
 func (d *Driver) Insecure() bool { return d.insecure }

@@ -16,7 +16,7 @@ type Serve func(ctx context.Context, ready func(addr string)) error
 // (failing the test if it errs or is not ready within 5 s), and stop,
 // which cancels it and checks that it returned nil within 5 s; stop
 // returns how long that took, runs once, and runs when the test ends.
-func Start(t *testing.T, serve Serve) (addr string, stop func() time.Duration) {
+func Start(t testing.TB, serve Serve) (addr string, stop func() time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
