@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Micro-benchmarks of the hot paths: recording a result, the engine's own
 # per-request overhead (closed loop and open-model pacer over a fake
-# target), one HTTP request over loopback, one binary-frame and one
-# WebSocket request over loopback to the reference targets (one at a time
-# and 16 in flight on a connection), and a link's write watch. The frame
-# and WebSocket allocs/op include the in-process target's own (the
-# client's are zero). Writes bench/out/latest.txt;
+# target), one request of each driver over loopback (HTTP, binary frame,
+# WebSocket: one at a time and 16 in flight on a connection) to stubs
+# that allocate nothing per request, so allocs/op are the driver's, and
+# to the reference targets in the same process (their allocations
+# included), and a link's write watch. Writes bench/out/latest.txt;
 # compare two runs with benchstat (go run golang.org/x/perf/cmd/benchstat).
 set -euo pipefail
 cd "$(dirname "$0")/.."
