@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/expr-lang/expr/vm"
+
 	"github.com/runner-dev/runner/drivers"
 )
 
@@ -56,6 +58,8 @@ type conn struct {
 	vec  [2][]byte
 	resp response     // the head of the current response
 	body bytes.Buffer // response body, kept only when the rule reads it
+	vm   vm.VM        // runs the success rule (one response at a time)
+	env  ruleEnv      // the success rule's variables
 }
 
 var _ drivers.Conn = (*conn)(nil)
@@ -292,14 +296,15 @@ func (c *conn) judge() (drivers.Class, string, error) {
 		}
 		return drivers.Status, strconv.Itoa(status), fmt.Errorf("status %d", status)
 	}
-	env := ruleEnv{Status: status}
+	env := &c.env
+	*env = ruleEnv{Status: status}
 	if r.needHeaders {
 		env.Headers = c.resp.headers
 	}
 	if r.needBody {
 		env.Body = c.body.String()
 	}
-	ok, err := r.eval(env)
+	ok, err := r.eval(&c.vm, env)
 	if err != nil {
 		return drivers.RuleFailed, strconv.Itoa(status), err
 	}

@@ -39,9 +39,11 @@ func compileRule(src string) (*rule, error) {
 	return &rule{src: src, prog: prog, needBody: refs["body"], needHeaders: refs["headers"]}, nil
 }
 
-// eval runs the rule. A runtime error counts as "not successful".
-func (r *rule) eval(env ruleEnv) (bool, error) {
-	out, err := expr.Run(r.prog, env)
+// eval runs the rule on m (reused: it keeps its stack) with env, passed
+// by pointer so that it is not boxed anew for every response. A runtime
+// error counts as "not successful".
+func (r *rule) eval(m *vm.VM, env *ruleEnv) (bool, error) {
+	out, err := m.Run(r.prog, env)
 	if err != nil {
 		return false, fmt.Errorf("success rule `%s`: %w", r.src, err)
 	}
