@@ -450,3 +450,29 @@ func TestIDInUse(t *testing.T) {
 		t.Errorf("%v %q out %d, want client id-in-use, nothing sent", o.Class, o.Code, o.BytesOut)
 	}
 }
+
+// TestLargeReplies: replies far larger than the connection's read buffer
+// are read past whole, one after another, and one whose payload stops
+// halfway (the connection left open) times out.
+func TestLargeReplies(t *testing.T) {
+	const size = 300 << 10 // 75 read buffers
+	url := stub(t, func(_ int, id uint32, p []byte) []byte {
+		if id == 4 {
+			return response(id, p)[:16+size/2] // then the stub reads on: the test ends it
+		}
+		return response(id, p)
+	})
+	c, err := newDriver(t, url, "{{bytes 300KiB}}").Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for seq := uint64(1); seq <= 3; seq++ {
+		if o := do(c, seq, 5*time.Second); o.Class != drivers.OK || o.BytesIn != 16+size {
+			t.Fatalf("request %d: %v in %d (%v), want ok with %d bytes", seq, o.Class, o.BytesIn, o.Err, 16+size)
+		}
+	}
+	if o := do(c, 4, 300*time.Millisecond); o.Class != drivers.Timeout {
+		t.Errorf("request 4 (half its payload, then silence): %v (%v), want a timeout", o.Class, o.Err)
+	}
+}
