@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/runner-dev/runner/drivers"
 )
 
@@ -55,6 +57,9 @@ type Recorder struct {
 
 	closesMu sync.Mutex
 	closes   map[string]int64 // server closes by code
+
+	liveMu sync.Mutex
+	live   *hdr.Histogram // Live's merge of the shards, reused
 }
 
 // shard is one lock's worth of recording state.
@@ -375,19 +380,56 @@ type Live struct {
 
 // Live merges the shards' counts and response histograms into a Live. It
 // takes each shard's lock briefly; call it about once a second, not per
-// request.
+// request. It reuses one histogram and allocates nothing, so a long run
+// of idle connections does not pile up garbage second after second. Its
+// P99 is the nearest rank, as Dist.Percentile's.
 func (r *Recorder) Live() Live {
 	var l Live
-	d := &Dist{}
+	r.liveMu.Lock()
+	defer r.liveMu.Unlock()
+	if r.live == nil {
+		r.live = newHist()
+	} else {
+		r.live.Reset()
+	}
+	var n int64
+	var lo, hi time.Duration
 	for _, s := range r.shards {
 		s.mu.Lock()
 		l.Requests += s.requests
 		l.OK += s.ok
 		l.Errors += s.errors
-		d.add(&s.response)
+		if d := &s.response; d.n > 0 {
+			if n == 0 || d.min < lo {
+				lo = d.min
+			}
+			hi = max(hi, d.max)
+			n += d.n
+			r.live.Merge(d.h)
+		}
 		s.mu.Unlock()
 	}
-	d.seal()
-	l.P99, l.P99OK = d.Percentile(99)
+	l.P99, l.P99OK = histPercentile(r.live, n, lo, hi, 99)
 	return l
+}
+
+// histPercentile is the nearest-rank pth percentile of n samples in h
+// whose exact min and max are lo and hi, as Dist.Percentile computes it,
+// without building an index: HdrHistogram's ValueAtQuantile(q) returns
+// the first bucket whose cumulative count reaches round(q/100·n), and q is
+// chosen so that this is the rank ceil(p/100·n).
+func histPercentile(h *hdr.Histogram, n int64, lo, hi time.Duration, p float64) (time.Duration, bool) {
+	if n == 0 {
+		return 0, false
+	}
+	rank := NearestRank(p, n)
+	switch {
+	case rank <= 1:
+		return lo, true
+	case rank >= n:
+		return hi, true
+	}
+	q := (float64(rank) - 0.25) / float64(n) * 100
+	v := time.Duration(h.ValueAtQuantile(q))*time.Microsecond + time.Microsecond - 1
+	return min(max(v, lo), hi), true
 }
