@@ -51,8 +51,9 @@ type runFlags struct {
 	baseRef  *reports.BaselineRef
 	// Paths of the other reports (override outputs.*).
 	markdown, junit, html, hdr string
-	// cpuProfile is a file for a pprof CPU profile of the whole command.
-	cpuProfile string
+	// cpuProfile is a file for a pprof CPU profile of the whole command;
+	// memProfile one for its heap profile, written at the end.
+	cpuProfile, memProfile string
 }
 
 // extraOutputs are the reports written once a run is judged, beyond the
@@ -180,6 +181,19 @@ and exits 3; a second Ctrl-C exits immediately.`,
 				}
 				defer stopProfile()
 			}
+			if f.memProfile != "" {
+				fh, err := os.Create(f.memProfile)
+				if err != nil {
+					fmt.Fprintf(stderr, "runner run: --memprofile: %v\n", err)
+					return exitError(exitInvalid)
+				}
+				defer func() {
+					if err := pprof.Lookup("allocs").WriteTo(fh, 0); err != nil {
+						fmt.Fprintf(stderr, "runner run: --memprofile: %v\n", err)
+					}
+					fh.Close()
+				}()
+			}
 			ctx, stop := interruptible(cmd.Context(), stderr)
 			defer stop()
 			worst := exitPass
@@ -203,6 +217,7 @@ and exits 3; a second Ctrl-C exits immediately.`,
 	cmd.Flags().StringVar(&f.junit, "junit", "", "write the JUnit XML report to this file (overrides outputs.junit)")
 	cmd.Flags().StringVar(&f.html, "html", "", "write the self-contained HTML report to this file (overrides outputs.html)")
 	cmd.Flags().StringVar(&f.hdr, "hdr", "", "write an HdrHistogram interval log to this file (overrides outputs.hdr)")
+	cmd.Flags().StringVar(&f.memProfile, "memprofile", "", "write a pprof heap profile of the runner process (live and allocated memory, at the end) to this file")
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the runner (client) process to this file, for `go tool pprof`")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "a saved JSON result: rules may read baseline.<metric> of the same phase (its median repeat by p99), e.g. p99 < baseline.p99 * 1.10")
 	return cmd
