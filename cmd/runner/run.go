@@ -182,6 +182,7 @@ and exits 3; a second Ctrl-C exits immediately.`,
 				defer stopProfile()
 			}
 			if f.memProfile != "" {
+				runtime.MemProfileRate = 4096 // finer than the default 512 KiB: a load run's allocations are small
 				fh, err := os.Create(f.memProfile)
 				if err != nil {
 					fmt.Fprintf(stderr, "runner run: --memprofile: %v\n", err)
