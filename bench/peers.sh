@@ -18,7 +18,15 @@
 # with a note. Set SKIP_INSTALL=1 to use only what is already there, and
 # FORCE_INSTALL=1 to rebuild Go peers already in bench/out/bin.
 #
-# Usage: bench/peers.sh            (DURATION=10 ROUNDS=3: about 4 minutes)
+# A second part offers OPEN_RATE requests/s (default 20000) for
+# OPEN_DURATION seconds (default 5) with 50 connections to the same target,
+# open model, one round per tool that can pace (runner, fortio, bombardier,
+# hey with a per-worker rate, vegeta), and prints each one's achieved rate
+# over the offered one, its CPU per request and, for runner, the p99 send
+# lag (actual send minus intended start) from its JSON report. OPEN_RATE=0
+# skips it.
+#
+# Usage: bench/peers.sh            (DURATION=10 ROUNDS=3: about 5 minutes)
 #        DURATION=5 ROUNDS=1 bench/peers.sh
 #        TOOLS="runner wrk" bench/peers.sh
 #        RUNNER_BIN=/path/to/runner bench/peers.sh   (skip the build)
@@ -42,6 +50,9 @@ LOGS=$OUT/peers-logs
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
 CONNS=50
+OPEN_RATE=${OPEN_RATE:-20000}
+OPEN_DURATION=${OPEN_DURATION:-5}
+OPEN_TOOLS="runner fortio bombardier hey vegeta"
 ALL_TOOLS="runner wrk ab hey bombardier fortio vegeta"
 TOOLS=${TOOLS:-$ALL_TOOLS}
 CLIENT_CORE=0
@@ -52,6 +63,11 @@ note() { echo "peers.sh: $*" >&2; }
 
 [[ $DURATION =~ ^[1-9][0-9]*$ ]] || die "DURATION must be a whole number of seconds >= 1, got '$DURATION'"
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a whole number >= 1, got '$ROUNDS'"
+[[ $OPEN_RATE =~ ^[0-9]+$ ]] || die "OPEN_RATE must be a whole number of requests/s (0: skip the open-model part), got '$OPEN_RATE'"
+[[ $OPEN_DURATION =~ ^[1-9][0-9]*$ ]] || die "OPEN_DURATION must be a whole number of seconds >= 1, got '$OPEN_DURATION'"
+if ((OPEN_RATE > 0 && OPEN_RATE % CONNS != 0)); then
+  die "OPEN_RATE must be a multiple of $CONNS (hey paces per worker), got $OPEN_RATE"
+fi
 for t in $TOOLS; do
   [[ " $ALL_TOOLS " == *" $t "* ]] || die "unknown tool '$t' in TOOLS (known: $ALL_TOOLS)"
 done
@@ -180,14 +196,37 @@ target: {url: http://127.0.0.1:$PORT}
 driver: {http: {path: /}}
 phases: [{closed: {connections: $CONNS}, duration: ${DURATION}s}]
 EOF
+cat >"$WORK/open.yaml" <<EOF
+version: 1
+name: peers-runner-open
+target: {url: http://127.0.0.1:$PORT}
+driver: {http: {path: /}}
+phases: [{open: {rate: $OPEN_RATE/s, connections: $CONNS}, duration: ${OPEN_DURATION}s}]
+EOF
 echo "GET $URL" >"$WORK/vegeta.targets"
 
 # ---------------------------------------------------------------- tools
 # run_tool TOOL LOG: runs TOOL pinned to the client core under /usr/bin/time,
 # its stdout and stderr in LOG, the time figures in LOG.time.
+# With MODE=open the tool offers OPEN_RATE for OPEN_DURATION instead.
 run_tool() {
   local tool=$1 log=$2 limit=$((DURATION + 60)) rc=0
   local -a cmd
+  if [[ ${MODE:-closed} == open ]]; then
+    limit=$((OPEN_DURATION + 60))
+    local d=${OPEN_DURATION}s
+    case $tool in
+      runner)
+        rm -f "$WORK/runner.tsv" "$WORK/runner.json"
+        cmd=(runner run -q --log-level warn --json "$WORK/runner.json" --tsv "$WORK/runner.tsv" "$WORK/open.yaml") ;;
+      fortio) cmd=(fortio load -c "$CONNS" -qps "$OPEN_RATE" -t "$d" "$URL") ;;
+      bombardier) cmd=(bombardier -c "$CONNS" -r "$OPEN_RATE" -d "$d" "$URL") ;;
+      hey) cmd=(hey -c "$CONNS" -q $((OPEN_RATE / CONNS)) -z "$d" "$URL") ;;
+      vegeta)
+        cmd=(vegeta attack -rate="$OPEN_RATE" -max-workers "$CONNS" -duration "$d"
+          -targets "$WORK/vegeta.targets" -output "$WORK/vegeta.bin") ;;
+    esac
+  else
   case $tool in
     runner)
       rm -f "$WORK/runner.tsv" "$WORK/runner.json"
@@ -201,6 +240,7 @@ run_tool() {
       cmd=(vegeta attack -rate=0 -max-workers "$CONNS" -duration "${DURATION}s"
         -targets "$WORK/vegeta.targets" -output "$WORK/vegeta.bin") ;;
   esac
+  fi
   # timeout runs in a process group of its own and passes a TERM on to it,
   # which is how cleanup stops a tool in flight.
   timeout -k 5 "$limit" taskset -c "$CLIENT_CORE" \
@@ -213,6 +253,7 @@ run_tool() {
   fi
   if [[ $tool == runner ]]; then
     [[ -s $WORK/runner.tsv ]] && cp "$WORK/runner.tsv" "$log.tsv"
+    [[ -s $WORK/runner.json ]] && cp "$WORK/runner.json" "$log.json"
     # 1 a rule failed (none here), 4 inconclusive (typically: the client
     # core is saturated, which is the point): both are complete runs.
     [[ $rc == 1 || $rc == 4 ]] && rc=0
@@ -318,16 +359,17 @@ table() {
     END {
       k = split(order, tools, " ")
       for (i = 1; i <= k; i++) { t = tools[i]; if (n[t]) { c[t] = median(cpu[t]); u[t] = median(usr[t]) } }
-      printf "%-11s %6s %10s %9s %7s %22s %6s %8s %12s\n", "tool", "rounds", "requests", "req/s", "errors", "CPU µs/req (user)", "core", "RSS MiB", "runner/peer"
+      printf "%-11s %6s %10s %9s %7s %22s %6s %8s %18s\n", "tool", "rounds", "requests", "req/s", "errors", "CPU µs/req (user)", "core", "RSS MiB", "runner/peer (user)"
       for (i = 1; i <= k; i++) {
         t = tools[i]
         if (!n[t]) { printf "%-11s %6s   (no successful round)\n", t, 0; continue }
         r = median(req[t])
-        ratio = (t == "runner" || !n["runner"]) ? "-" : sprintf("%.2fx", c["runner"] / c[t])
-        printf "%-11s %6d %10d %9.0f %7d %13.2f (%6.2f) %5.0f%% %8.1f %12s\n", t, n[t], r, r / d, median(err[t]), c[t], u[t], median(core[t]), median(rss[t]), ratio
+        ratio = (t == "runner" || !n["runner"]) ? "-" : sprintf("%.2fx (%.2fx)", c["runner"] / c[t], u["runner"] / u[t])
+        printf "%-11s %6d %10d %9.0f %7d %13.2f (%6.2f) %5.0f%% %8.1f %18s\n", t, n[t], r, r / d, median(err[t]), c[t], u[t], median(core[t]), median(rss[t]), ratio
       }
       print ""
-      print "CPU µs/req = (user + system CPU of the tool process) / requests; runner/peer > 1 means runner spends more client CPU per request."
+      print "CPU µs/req = (user + system CPU of the tool process) / requests; runner/peer > 1 means runner spends more client CPU per request"
+      print "(in brackets: user-space CPU alone)."
       print "core = that CPU / the tool wall time: near 100% the client core is the bottleneck; well below, the target is, and the"
       print "tool CPU per request is inflated by idle wake-ups (fewer responses per read), so compare saturated tools with care."
     }' "$RAW"
@@ -337,4 +379,57 @@ table() {
 }
 echo
 table | tee "$OUT/peers.txt"
+
+# ---------------------------------------------------------------- open model
+# runner_open LOG: "achieved offered sendlag_p99_ms" from runner's JSON.
+runner_open() {
+  python3 - "$1.json" <<'PY' 2>/dev/null || echo "? ? ?"
+import json, sys
+ph = json.load(open(sys.argv[1]))["result"]["phases"][0]
+m = ph["metrics"]
+print(m["achieved_rate"], m["offered_rate"], m["send_lag"]["p99_ms"])
+PY
+}
+
+if ((OPEN_RATE > 0)); then
+  echo
+  echo "Open model: $OPEN_RATE req/s offered for ${OPEN_DURATION}s, $CONNS connections, one round per tool"
+  OPEN_TXT=$WORK/open.txt
+  printf "%-11s %10s %10s %9s %17s %6s %16s\n" tool requests "req/s" achieved "CPU µs/req (user)" core "send lag p99" >"$OPEN_TXT"
+  for tool in $OPEN_TOOLS; do
+    [[ " ${active[*]} " == *" $tool "* ]] || continue
+    log=$LOGS/$tool-open.log
+    printf 'open: %-10s ' "$tool"
+    if ! MODE=open run_tool "$tool" "$log"; then
+      echo "FAILED (exit status; see $log)"
+      continue
+    fi
+    if ! parsed=$(parse "$tool" "$log") || [[ -z $parsed ]]; then
+      echo "FAILED (could not read the request count; see $log)"
+      continue
+    fi
+    read -r reqs errs <<<"$parsed"
+    read -r user sys rss wall < <(grep -E '^[0-9.]+ [0-9.]+ [0-9]+ [0-9.]+$' "$log.time" | tail -n1) || true
+    lag="-"
+    achieved=$(awk -v r="$reqs" -v d="$OPEN_DURATION" -v o="$OPEN_RATE" 'BEGIN { printf "%.4f", r / d / o }')
+    if [[ $tool == runner ]]; then
+      read -r a o l <<<"$(runner_open "$log")"
+      if [[ $a != "?" ]]; then
+        achieved=$(awk -v a="$a" -v o="$o" 'BEGIN { printf "%.4f", a / o }')
+        lag=$(awk -v l="$l" 'BEGIN { printf "%.3f ms", l }')
+      fi
+    fi
+    echo "done"
+    awk -v t="$tool" -v r="$reqs" -v d="$OPEN_DURATION" -v a="$achieved" -v u="$user" -v s="$sys" -v w="$wall" -v l="$lag" \
+      'BEGIN { printf "%-11s %10d %10.0f %9s %9.2f (%5.2f) %5.0f%% %16s\n", t, r, r / d, a, (u + s) * 1e6 / r, u * 1e6 / r, (w > 0 ? (u + s) * 100 / w : 0), l }' >>"$OPEN_TXT"
+    sleep 1
+  done
+  {
+    echo
+    echo "Open model: $OPEN_RATE req/s offered for ${OPEN_DURATION}s to the same target, $CONNS connections, each tool on core $CLIENT_CORE"
+    cat "$OPEN_TXT"
+    echo "achieved = requests / (offered rate x duration); runner's is its own achieved_rate / offered_rate from its JSON report"
+    echo "(arrivals sent in the window), and its send lag is actual send minus intended start, every request."
+  } | tee -a "$OUT/peers.txt"
+fi
 echo "wrote $OUT/peers.txt, $RAW and logs in $LOGS"
