@@ -31,7 +31,7 @@
 # hard one, and the hard one too when it may).
 #
 # Usage: bench/idle.sh                 (CONNS=10000 HOLD=60 BASE=10, both
-#                                       drivers: about 3 minutes)
+#                                       drivers: about 3½ minutes)
 #        DRIVERS=frame CONNS=2000 HOLD=20 bench/idle.sh
 #        RUNNER_BIN=/path/to/runner bench/idle.sh   (skip the build)
 #        SUMMARY_ONLY=1 bench/idle.sh   (re-print the table from the saved

@@ -12,8 +12,8 @@
 # tool used (near 100 %: the client was the bottleneck), and runner's CPU
 # per request divided by each peer's.
 #
-# Needs a machine with at least 2 cores, taskset, /usr/bin/time (GNU), and
-# Go; peers are installed (apt-get for wrk and ab, go install into
+# Needs a machine with at least 2 cores, taskset, /usr/bin/time (GNU), Go,
+# and python3 for the open-model part (runner's JSON report); peers are installed (apt-get for wrk and ab, go install into
 # bench/out/bin for the rest), and a peer that cannot be installed is skipped
 # with a note. Set SKIP_INSTALL=1 to use only what is already there, and
 # FORCE_INSTALL=1 to rebuild Go peers already in bench/out/bin.

@@ -213,13 +213,13 @@ and exits 3; a second Ctrl-C exits immediately.`,
 	cmd.Flags().StringVar(&f.json, "json", "", "write the JSON report to this file (overrides outputs.json; {run_id} and {scenario} expand)")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error, disabled")
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "console", "log lines on stderr as console text or json (zerolog), for machines")
-	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the rules, warnings and verdict (and log only warnings)")
+	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the header, rules, warnings, verdict and where the results went (and log only warnings)")
 	cmd.Flags().StringVar(&f.markdown, "markdown", "", "write the Markdown report to this file (overrides outputs.markdown)")
 	cmd.Flags().StringVar(&f.junit, "junit", "", "write the JUnit XML report to this file (overrides outputs.junit)")
 	cmd.Flags().StringVar(&f.html, "html", "", "write the self-contained HTML report to this file (overrides outputs.html)")
 	cmd.Flags().StringVar(&f.hdr, "hdr", "", "write an HdrHistogram interval log to this file (overrides outputs.hdr)")
 	cmd.Flags().StringVar(&f.memProfile, "memprofile", "", "write a pprof heap profile of the runner process (live and allocated memory, at the end) to this file")
-	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the runner (client) process to this file, for `go tool pprof`")
+	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the runner (client) process to this file (read it with go tool pprof)")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "a saved JSON result: rules may read baseline.<metric> of the same phase (its median repeat by p99), e.g. p99 < baseline.p99 * 1.10")
 	return cmd
 }

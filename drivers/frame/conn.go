@@ -19,8 +19,10 @@ import (
 // link is one TCP connection of a conn; when it ends (the server closed
 // it, or sent a bad frame) the next Do opens another.
 type link struct {
-	nc  net.Conn
-	wmu sync.Mutex // one frame written at a time, whole
+	nc net.Conn
+	// wsem admits one writer at a time, so a frame goes out whole; a
+	// wait for it ends with the request's deadline.
+	wsem relink.Gate
 	// gone is closed when the reader ends; end is then how it ended.
 	gone chan struct{}
 	end  drivers.Outcome
@@ -31,7 +33,8 @@ type link struct {
 	// blamed is set once one request has carried a bad frame's code: the
 	// others in flight on the link end as bad-frame link-closed.
 	blamed atomic.Bool
-	// watch cuts a write under way when its request is cancelled (under wmu).
+	// watch cuts a write under way when its request is cancelled (the
+	// writer's, under wsem).
 	watch relink.Watch
 }
 
@@ -60,7 +63,7 @@ func (c *conn) open(ctx context.Context) (*link, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true) // a frame leaves at once (Go's default; said here)
 	}
-	l := &link{nc: nc, gone: make(chan struct{})}
+	l := &link{nc: nc, gone: make(chan struct{}), wsem: relink.NewGate()}
 	l.watch.OnCancel = func() { nc.SetWriteDeadline(time.Now()) } // unblock the write
 	go c.read(l)
 	return l, nil
@@ -196,23 +199,34 @@ func (c *conn) gaveUp(id uint64, ch chan reply, out drivers.Outcome) drivers.Out
 
 // write sends buf on l, whole, one frame at a time per link. It gives
 // up without writing when ctx or dl ends while it waits for the link's
-// writer (returning ctx's error, or context.DeadlineExceeded); the write
-// itself is bounded by the timeout on its own clock, and cut at once when
-// ctx is cancelled (Ctrl-C): l.watch sets a past write deadline then (a
-// write that returns within relink.WatchGrace, as one with room in the
-// socket's buffer does, is watched without allocating).
+// writer (returning context.Canceled, or context.DeadlineExceeded at the
+// request's deadline); the write itself is bounded by the request's
+// deadline (or the timeout from now, whichever comes first: a frame
+// that got the writer late does not get a fresh timeout), and cut at
+// once when ctx is cancelled (Ctrl-C): l.watch sets a past write
+// deadline then (a write that returns within relink.WatchGrace, as one
+// with room in the socket's buffer does, is watched without allocating).
 func (c *conn) write(ctx context.Context, dl relink.Deadline, l *link, buf []byte) (int, error) {
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
+	if err := l.wsem.Enter(ctx, dl); err != nil {
+		return 0, err
+	}
+	defer l.wsem.Leave()
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	if dl.Passed() {
 		return 0, context.DeadlineExceeded
 	}
+	wd := time.Now().Add(c.d.timeout)
+	if at := dl.At(); !at.IsZero() && at.Before(wd) {
+		wd = at
+	}
+	if d, ok := ctx.Deadline(); ok && d.Before(wd) {
+		wd = d
+	}
 	// The deadline is set before the watch begins: a cancellation then
 	// overrides it, never the other way round.
-	l.nc.SetWriteDeadline(time.Now().Add(c.d.timeout))
+	l.nc.SetWriteDeadline(wd)
 	l.watch.Begin(ctx)
 	n, err := l.nc.Write(buf)
 	l.watch.End()

@@ -476,3 +476,76 @@ func TestLargeReplies(t *testing.T) {
 		t.Errorf("request 4 (half its payload, then silence): %v (%v), want a timeout", o.Class, o.Err)
 	}
 }
+
+// TestWriteStall_DeadlinesKept: against a target that never reads, 40
+// requests in flight on one connection, each 1 MiB (the socket buffers
+// take several before a write blocks) and sent 20 ms after the one
+// before, all end by their own
+// deadline (plus the 100 ms look at whether the link is ending) as the
+// target's failure (timeout or the stalled write's reset), none as
+// cancelled or ok. A frame that got the writer late used to wait on a
+// plain mutex past its deadline and then get a fresh timeout for its
+// write: 1.8× the timeout.
+func TestWriteStall_DeadlinesKept(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan net.Conn, 4)
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held <- nc // never read
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		for {
+			select {
+			case nc := <-held:
+				nc.Close()
+			default:
+				return
+			}
+		}
+	})
+	const timeout = 300 * time.Millisecond
+	d, err := New(schema.Frame{Preset: "lkdf", Payload: "{{bytes 1MiB}}", Timeout: schema.Duration(timeout)}, "tcp://"+ln.Addr().String(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	type result struct {
+		o    drivers.Outcome
+		took time.Duration
+	}
+	res := make(chan result, 40)
+	for seq := uint64(1); seq <= 40; seq++ {
+		go func() {
+			time.Sleep(time.Duration(seq-1) * 20 * time.Millisecond) // staggered, as an open model sends
+			start := time.Now()
+			o := c.Do(context.Background(), drivers.Request{Seq: seq, Deadline: start.Add(timeout)})
+			res <- result{o, time.Since(start)}
+		}()
+	}
+	for range 40 {
+		select {
+		case r := <-res:
+			if r.o.Class != drivers.Timeout && r.o.Class != drivers.Reset {
+				t.Errorf("%v %q %v, want a timeout or the stalled write's reset", r.o.Class, r.o.Code, r.o.Err)
+			}
+			if r.took > timeout+250*time.Millisecond {
+				t.Errorf("%v %q ended after %s, want by its %s deadline (+ the 100 ms look)", r.o.Class, r.o.Code, r.took, timeout)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a request did not end within 5 s")
+		}
+	}
+}

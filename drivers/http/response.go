@@ -60,7 +60,7 @@ func readResponseHead(br *bufio.Reader, r *response, wantHeaders bool) error {
 		}
 		clear(r.headers)
 	}
-	line, err := readLine(br)
+	line, err := readLine(br, MaxHeaderBytes)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func readResponseHead(br *bufio.Reader, r *response, wantHeaders bool) error {
 	}
 	connKeepAlive := false
 	for {
-		line, err := readLine(br)
+		line, err := readLine(br, MaxHeaderBytes)
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
@@ -161,16 +161,24 @@ func (r *response) parseStatus(line []byte) error {
 
 // readLine returns the next line without its CRLF (or bare LF). The slice
 // is valid until the next read from br. A line longer than br's buffer is
-// read whole through a copy; the countingReader limit bounds it.
-func readLine(br *bufio.Reader) ([]byte, error) {
+// read whole through a copy, up to max bytes: a longer one is
+// errHeaderTooLarge (the head is also bounded by the countingReader
+// limit; a trailer section only by this).
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
 		long := append([]byte(nil), line...)
 		for err == bufio.ErrBufferFull {
+			if len(long) > max {
+				return nil, errHeaderTooLarge
+			}
 			line, err = br.ReadSlice('\n')
 			long = append(long, line...)
 		}
 		line = long
+	}
+	if len(line) > max {
+		return nil, errHeaderTooLarge
 	}
 	if err != nil {
 		if err == io.EOF && len(line) > 0 {
@@ -185,22 +193,23 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	return line, nil
 }
 
-// parseLength parses a Content-Length value; "n, n" (a repeated field
-// folded by a proxy) is n.
+// parseLength parses a Content-Length value; "n, n, …" (a repeated field
+// folded by a proxy) is n. One pass, no recursion: a hostile list of
+// half a million elements costs a loop, not a stack.
 func parseLength(v []byte) (int64, error) {
-	first, rest, more := bytes.Cut(v, []byte{','})
-	first = bytes.Trim(first, " \t")
-	n, err := strconv.ParseUint(string(first), 10, 63)
-	if err != nil || len(first) == 0 || first[0] == '+' {
-		return 0, malformed("Content-Length %q", clip(v))
-	}
-	if more {
-		m, err := parseLength(rest)
-		if err != nil || m != int64(n) {
+	n := int64(-1)
+	for elem := range bytes.SplitSeq(v, []byte{','}) {
+		elem = bytes.Trim(elem, " \t")
+		m, err := strconv.ParseUint(string(elem), 10, 63)
+		if err != nil || len(elem) == 0 || elem[0] == '+' {
+			return 0, malformed("Content-Length %q", clip(v))
+		}
+		if n >= 0 && int64(m) != n {
 			return 0, malformed("conflicting Content-Length %q", clip(v))
 		}
+		n = int64(m)
 	}
-	return int64(n), nil
+	return n, nil
 }
 
 // readBody consumes the body of r from br, keeping up to MaxRuleBody
@@ -273,10 +282,12 @@ func consume(src io.Reader, keep *bytes.Buffer, n int64) error {
 }
 
 // readTrailer reads the trailer section after the last chunk, up to and
-// including its empty line.
+// including its empty line: at most MaxHeaderBytes in all, like a head
+// (errHeaderTooLarge beyond).
 func readTrailer(br *bufio.Reader) error {
+	budget := MaxHeaderBytes
 	for {
-		line, err := readLine(br)
+		line, err := readLine(br, budget)
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
@@ -285,6 +296,9 @@ func readTrailer(br *bufio.Reader) error {
 		}
 		if len(line) == 0 {
 			return nil
+		}
+		if budget -= len(line) + 2; budget <= 0 {
+			return errHeaderTooLarge
 		}
 	}
 }

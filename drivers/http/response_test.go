@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	nethttp "net/http"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -203,4 +204,34 @@ func FuzzResponse(f *testing.F) {
 			t.Error("net/http closes the connection and we would keep it")
 		}
 	})
+}
+
+// TestResponse_HostileSizes: what a hostile server can make the reader
+// hold is bounded. A trailer section (after the last chunk, where the
+// head's limit no longer applies) longer than MaxHeaderBytes, in one line
+// or in many, is errHeaderTooLarge; it used to grow one slice without
+// end (1.8 GB from one request). A folded Content-Length of half a
+// million equal elements parses in one pass; it used to recurse once per
+// element (128 MiB of stack per response).
+func TestResponse_HostileSizes(t *testing.T) {
+	chunked := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n"
+	for name, trailer := range map[string]string{
+		"one long line": "X-T: " + strings.Repeat("a", MaxHeaderBytes+10) + "\r\n\r\n",
+		"many lines":    strings.Repeat("X-T: aaaaaaaaaaaaaaaaaaaa\r\n", MaxHeaderBytes/20) + "\r\n",
+	} {
+		if p, _ := parseOurs(chunked+trailer, false, false); !errors.Is(p.err, errHeaderTooLarge) {
+			t.Errorf("%s of trailer: error %v, want errHeaderTooLarge", name, p.err)
+		}
+	}
+	list := strings.Repeat("2,", 500_000) + "2"
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	p, _ := parseOurs("HTTP/1.1 200 OK\r\nContent-Length: "+list+"\r\n\r\nok", false, false)
+	runtime.ReadMemStats(&after)
+	if p.err != nil || p.body != "ok" {
+		t.Errorf("folded Content-Length of 500,001 twos: %v, body %q", p.err, p.body)
+	}
+	if grown := int64(after.StackSys) - int64(before.StackSys); grown > 8<<20 {
+		t.Errorf("folded Content-Length grew the stacks by %d MiB", grown>>20)
+	}
 }

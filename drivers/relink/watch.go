@@ -44,6 +44,7 @@ type Watch struct {
 	mu     sync.Mutex
 	timer  *time.Timer // runs check; made by the first Begin
 	armed  bool        // the timer is due to run
+	due    time.Time   // when, if armed
 	active bool        // a write is under way
 	gen    uint64      // numbers writes: a late cancellation of an earlier one is ignored
 	start  time.Time
@@ -69,8 +70,10 @@ func (w *Watch) Begin(ctx context.Context) {
 	w.gen++
 	w.start = time.Now()
 	w.ctx = ctx
-	if !w.armed {
-		w.armed = true
+	// Armed for a later instant (an earlier write's timeout), the timer
+	// is brought forward: this write's grace ends first.
+	if grace := w.start.Add(WatchGrace); !w.armed || w.due.After(grace) {
+		w.armed, w.due = true, grace
 		if w.timer == nil {
 			w.timer = time.AfterFunc(WatchGrace, w.check)
 		} else {
@@ -125,7 +128,7 @@ func (w *Watch) check() {
 		}
 		next = w.Timeout - el
 	}
-	w.armed = true
+	w.armed, w.due = true, time.Now().Add(next)
 	w.timer.Reset(next)
 }
 

@@ -110,3 +110,30 @@ func BenchmarkWatch(b *testing.B) {
 		w.End()
 	}
 }
+
+// A write after a slow one (past the grace, so the timer was re-armed
+// for the slow write's far timeout) is still watched from its own grace
+// on: its cancellation cuts it promptly, not when that earlier timer
+// fires (it used to take up to Timeout: 1.9 s of 2 s).
+func TestWatchCancelAfterSlowWrite(t *testing.T) {
+	b := make(blocked)
+	w := Watch{OnCancel: b.unblock, Timeout: 10 * time.Second}
+	w.Begin(context.Background())
+	time.Sleep(3 * WatchGrace) // slow, but it ends on its own
+	if f := w.End(); f != None {
+		t.Fatalf("slow write: End = %v, want None", f)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.Begin(ctx)
+	time.AfterFunc(WatchGrace/2, cancel)
+	start := time.Now()
+	if !b.wait() {
+		t.Fatal("the second write was not cut within 5 s of the cancel")
+	}
+	if f := w.End(); f != Cancelled {
+		t.Errorf("End = %v, want Cancelled", f)
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("cut after %s, want within the grace", el)
+	}
+}

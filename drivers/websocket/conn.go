@@ -36,9 +36,9 @@ type link struct {
 	// failed, when set, is how the link ended, known before its reader
 	// saw it (a write the network refused): the target dropped it.
 	failed atomic.Pointer[drivers.Outcome]
-	// wsem admits one writer at a time (a buffered channel: a wait for
+	// wsem admits one writer at a time (a wait for
 	// it can end with the request's context); watch bounds that write.
-	wsem  chan struct{}
+	wsem  relink.Gate
 	watch relink.Watch
 }
 
@@ -70,7 +70,7 @@ func (c *conn) open(ctx context.Context) (*link, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &link{ws: ws, gone: make(chan struct{}), wsem: make(chan struct{}, 1)}
+	l := &link{ws: ws, gone: make(chan struct{}), wsem: relink.NewGate()}
 	// Like the library on a write whose context ends: close the
 	// connection (on a goroutine of its own: the watch's lock is held).
 	l.watch.Timeout = c.d.timeout
@@ -141,6 +141,13 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 				continue // the link ended under us: send on a new one
 			}
 			return c.endOf(l, out)
+		case errors.Is(werr, errWaitWriter):
+			// Nothing of it was written, and the link is not ours to
+			// close: the stuck write ends it (and books the requests on
+			// it) at its own timeout.
+			out.Class, out.Code = drivers.Timeout, "write-stalled"
+			out.Err = fmt.Errorf("send: the request's deadline passed while an earlier message was still being written: the target stopped reading")
+			return out
 		case errors.Is(werr, context.DeadlineExceeded):
 			out.Class, out.Code = drivers.Timeout, "write-stalled"
 			out.Err = fmt.Errorf("send: the message could not be written within %s: the target stopped reading (the connection is closed on our side)", c.d.timeout)
@@ -241,9 +248,14 @@ func (c *conn) register(id uint64) chan reply {
 	return ch
 }
 
+// errWaitWriter ends a request whose deadline passed while it waited for
+// its link's writer: an earlier message's write is stuck (the target
+// stopped reading). The link is left to that write's own stall handling.
+var errWaitWriter = fmt.Errorf("waiting for the connection's writer: %w", context.DeadlineExceeded)
+
 // write sends msg on l, one message at a time per link. A wait for the
-// link's writer ends with ctx or dl (returning ctx's error, or
-// context.DeadlineExceeded); a write under way
+// link's writer ends with ctx or dl (returning context.Canceled, or
+// errWaitWriter at the request's deadline); a write under way
 // is bounded by the driver's timeout on its own clock: the request's
 // deadline ends the wait for the reply, not the write. When the write
 // lasts the timeout, or its request is cancelled (Ctrl-C, end of phase),
@@ -255,18 +267,13 @@ func (c *conn) register(id uint64) chan reply {
 // message, while l.watch sets up nothing for a write that returns within
 // relink.WatchGrace.
 func (c *conn) write(ctx context.Context, dl relink.Deadline, l *link, msg []byte) error {
-	select {
-	case l.wsem <- struct{}{}:
-	default:
-		select {
-		case l.wsem <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-dl.C():
-			return context.DeadlineExceeded
+	if err := l.wsem.Enter(ctx, dl); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return errWaitWriter
 		}
+		return err
 	}
-	defer func() { <-l.wsem }()
+	defer l.wsem.Leave()
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return ctx.Err()
 	}

@@ -87,3 +87,34 @@ func TestWriteStalls(t *testing.T) {
 		t.Errorf("our own close counted as the target's: %v", s.Closes)
 	}
 }
+
+// With several requests in flight on a link whose target stopped
+// reading, every one ends as the target's failure (a timeout or the
+// stalled write's reset), never as cancelled: a request whose deadline
+// passed while it waited for the writer used to close the link as if
+// we had chosen to, booking the others as cancelled (not errors).
+func TestWriteStall_InflightNotCancelled(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	d := newDriver(t, schema.WebSocket{Correlate: "id", Message: bigMessage, Timeout: schema.Duration(timeout)}, deaf(t))
+	c, err := d.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	outs := make(chan drivers.Outcome, 16)
+	for seq := uint64(1); seq <= 16; seq++ {
+		go func() {
+			outs <- c.Do(context.Background(), drivers.Request{Seq: seq, Deadline: time.Now().Add(timeout)})
+		}()
+	}
+	for range 16 {
+		select {
+		case o := <-outs:
+			if o.Class == drivers.Cancelled || o.Class == drivers.OK {
+				t.Errorf("%v %q %v, want a timeout or reset", o.Class, o.Code, o.Err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a request did not end within 5 s")
+		}
+	}
+}
