@@ -7,15 +7,19 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 // throttledServer answers each request once it has read the whole body,
 // reading at rate bytes/s through a 16 KiB receive buffer, so a large body
-// takes size/rate seconds to leave the client. It stops with the test.
-func throttledServer(t *testing.T, rate int) string {
+// takes size/rate seconds to leave the client (longer if the client is
+// slow to send it). It stops with the test. took returns how long each
+// exchange lasted at the server: from its request line to its response.
+func throttledServer(t *testing.T, rate int) (url string, took func() []time.Duration) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -23,6 +27,8 @@ func throttledServer(t *testing.T, rate int) string {
 	}
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done); ln.Close() })
+	var mu sync.Mutex
+	var durations []time.Duration
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -35,8 +41,12 @@ func throttledServer(t *testing.T, rate int) string {
 				br := bufio.NewReaderSize(c, 4096)
 				for {
 					length := 0
+					var head time.Time
 					for {
 						line, err := br.ReadString('\n')
+						if head.IsZero() {
+							head = time.Now()
+						}
 						if err != nil {
 							return
 						}
@@ -66,6 +76,9 @@ func throttledServer(t *testing.T, rate int) string {
 							}
 						}
 					}
+					mu.Lock()
+					durations = append(durations, time.Since(head))
+					mu.Unlock()
 					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"); err != nil {
 						return
 					}
@@ -73,22 +86,31 @@ func throttledServer(t *testing.T, rate int) string {
 			}()
 		}
 	}()
-	return "http://" + ln.Addr().String()
+	return "http://" + ln.Addr().String(), func() []time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]time.Duration(nil), durations...)
+	}
 }
 
 // TestField_B02_ClockStartsBeforeTheSend: a 1 MiB POST to a server that
 // reads at 512 KiB/s takes 2.0 s to leave the client, and the server
 // answers as soon as the last byte is read. The response time (= service
-// time in the closed model) of each of 5 requests is ≈ 2.0 s (±10 %),
-// never near 0: the clock starts before the first byte is written, not
-// after the write returns (wrk's bug). The first-byte split shows where
-// the time sits: before the first response byte.
+// time in the closed model) of each of 5 requests is the exchange's
+// duration at the server (request line to response), within 1 ms below
+// and 300 ms above it, and at least 1.8 s: never near 0, the clock starts
+// before the first byte is written, not after the write returns (wrk's
+// bug). On a loaded machine the client's writes are woken late and the
+// exchange lasts longer than 2 s (6.3 s was seen under the race detector
+// beside other packages' tests): the server's own clock is the truth. The
+// first-byte split shows where the time sits: before the first response
+// byte.
 //
 // Naive measurement: a clock started after the write returns sees only
 // the server's reply to the last 16 KiB or so, well under 100 ms: 1/20 of
 // the truth; the test requires at least 1.8 s.
 func TestField_B02_ClockStartsBeforeTheSend(t *testing.T) {
-	base := throttledServer(t, 512<<10)
+	base, took := throttledServer(t, 512<<10)
 	p := scenario(t, "b02.yaml", fmt.Sprintf(`version: 1
 name: b02
 target: {url: %q}
@@ -107,10 +129,19 @@ assert: [errors == 0]
 	if ok := fcCount(t, ph, "ok"); ok != 5 {
 		t.Fatalf("ok %d, want 5", ok)
 	}
-	for _, q := range []string{"min", "p50", "max"} {
-		got := jsonNum(t, ph, "metrics", "response_time", q+"_ms")
-		if got < 1800 || got > 2200 {
-			t.Errorf("response time %s = %.1f ms, want 2000 ms ± 10 %%", q, got)
+	server := took()
+	if len(server) != 5 {
+		t.Fatalf("the server saw %d exchanges, want 5", len(server))
+	}
+	slices.Sort(server)
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	for _, c := range []struct {
+		q     string
+		truth time.Duration
+	}{{"min", server[0]}, {"p50", server[2]}, {"max", server[4]}} {
+		got := jsonNum(t, ph, "metrics", "response_time", c.q+"_ms")
+		if got < ms(c.truth)-1 || got > ms(c.truth)+300 || got < 1800 {
+			t.Errorf("response time %s = %.1f ms, want the server's %.1f ms (−1/+300), and ≥ 1800", c.q, got, ms(c.truth))
 		}
 	}
 	fb := jsonNum(t, ph, "summary", "first_byte", "min_ns") / 1e6
