@@ -300,22 +300,7 @@ func judge(rep reply, start time.Time, out drivers.Outcome) drivers.Outcome {
 // failed opened nothing: Connect (ETIMEDOUT when it timed out), or
 // Cancelled.
 func (c *conn) ensure(ctx context.Context, dl relink.Deadline, out *drivers.Outcome) (*link, error) {
-	if l := c.slot.Current(); l != nil {
-		return l, nil
-	}
-	ctx, cancel := dl.WithDeadline(ctx)
-	defer cancel()
-	l, opened, took, err := c.slot.Get(ctx, c.open, c.discard)
-	if opened {
-		out.Dialed++
-		out.Connect = took
-	}
-	if err == nil {
-		return l, nil
-	}
-	out.Class, out.Code = relink.DialClass(ctx, err)
-	out.Err = fmt.Errorf("re-dial: %w", err)
-	return nil, err
+	return c.slot.Ensure(ctx, dl, c.open, c.discard, out)
 }
 
 // drop closes a link on our side.

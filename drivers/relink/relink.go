@@ -9,6 +9,7 @@ package relink
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -148,4 +149,27 @@ func DialClass(ctx context.Context, err error) (drivers.Class, string) {
 		return drivers.Cancelled, ""
 	}
 	return drivers.Connect, code
+}
+
+// Ensure is Get as a request's Do needs it: the current link at once, or
+// a link re-opened with ctx bounded by dl as well. A re-open is booked in
+// out (Dialed, Connect); a failed one sets out's Class and Code
+// (DialClass) and Err, and is returned.
+func (s *Slot[L]) Ensure(ctx context.Context, dl Deadline, open func(context.Context) (*L, error), discard func(*L), out *drivers.Outcome) (*L, error) {
+	if l := s.Current(); l != nil {
+		return l, nil
+	}
+	ctx, cancel := dl.WithDeadline(ctx)
+	defer cancel()
+	l, opened, took, err := s.Get(ctx, open, discard)
+	if opened {
+		out.Dialed++
+		out.Connect = took
+	}
+	if err != nil {
+		out.Class, out.Code = DialClass(ctx, err)
+		out.Err = fmt.Errorf("re-dial: %w", err)
+		return nil, err
+	}
+	return l, nil
 }

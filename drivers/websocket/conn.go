@@ -301,25 +301,11 @@ func (c *conn) closing(l *link) bool {
 // finds it closed) when the server closed it. A re-dial that failed
 // opened nothing (Dialed stays 0). The re-dial is bounded by ctx and dl.
 func (c *conn) ensure(ctx context.Context, dl relink.Deadline, out *drivers.Outcome) (*link, error) {
-	if l := c.slot.Current(); l != nil {
-		return l, nil
+	l, err := c.slot.Ensure(ctx, dl, c.open, c.discard, out)
+	if errors.Is(err, errHandshake) {
+		out.Class, out.Code = drivers.Connect, "HANDSHAKE"
 	}
-	ctx, cancel := dl.WithDeadline(ctx)
-	defer cancel()
-	l, opened, took, err := c.slot.Get(ctx, c.open, c.discard)
-	if opened {
-		out.Dialed++
-		out.Connect = took
-	}
-	if err != nil {
-		out.Class, out.Code = relink.DialClass(ctx, err)
-		if errors.Is(err, errHandshake) {
-			out.Class, out.Code = drivers.Connect, "HANDSHAKE"
-		}
-		out.Err = fmt.Errorf("re-dial: %w", err)
-		return nil, err
-	}
-	return l, nil
+	return l, err
 }
 
 // release returns a correlate-mode reply channel to the table for reuse
