@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -28,7 +30,9 @@ const CeilingFraction = 0.8
 // target (`runner serve http`, no delay) with a closed model.
 type Calibration struct {
 	// Rate is the achieved rate, requests/s: the median of the repeats.
-	Rate        float64   `json:"rate"`
+	Rate float64 `json:"rate"`
+	// Repeats are the repeats' achieved rates, requests/s, ascending.
+	Repeats     []float64 `json:"repeats"`
 	Connections int       `json:"connections"`
 	Duration    string    `json:"duration"`
 	CPUModel    string    `json:"cpu_model"`
@@ -103,6 +107,7 @@ warn (client-ceiling) when a phase achieves 80 % of it or more.`,
 				fmt.Fprintln(stderr, "runner calibrate: --connections must be ≥ 1 and --duration positive")
 				return exitError(exitInvalid)
 			}
+			fmt.Fprintf(stderr, "runner calibrate: %d connections against the built-in null target, 3 repeats of %s after a 1 s warmup each (about %s)\n", conns, dur, (3 * (dur + time.Second)).Round(time.Second))
 			c, err := calibrate(cmd.Context(), conns, dur, stderr)
 			if err != nil {
 				fmt.Fprintln(stderr, "runner calibrate:", err)
@@ -121,6 +126,7 @@ warn (client-ceiling) when a phase achieves 80 % of it or more.`,
 				return exitError(exitCouldNotRun)
 			}
 			fmt.Fprintf(stdout, "client ceiling %.0f requests/s (%d connections, keep-alive, %s × 3, %s, %d cores); saved to %s\n", c.Rate, c.Connections, c.Duration, c.CPUModel, c.Cores, p)
+			fmt.Fprintf(stdout, "repeats %s requests/s: the median is the ceiling; a wide range means a busy machine, so calibrate again when it is quiet\n", rateList(c.Repeats))
 			return nil
 		},
 	}
@@ -174,6 +180,15 @@ repeats: 3
 	}
 	slices.Sort(rates)
 	env := sysinfo.Collect()
-	return &Calibration{Rate: rates[len(rates)/2], Connections: conns, Duration: dur.String(),
+	return &Calibration{Rate: rates[len(rates)/2], Repeats: rates, Connections: conns, Duration: dur.String(),
 		CPUModel: env.CPUModel, Cores: env.Cores, Runner: env.Runner, Measured: time.Now().UTC()}, nil
+}
+
+// rateList formats rates as "a, b, c".
+func rateList(rates []float64) string {
+	parts := make([]string, len(rates))
+	for i, r := range rates {
+		parts[i] = strconv.FormatFloat(r, 'f', 0, 64)
+	}
+	return strings.Join(parts, ", ")
 }

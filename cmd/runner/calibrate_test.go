@@ -25,6 +25,9 @@ func TestCalibrateAndCeilingWarning(t *testing.T) {
 	if err := json.Unmarshal(b, &c); err != nil || c.Rate <= 0 || c.Cores < 1 {
 		t.Fatalf("saved %s (%v)", b, err)
 	}
+	if len(c.Repeats) != 3 || c.Repeats[1] != c.Rate || !strings.Contains(out, "repeats ") {
+		t.Errorf("repeats %v, rate %v: want 3 repeats whose median is the rate, printed\n%s", c.Repeats, c.Rate, out)
+	}
 	// The warning, against a ceiling set by hand: a 200/s open phase is
 	// at 200 % of a 100/s ceiling, and at 0.2 % of a 100000/s one.
 	file := scenario(t, "s.yaml", `version: 1
