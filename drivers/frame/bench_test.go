@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
-	"sync"
 	"testing"
 
 	"github.com/runner-dev/runner/drivers"
@@ -30,59 +29,26 @@ func startTarget(b *testing.B) string {
 // length field gives), turns its type into the response type and writes
 // it back. With it, a benchmark's allocs/op are the driver's alone.
 func startStub(b *testing.B) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	return serveTCP(b, func(_ int, c net.Conn) {
+		buf := make([]byte, 64<<10)
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := io.ReadFull(br, buf[:16]); err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				buf := make([]byte, 64<<10)
-				br := bufio.NewReader(c)
-				for {
-					if _, err := io.ReadFull(br, buf[:16]); err != nil {
-						return
-					}
-					n := int(binary.BigEndian.Uint32(buf[12:16]))
-					if n > len(buf)-16 {
-						return
-					}
-					if _, err := io.ReadFull(br, buf[16:16+n]); err != nil {
-						return
-					}
-					buf[5] = 2 // LKDF response type
-					if _, err := c.Write(buf[:16+n]); err != nil {
-						return
-					}
-				}
-			}()
+			n := int(binary.BigEndian.Uint32(buf[12:16]))
+			if n > len(buf)-16 {
+				return
+			}
+			if _, err := io.ReadFull(br, buf[16:16+n]); err != nil {
+				return
+			}
+			buf[5] = 2 // LKDF response type
+			if _, err := c.Write(buf[:16+n]); err != nil {
+				return
+			}
 		}
-	}()
-	b.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
 	})
-	return "tcp://" + ln.Addr().String()
 }
 
 // benchConn dials one connection of an LKDF driver with a 64-byte

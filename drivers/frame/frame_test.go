@@ -15,10 +15,10 @@ import (
 	"github.com/runner-dev/runner/schema"
 )
 
-// stub is an LKDF server on loopback: for every request it calls answer
-// with the request's id and payload and writes what answer returns (nil:
-// nothing). It is stopped, and its connections closed, when the test ends.
-func stub(t *testing.T, answer func(conn int, id uint32, payload []byte) []byte) string {
+// serveTCP runs a loopback TCP server that hands connection number n
+// (0-based) to handle on a goroutine of its own. It is stopped, and its
+// connections closed, when the test ends; it returns the tcp:// URL.
+func serveTCP(t testing.TB, handle func(n int, nc net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -27,7 +27,9 @@ func stub(t *testing.T, answer func(conn int, id uint32, payload []byte) []byte)
 	var mu sync.Mutex
 	var conns []net.Conn
 	var wg sync.WaitGroup
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		for n := 0; ; n++ {
 			nc, err := ln.Accept()
 			if err != nil {
@@ -39,19 +41,7 @@ func stub(t *testing.T, answer func(conn int, id uint32, payload []byte) []byte)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				hdr := make([]byte, 16)
-				for {
-					if _, err := io.ReadFull(nc, hdr); err != nil {
-						return
-					}
-					p := make([]byte, binary.BigEndian.Uint32(hdr[12:]))
-					if _, err := io.ReadFull(nc, p); err != nil {
-						return
-					}
-					if out := answer(n, binary.BigEndian.Uint32(hdr[8:]), p); out != nil {
-						nc.Write(out)
-					}
-				}
+				handle(n, nc)
 			}()
 		}
 	}()
@@ -65,6 +55,28 @@ func stub(t *testing.T, answer func(conn int, id uint32, payload []byte) []byte)
 		wg.Wait()
 	})
 	return "tcp://" + ln.Addr().String()
+}
+
+// stub is an LKDF server on loopback: for every request it calls answer
+// with the request's id and payload and writes what answer returns (nil:
+// nothing). It is stopped, and its connections closed, when the test ends.
+func stub(t *testing.T, answer func(conn int, id uint32, payload []byte) []byte) string {
+	t.Helper()
+	return serveTCP(t, func(n int, nc net.Conn) {
+		hdr := make([]byte, 16)
+		for {
+			if _, err := io.ReadFull(nc, hdr); err != nil {
+				return
+			}
+			p := make([]byte, binary.BigEndian.Uint32(hdr[12:]))
+			if _, err := io.ReadFull(nc, p); err != nil {
+				return
+			}
+			if out := answer(n, binary.BigEndian.Uint32(hdr[8:]), p); out != nil {
+				nc.Write(out)
+			}
+		}
+	})
 }
 
 func response(id uint32, payload []byte) []byte {
@@ -487,33 +499,10 @@ func TestLargeReplies(t *testing.T) {
 // plain mutex past its deadline and then get a fresh timeout for its
 // write: 1.8× the timeout.
 func TestWriteStall_DeadlinesKept(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := make(chan net.Conn, 4)
-	go func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held <- nc // never read
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		for {
-			select {
-			case nc := <-held:
-				nc.Close()
-			default:
-				return
-			}
-		}
-	})
+	// A target that never reads: it holds each connection until the end.
+	url := serveTCP(t, func(int, net.Conn) {})
 	const timeout = 300 * time.Millisecond
-	d, err := New(schema.Frame{Preset: "lkdf", Payload: "{{bytes 1MiB}}", Timeout: schema.Duration(timeout)}, "tcp://"+ln.Addr().String(), t.TempDir())
+	d, err := New(schema.Frame{Preset: "lkdf", Payload: "{{bytes 1MiB}}", Timeout: schema.Duration(timeout)}, url, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
