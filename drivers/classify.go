@@ -32,6 +32,11 @@ const (
 	// number cut to the id field's width) was still in flight on the
 	// connection: its reply could not have been told apart. Client-side.
 	CodeIDInUse = "id-in-use"
+	// CodePhaseEnd marks a request of class Cancelled that was still in
+	// flight when its phase's drain ran out (the request timeout after the
+	// phase's time was up): a left-over arrival, censored, not the
+	// target's error and not an interrupt.
+	CodePhaseEnd = "phase-end"
 )
 
 // Classify maps a transport error to an outcome class and a code. It is a

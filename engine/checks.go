@@ -100,27 +100,34 @@ func Checks(pl *Plan, res *Result) []Warning {
 		if pr.ConnectionsEstablished < pr.ConnectionsRequested {
 			at("connections-missing", "%d of %d connections established: the requested concurrency was not reached", pr.ConnectionsEstablished, pr.ConnectionsRequested)
 		}
+		if why := Censoring(pl, pr); why != "" {
+			at("censored", "%s", why)
+			ws[len(ws)-1].Invalidates = true
+		}
 		if p.Model == Open && !pr.Interrupted {
 			off, _ := Offered(pr)
 			if ach := s.AchievedRate(); off > 0 && ach < AchievedFloor*off {
-				at("achieved-below-offered", "achieved %.1f/s is %.0f %% of the offered %.1f/s: the target or the in-flight cap could not take the load (dropped %d)", ach, 100*ach/off, off, s.Dropped)
+				at("achieved-below-offered", "achieved %.1f/s (sent over %s) is %.0f %% of the offered %.1f/s (over %s): %s", ach, s.SendWindow().Round(time.Millisecond), 100*ach/off, off, s.Elapsed.Round(time.Millisecond), shortfallCause(pr))
 			}
 		}
 		if s.Responded >= minLittleSamples && !pr.Interrupted && !p.Warmup {
 			lc := Little(pr)
 			if lc.Want > 0 && math.Abs(lc.L-lc.Want)/lc.Want > LittleTolerance && math.Abs(lc.L-lc.Want) > littleFloor {
-				at("littles-law", "Little's law does not reconcile: λ·W = %.2f vs %s (off by %.0f %%): %s", lc.L, lc.Against, 100*math.Abs(lc.L-lc.Want)/lc.Want, lc.why)
+				at("littles-law", "Little's law does not reconcile: λ·W = %.2f vs %s (off by %.0f %%, over %s): %s", lc.L, lc.Against, 100*math.Abs(lc.L-lc.Want)/lc.Want, s.CompletionWindow().Round(time.Millisecond), lc.why)
 			}
 		}
 		if !p.Warmup && s.Response.Count() > 0 && s.Response.Count() < 1000 {
 			at("few-samples", "p99 from %d samples (needs 1000): it is the tail of a handful of requests", s.Response.Count())
 		}
 		switch {
+		case !p.Warmup && s.DroppedLate > 0:
+			at("schedule-lateness", "%d of the %d dropped arrivals were dispatched more than %s late by the load generator (up to %s; %s): the burst of a late generator found every slot busy, so those drops are the generator's, not the target's, and the run measures the generator", s.DroppedLate, s.Dropped, LatenessLimit, pr.LatenessMax.Round(time.Microsecond), stallCause(pr))
+			ws[len(ws)-1].Invalidates = true
 		case !p.Warmup && pr.LateArrivals*100 > s.Arrivals && pr.LateArrivals >= minLateArrivals:
-			at("schedule-lateness", "the load generator dispatched %d of %d arrivals more than %s late (up to %s) while connections were free: it fell behind its own schedule, so the run measures the generator, not the target", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Microsecond))
+			at("schedule-lateness", "the load generator dispatched %d of %d arrivals more than %s late (up to %s) while connections were free (%s): it fell behind its own schedule, so the run measures the generator, not the target", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Microsecond), stallCause(pr))
 			ws[len(ws)-1].Invalidates = true
 		case pr.LatenessMax > LatenessLimit:
-			at("schedule-lateness", "the load generator dispatched an arrival %s late while connections were free (%d of %d arrivals later than %s): a hiccup of the client machine", pr.LatenessMax.Round(time.Microsecond), pr.LateArrivals, s.Arrivals, LatenessLimit)
+			at("schedule-lateness", "the load generator stalled: it dispatched %d of %d arrivals more than %s late (up to %s) while connections were free (%s). The delay is the generator's, not the target's, and is inside those requests' response times (it can only raise them); at most 1 %% of the arrivals and fewer than %d, it does not invalidate the run", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Microsecond), stallCause(pr), minLateArrivals)
 		}
 		// getrusage counts in scheduler ticks: over a phase shorter than a
 		// second the ratio is noise (it can exceed the machine).
@@ -217,16 +224,98 @@ func Little(pr *PhaseResult) LittleCheck {
 				c.Against = fmt.Sprintf("%d connections: not checked, the think time %s leaves each connection under %d cycles in %s", pr.ConnectionsRequested, p.ThinkTime, thinkCycles, s.Elapsed.Round(time.Millisecond))
 			}
 		}
-		c.why = "requests that ended without a response (timeouts, resets) are not in W, or connections sat idle"
+		// N = L + (connections busy with requests that got no response,
+		// not in W) + (connections in no request at all).
+		un := s.UnansweredMean()
+		idle := c.Want - c.L - un
+		c.why = fmt.Sprintf("on average %.2f connections carried requests that never got a response (timeouts, resets, cut at the end: not in W) and %.2f were in no request at all (dialling, missing, or the client's own delay between a response and the next send)", un, max(idle, 0))
+		if c.L > c.Want {
+			c.why = "λ·W exceeds the connections: responses were counted outside the window they ran in (a phase too short for its response times)"
+		}
 		return c
 	}
 	// Open model or ramp: W counts from the intended start, the in-flight
-	// mean only from the send; the gap is time spent waiting in the client
-	// for a free slot or for the pacer.
+	// mean only from the send. Exactly L = in flight + waiting in the
+	// client − in flight without a response, so the gap has two named
+	// parts, each measured.
 	c.Want = s.InflightMean()
 	c.Against = fmt.Sprintf("mean in-flight at the target %.2f", c.Want)
-	c.why = "requests waited in the client (for a free connection, or a late pacer) or ended without a response"
+	wait, un := s.WaitingMean(), s.UnansweredMean()
+	var parts []string
+	if wait > littleFloor {
+		lag := time.Duration(0)
+		if s.Responded > 0 {
+			lag = s.WaitSum / time.Duration(s.Responded)
+		}
+		who := "for a free connection or in-flight slot: the target (or too few connections × in-flight) could not take the load"
+		if pr.LateArrivals > 0 && s.SendWindow() <= s.Elapsed {
+			who = "for a free connection, or for a load generator that fell behind its schedule (see schedule-lateness)"
+		}
+		parts = append(parts, fmt.Sprintf("on average %.2f answered requests waited in the client before their send (mean send lag %s) %s", wait, lag.Round(time.Microsecond), who))
+	}
+	if un > littleFloor {
+		parts = append(parts, fmt.Sprintf("%.2f were in flight at the target without ever getting a response (timeouts, resets, cut at the end: in the in-flight mean, not in W)", un))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "neither the client's wait nor unanswered requests explain it: requests cut short at the phase's edges weigh too much in so short a window")
+	}
+	c.why = strings.Join(parts, "; ")
 	return c
+}
+
+// shortfallCause says why an open phase sent fewer requests per second
+// than it offered, naming what was measured: the generator's late bursts,
+// drops at a busy in-flight cap, arrivals that waited for a connection
+// and went out in the drain, or left-over arrivals.
+func shortfallCause(pr *PhaseResult) string {
+	s := pr.Summary
+	var parts []string
+	if s.DroppedLate > 0 {
+		parts = append(parts, fmt.Sprintf("%d arrivals were dropped after the load generator dispatched them late (the generator's, not the target's)", s.DroppedLate))
+	}
+	if n := s.Dropped - s.DroppedLate; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d arrivals found every connection at its in-flight cap and were dropped (on_saturation: drop): the target was slower than connections × in-flight allows", n))
+	}
+	if s.SendWindow() > s.Elapsed {
+		mx, _ := s.SendLag.Max()
+		parts = append(parts, fmt.Sprintf("arrivals waited for a free connection (send lag up to %s) and went out in the drain, until %s after the phase's end: the target (or too few connections × in-flight) could not take the load", mx.Round(time.Millisecond), (s.SendWindow()-s.Elapsed).Round(time.Millisecond)))
+	}
+	if n := s.LeftOver(); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d arrivals were left over when the drain ran out", n))
+	}
+	if pr.LateArrivals > 0 {
+		parts = append(parts, fmt.Sprintf("the load generator dispatched %d arrivals late (%s)", pr.LateArrivals, stallCause(pr)))
+	}
+	if len(parts) == 0 {
+		return "fewer requests were sent than came due"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// stallCause names what the measurements show about a load generator
+// that fell behind its schedule: its longest GC pause, its CPU, and other
+// processes' use of the machine; otherwise it was descheduled.
+func stallCause(pr *PhaseResult) string {
+	var why []string
+	if pr.GCPauseMax >= LatenessLimit {
+		why = append(why, fmt.Sprintf("a garbage-collector pause of %s", pr.GCPauseMax.Round(time.Microsecond)))
+	}
+	if cores := float64(runtime.GOMAXPROCS(0)); pr.ClientCPU > 0.9*cores {
+		why = append(why, fmt.Sprintf("its CPU at %.0f %% of %d cores", 100*pr.ClientCPU, int(cores)))
+	}
+	if m := pr.Machine; m != nil {
+		ours := pr.ClientCPU
+		if t := pr.Target; t != nil {
+			ours += t.CPU * float64(runtime.NumCPU())
+		}
+		if other := m.Busy - ours; other > OtherCPULimit {
+			why = append(why, fmt.Sprintf("other processes using %.2f cores", other))
+		}
+	}
+	if len(why) == 0 {
+		return "the process was descheduled: no GC pause, CPU saturation or other load explains it"
+	}
+	return "seen: " + strings.Join(why, ", ")
 }
 
 // StaleCounters checks the target's counters fetched before the run's

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/runner-dev/runner/engine/rules"
@@ -76,8 +77,10 @@ func Judge(pl *Plan, res *Result) *Verdict {
 func JudgeAgainst(pl *Plan, res, base *Result) *Verdict {
 	bases := BaselineEnvs(base)
 	v := &Verdict{}
-	v.Rules = judgeAll(pl, res, pl.Rules, bases)
-	v.Expect = judgeAll(pl, res, pl.Expect, bases)
+	v.Rules = judgeAll(pl, res, pl.Rules, bases, true)
+	// Reconciliation compares the client's counts with the target's: a
+	// late generator or left-over arrivals do not make those unequal.
+	v.Expect = judgeAll(pl, res, pl.Expect, bases, false)
 	var all []rules.Status
 	for _, r := range append(append([]RuleResult(nil), v.Rules...), v.Expect...) {
 		all = append(all, r.Status)
@@ -117,7 +120,7 @@ func BaselineEnvs(base *Result) map[string]*rules.Env {
 	return out
 }
 
-func judgeAll(pl *Plan, res *Result, rs []*ScopedRule, bases map[string]*rules.Env) []RuleResult {
+func judgeAll(pl *Plan, res *Result, rs []*ScopedRule, bases map[string]*rules.Env, measured bool) []RuleResult {
 	var out []RuleResult
 	for _, sr := range rs {
 		for i := range pl.Phases {
@@ -127,10 +130,13 @@ func judgeAll(pl *Plan, res *Result, rs []*ScopedRule, bases map[string]*rules.E
 			}
 			var envs []rules.Env
 			var reps []int
+			var censored, generator []string // per judged repeat: why, or ""
 			for _, pr := range res.Phases {
 				if pr.Phase.Index == p.Index && !pr.Interrupted {
 					envs = append(envs, Env(pr).WithBaseline(bases[p.Name]))
 					reps = append(reps, pr.Repeat)
+					censored = append(censored, Censoring(pl, pr))
+					generator = append(generator, GeneratorFault(pr))
 				}
 			}
 			rr := RuleResult{Source: sr.Source, Phase: p.Name, RepeatNumbers: reps}
@@ -140,6 +146,17 @@ func judgeAll(pl *Plan, res *Result, rs []*ScopedRule, bases map[string]*rules.E
 			} else {
 				j := rules.Judge(sr.Rule, envs)
 				rr.Status, rr.Repeats, rr.Reason = j.Status, j.Repeats, j.Reason
+				if measured && overlay(&rr, sr.Rule, censored, generator) {
+					var all []rules.Status
+					var why []string
+					for k, v := range rr.Repeats {
+						all = append(all, v.Status)
+						if v.Status != rules.Pass {
+							why = append(why, fmt.Sprintf("repeat %d: %s: %s", reps[k], v.Status, v.Reason))
+						}
+					}
+					rr.Status, rr.Reason = rules.Worst(all...), strings.Join(why, "; ")
+				}
 				if rr.Status == rules.Pass && len(envs) < pl.Repeats {
 					// A rule holds only if it holds in every repeat; the
 					// repeats that never ran (interrupted run) cannot.
@@ -153,6 +170,45 @@ func judgeAll(pl *Plan, res *Result, rs []*ScopedRule, bases map[string]*rules.E
 	return out
 }
 
+// overlay applies what the measurement itself says to the verdicts of
+// each repeat (k indexes rr.Repeats, censored and generator alike):
+//   - a PASS on a censored repeat (Censoring) is INCONCLUSIVE: it held on
+//     the arrivals that were measured, and the missing ones are the
+//     longest waits. A FAIL stays a FAIL: what was measured already
+//     breaks the rule, and the missing arrivals could only add to it.
+//   - on a repeat whose generator was the bottleneck (GeneratorFault), a
+//     PASS is INCONCLUSIVE, and so is a FAIL of a rule that reads a time
+//     or a rate (timeSensitive): the generator's own delay is inside those
+//     figures, and the failure would be blamed on the target. A FAIL of
+//     counts (errors == 0) stays: the target answered what it answered.
+//
+// It reports whether it changed any verdict.
+func overlay(rr *RuleResult, r *rules.Rule, censored, generator []string) bool {
+	timed := false
+	for _, m := range r.Metrics() {
+		timed = timed || timeSensitive(m)
+	}
+	changed := false
+	for k := range rr.Repeats {
+		v := &rr.Repeats[k]
+		switch {
+		case k < len(generator) && generator[k] != "" && (v.Status == rules.Pass || (v.Status == rules.Fail && timed)):
+			was := v.Status
+			v.Status = rules.Inconclusive
+			v.Reason = generator[k] + "; not the target's verdict"
+			if was == rules.Fail {
+				v.Reason = "would fail, but " + v.Reason + " (its own delay is inside the figures this rule reads)"
+			}
+			changed = true
+		case k < len(censored) && censored[k] != "" && v.Status == rules.Pass:
+			v.Status = rules.Inconclusive
+			v.Reason = "censored: " + censored[k]
+			changed = true
+		}
+	}
+	return changed
+}
+
 // JudgePhase judges the rules that apply to one finished (repeat, phase)
 // on that repeat alone, for the TSV's verdict column: "pass", "fail",
 // "inconclusive", "error", or "-" for a warmup phase, an interrupted one,
@@ -163,9 +219,17 @@ func JudgePhase(pl *Plan, pr *PhaseResult) string {
 	}
 	var st []rules.Status
 	env := []rules.Env{Env(pr)}
-	for _, sr := range append(append([]*ScopedRule(nil), pl.Rules...), pl.Expect...) {
+	censored, generator := []string{Censoring(pl, pr)}, []string{GeneratorFault(pr)}
+	for i, sr := range append(append([]*ScopedRule(nil), pl.Rules...), pl.Expect...) {
 		if sr.Phase == "" || sr.Phase == pr.Phase.Name {
-			st = append(st, rules.Judge(sr.Rule, env).Status)
+			j := rules.Judge(sr.Rule, env)
+			rr := RuleResult{Repeats: j.Repeats}
+			if i < len(pl.Rules) { // reconciliation is not overlaid (see JudgeAgainst)
+				overlay(&rr, sr.Rule, censored, generator)
+			}
+			for _, v := range rr.Repeats {
+				st = append(st, v.Status)
+			}
 		}
 	}
 	if len(st) == 0 {

@@ -328,7 +328,8 @@ type phaseRun struct {
 	// (drivers.DeadlineKeeper), so requests run on hard directly.
 	keepsDeadline bool
 
-	stop     chan struct{} // closed: no new request starts
+	stop     chan struct{} // closed: the phase's time is up, no new arrival comes due
+	drained  chan struct{} // closed: the drain's bound passed, no queued arrival is sent
 	stopOnce sync.Once
 	stopAt   atomic.Int64 // offset at which stop happened, ns
 	hard     context.Context
@@ -393,7 +394,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	ph := &phaseRun{
 		r: r, p: p, repeat: rep, pool: pool, seq: seq, rec: rec, timeout: timeout,
 		keepsDeadline: keepsDeadline(r.Driver),
-		stop:          make(chan struct{}), hard: hard, hardStop: hardStop,
+		stop:          make(chan struct{}), drained: make(chan struct{}), hard: hard, hardStop: hardStop,
 	}
 	r.Log.Info().Int("repeat", rep).Str("phase", p.Name).Str("model", string(p.Model)).
 		Int("connections", p.Connections).Msg("phase start")
@@ -592,21 +593,34 @@ func keepsDeadline(d drivers.Driver) bool {
 	return ok
 }
 
-// endPhase is called when the phase's time is up: no new request starts,
-// and requests in flight get the grace period before they are cancelled.
+// endPhase is called when the phase's time is up: no new arrival comes
+// due and no closed-model request starts. Arrivals still waiting for a
+// free slot may be sent for the drain's bound, the grace (the request
+// timeout); then whatever is unsent is left over. A request sent by then
+// ends by its own timeout; a last stop, one timeout and hardMargin after
+// the drain's bound, cuts what a driver failed to end (left over too).
 func (ph *phaseRun) endPhase() {
 	ph.stopOnce.Do(func() {
 		ph.stopAt.Store(int64(time.Since(ph.start)))
 		close(ph.stop)
-		time.AfterFunc(ph.p.Grace, func() { ph.hardStop(errPhaseEnd) })
+		time.AfterFunc(ph.p.Grace, func() {
+			close(ph.drained)
+			time.AfterFunc(ph.timeout+hardMargin, func() { ph.hardStop(errPhaseEnd) })
+		})
 	})
 }
+
+// hardMargin is how long after the last request's own timeout the end of
+// a phase cancels what is still in flight: a safety net, not a bound
+// requests are expected to meet.
+const hardMargin = time.Second
 
 // halt stops the phase at once with cause.
 func (ph *phaseRun) halt(cause error) {
 	ph.stopOnce.Do(func() {
 		ph.stopAt.Store(int64(time.Since(ph.start)))
 		close(ph.stop)
+		close(ph.drained)
 	})
 	ph.hardStop(cause)
 }
@@ -684,13 +698,18 @@ func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 	}
 	done := time.Since(ph.start)
 	if !out.Responded && out.Class != drivers.OK && ph.hard.Err() != nil {
-		// The phase (grace over) or the user (Ctrl-C) cut this request
-		// short: that is not the target's error.
+		// The phase (its drain ran out) or the user (Ctrl-C) cut this
+		// request short: that is not the target's error. At the drain's
+		// end it is left over, its response time censored.
 		out.Class = drivers.Cancelled
 		out.Code = "interrupted"
 		if errors.Is(context.Cause(ph.hard), errPhaseEnd) {
-			out.Code = "phase-end"
-			ph.rec.AddCancelledAtEnd(1)
+			out.Code = drivers.CodePhaseEnd
+			if !time.Now().Before(deadline) {
+				// Its own timeout had run out first: a timeout, as the
+				// driver would have said had it been quicker.
+				out.Class, out.Code = drivers.Timeout, ""
+			}
 		}
 	}
 	ph.rec.Record(shard, &measure.Result{Seq: seq, Intended: intended, Sent: sent, Done: done, Outcome: out})
@@ -729,6 +748,12 @@ func (ph *phaseRun) closedWorker(k int, at time.Duration) {
 // in-flight slot is free. In queue mode it waits for a free slot, and the
 // arrival's response time keeps counting from its intended start; in drop
 // mode an arrival that finds no free slot at that instant is dropped.
+//
+// When the phase's time is up no new arrival comes due, but every arrival
+// that came due is offered load: one still waiting for a slot is handed
+// over during the drain, until the drain runs out (hard), and whatever is
+// still unsent then is left over (unsent). Cutting the queue at the
+// phase's end instead would remove exactly the longest waits.
 func (ph *phaseRun) pace(out chan<- time.Duration) {
 	defer close(out)
 	sl := ph.r.sleeper()
@@ -748,19 +773,20 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 		if !sl.Until(ph.start.Add(at), ph.hard.Done()) {
 			return // halted before the arrival was due: it never happened
 		}
+		late := time.Duration(0)
 		if early {
 			// Lateness of our own clock: the arrival was not waiting for
 			// a slot, so any delay here is the generator's.
-			late := time.Since(ph.start) - at
+			late = time.Since(ph.start) - at
 			ph.lateness = max(ph.lateness, late)
 			if late > LatenessLimit {
 				ph.late++
 			}
 		}
 		ph.rec.AddArrivals(1)
-		if ph.stopped() {
-			// The phase's time is up (the arrival waited for a slot past
-			// it): no new request starts.
+		if ph.isDrained() {
+			// The drain ran out (or the run was interrupted) while the
+			// arrival waited for a slot.
 			ph.unsent(sched, i)
 			return
 		}
@@ -768,31 +794,61 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 			select {
 			case out <- at:
 			default:
-				ph.rec.AddDropped(1) // every slot busy at the intended start
+				// Every slot busy at the intended start. After a late
+				// dispatch the slots met a burst of the generator's making.
+				ph.rec.AddDropped(1)
+				if late > LatenessLimit {
+					ph.rec.AddDroppedLate(1)
+				}
 			}
 			continue
 		}
 		select {
 		case out <- at:
-		case <-ph.stop:
+		case <-ph.drained:
+			ph.unsent(sched, i)
+			return
+		case <-ph.hard.Done():
 			ph.unsent(sched, i)
 			return
 		}
 	}
 }
 
+// isDrained reports whether queued arrivals may no longer be sent: the
+// drain's bound passed, or the phase was halted.
+func (ph *phaseRun) isDrained() bool {
+	select {
+	case <-ph.drained:
+		return true
+	case <-ph.hard.Done():
+		return true
+	default:
+		return false
+	}
+}
+
 // unsent books arrival i, which came due but was never sent, and every
 // later arrival that came due before the phase stopped, so that
-// arrivals == requests + dropped + cancelled-unsent always holds. They are
-// dropped when the grace ran out (the target could not absorb them) and
-// cancelled when the run was interrupted. Arrival i is already counted.
+// arrivals == requests + dropped + cancelled-unsent + left-over-unsent
+// always holds. They are left over when the drain ran out (the target
+// could not absorb them in time; each with the lower bound of its
+// response time) and cancelled when the run was interrupted. Arrival i is
+// already counted.
 func (ph *phaseRun) unsent(sched Schedule, i int64) {
+	now := time.Since(ph.start)
 	due := time.Duration(ph.stopAt.Load())
 	if due == 0 {
 		// The run's context was cancelled before halt noted the instant.
-		due = time.Since(ph.start)
+		due = now
 	}
-	if w := ph.p.Window(); ph.p.Model == Open && w > 0 {
+	interrupted := ph.r.interrupted(ph.hard)
+	w := ph.p.Window()
+	if !interrupted && w > 0 {
+		// The drain ran out: every arrival of the window came due.
+		due = w
+	}
+	if w > 0 {
 		due = min(due, w)
 	}
 	n := Due(sched, due, i+1) - i
@@ -801,12 +857,23 @@ func (ph *phaseRun) unsent(sched Schedule, i int64) {
 	}
 	n = max(n, 1)
 	ph.rec.AddArrivals(n - 1)
-	if ph.r.interrupted(ph.hard) {
+	if interrupted {
 		ph.rec.AddCancelled(n)
-	} else {
-		ph.rec.AddDropped(n)
+		return
 	}
+	// Each was still waiting now: its response time is at least now −
+	// intended. Past a long walk the smallest bound any arrival of the
+	// window can have, now − window, stands in for the rest.
+	walk := min(n, maxBoundWalk)
+	for j := int64(0); j < walk; j++ {
+		ph.rec.LeftOver(int(j), now-sched.At(i+j))
+	}
+	ph.rec.LeftOverN(0, now-due, n-walk)
 }
+
+// maxBoundWalk bounds how many left-over arrivals unsent walks the
+// schedule for to find each one's intended start.
+const maxBoundWalk = 100_000
 
 // openWorker is one in-flight slot of connection k: it sends the arrivals
 // the pacer hands it, one at a time.
@@ -823,7 +890,7 @@ func (ph *phaseRun) openWorker(w, k int, in <-chan time.Duration) {
 				if ph.r.interrupted(ph.hard) {
 					ph.rec.AddCancelled(1)
 				} else {
-					ph.rec.AddDropped(1)
+					ph.rec.LeftOver(w, time.Since(ph.start)-at)
 				}
 				continue
 			}

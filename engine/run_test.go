@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -102,8 +103,12 @@ func TestField_B08_EndOfPhaseDrains(t *testing.T) {
 	})
 }
 
-// Requests still open when the grace runs out are cancelled, never errors.
-func TestGraceExpiryCancels(t *testing.T) {
+// A request sent before the drain's bound ends by its own timeout, never
+// by the phase's clock: request 3 (which never gets an answer) starts at
+// 0.8 s and times out at 10.8 s, although the drain's bound (the plan's
+// grace, 2 s here) passed at 3 s. Nothing is cut in flight, nothing is
+// left over: every request ended in an outcome of its own.
+func TestRequestsEndByTheirOwnTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &fake.Driver{Service: func(seq uint64) time.Duration {
 			if seq == 3 {
@@ -111,18 +116,14 @@ func TestGraceExpiryCancels(t *testing.T) {
 			}
 			return 400 * time.Millisecond
 		}}
-		// A grace (2 s) shorter than the request timeout (10 s), so that
-		// the grace, not the timeout, ends request 3.
 		pl := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 1}, Duration: dur("1s")}, 2*time.Second)
 		pr := run(t, d, pl, 10*time.Second).Phases[0]
 		s := pr.Summary
-		// Requests 1 and 2 take 0.8 s; request 3 starts at 0.8 s and is
-		// still open when the 2 s grace after the 1 s end runs out.
-		if s.OK != 2 || s.Errors != 0 || s.Cancelled != 1 || s.CancelledAtEnd != 1 || s.Timeouts != 0 {
-			t.Fatalf("ok %d errors %d cancelled %d timeouts %d, want 2/0/1/0", s.OK, s.Errors, s.Cancelled, s.Timeouts)
+		if s.OK != 2 || s.Errors != 1 || s.Timeouts != 1 || s.Cancelled != 0 || s.LeftOver() != 0 {
+			t.Fatalf("ok %d errors %d timeouts %d cancelled %d left over %d, want 2/1/1/0/0", s.OK, s.Errors, s.Timeouts, s.Cancelled, s.LeftOver())
 		}
-		if s.Elapsed != time.Second || pr.Wall != 3*time.Second {
-			t.Fatalf("elapsed %s wall %s, want 1s and 3s (1 s phase + 2 s grace)", s.Elapsed, pr.Wall)
+		if s.Elapsed != time.Second || pr.Wall != 10800*time.Millisecond {
+			t.Fatalf("elapsed %s wall %s, want 1s and 10.8s (request 3's timeout)", s.Elapsed, pr.Wall)
 		}
 	})
 }
@@ -130,24 +131,27 @@ func TestGraceExpiryCancels(t *testing.T) {
 // Open model above the target's capacity, queue mode: a single FIFO worker
 // with service time S = 9 ms offered 200/s for 1 s. Arrival k (0-based)
 // comes at 5k ms, waits for the slot, is sent at 9k ms and completes at
-// 9(k+1) ms: response time 9 + 4k ms, known exactly. When the phase's time
-// is up (1 s) no new request starts: arrivals 0..111 were sent (arrival
-// 111 at 999 ms) and the other 88 are dropped, never silently lost.
+// 9(k+1) ms: response time 9 + 4k ms, known exactly. When the phase's
+// time is up (1 s) no new arrival comes due, but the 88 still waiting are
+// offered load: they are sent during the drain (the timeout, 10 s, is the
+// bound), so all 200 are measured and the tail is not cut off. The rates
+// are over the windows in which things happened: sent over 1.791 s,
+// completed over 1.8 s; the target can do 1/S = 111.1/s, never 200/s.
 func TestOpenQueueCountsFromIntendedStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &fake.Driver{Service: constService(9 * time.Millisecond), Serial: true}
 		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(200), Connections: 1}, Duration: dur("1s")}, 10*time.Second)
 		s := run(t, d, pl, 10*time.Second).Phases[0].Summary
-		if s.Arrivals != 200 || s.Requests != 112 || s.OK != 112 || s.Dropped != 88 {
-			t.Fatalf("arrivals %d requests %d ok %d dropped %d, want 200/112/112/88", s.Arrivals, s.Requests, s.OK, s.Dropped)
+		if s.Arrivals != 200 || s.Requests != 200 || s.OK != 200 || s.Dropped != 0 || s.LeftOver() != 0 {
+			t.Fatalf("arrivals %d requests %d ok %d dropped %d left over %d, want 200/200/200/0/0", s.Arrivals, s.Requests, s.OK, s.Dropped, s.LeftOver())
 		}
-		// Nearest rank over 9+4k ms, k = 0..111: p50 is the 56th smallest
-		// (k = 55) = 229 ms; p90 the ⌈100.8⌉ = 101st (k = 100) = 409 ms;
-		// max (k = 111) 453 ms.
+		// Nearest rank over 9+4k ms, k = 0..199: p50 is the 100th smallest
+		// (k = 99) = 405 ms; p90 the 180th (k = 179) = 725 ms; p99 the
+		// 198th (k = 197) = 797 ms; max (k = 199) 805 ms.
 		for _, c := range []struct {
 			p    float64
 			want time.Duration
-		}{{50, 229 * time.Millisecond}, {90, 409 * time.Millisecond}, {100, 453 * time.Millisecond}} {
+		}{{50, 405 * time.Millisecond}, {90, 725 * time.Millisecond}, {99, 797 * time.Millisecond}, {100, 805 * time.Millisecond}} {
 			got, _ := s.Response.Percentile(c.p)
 			if rel := float64(got-c.want) / float64(c.want); rel < 0 || rel > 0.001 {
 				t.Fatalf("p%g = %s, want %s", c.p, got, c.want)
@@ -157,23 +161,58 @@ func TestOpenQueueCountsFromIntendedStart(t *testing.T) {
 		if got, _ := s.Service.Max(); got != 9*time.Millisecond {
 			t.Fatalf("service max %s, want 9ms", got)
 		}
-		// Achieved 112/s against 200/s offered.
-		if got := s.AchievedRate(); got != 112 {
-			t.Fatalf("achieved %.1f/s, want 112/s", got)
+		if s.Elapsed != time.Second || s.SendWindow() != 1791*time.Millisecond || s.CompletionWindow() != 1800*time.Millisecond {
+			t.Fatalf("elapsed %s, sent over %s, completed over %s; want 1s, 1.791s, 1.8s", s.Elapsed, s.SendWindow(), s.CompletionWindow())
+		}
+		if got, want := s.Throughput(), 200/1.8; math.Abs(got-want) > 1e-9 {
+			t.Fatalf("throughput %.3f/s, want %.3f/s (the target's capacity)", got, want)
+		}
+		if got, want := s.AchievedRate(), 200/1.791; math.Abs(got-want) > 1e-9 {
+			t.Fatalf("achieved %.3f/s, want %.3f/s", got, want)
+		}
+		// Little's law over the same window: L = ΣR / 1.8 s; in flight at
+		// the target always 1 (the serial slot); the rest waited in the
+		// client, exactly the send lag.
+		if l, in, wait := s.LittleL(), s.InflightMean(), s.WaitingMean(); math.Abs(l-(in+wait)) > 1e-9 || math.Abs(in-1) > 1e-9 {
+			t.Fatalf("L %.4f, in flight %.4f, waiting %.4f: want L = in flight (1) + waiting", l, in, wait)
+		}
+	})
+}
+
+// The drain is bounded: the same overload with a 300 ms timeout. Queued
+// arrivals may be sent until 1.3 s: arrivals 0…144 were sent by then (at
+// 9k ms; arrival 145 would leave at 1.305 s, too late), each completes
+// within its own timeout, and the 55 never sent are left over. Each left-over
+// arrival's response time is censored: at least 1.3 s − 5k ms.
+func TestOpenQueueDrainBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(9 * time.Millisecond), Serial: true}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(200), Connections: 1}, Duration: dur("1s")}, 300*time.Millisecond)
+		s := run(t, d, pl, 300*time.Millisecond).Phases[0].Summary
+		if s.Arrivals != 200 || s.OK != 145 || s.CancelledAtEnd != 0 || s.LeftOverUnsent != 55 || s.LeftOver() != 55 || s.Dropped != 0 {
+			t.Fatalf("arrivals %d ok %d cut %d unsent %d dropped %d, want 200/145/0/55/0", s.Arrivals, s.OK, s.CancelledAtEnd, s.LeftOverUnsent, s.Dropped)
+		}
+		// Arrival 199 (due at 995 ms) waited at least 305 ms; arrival 145
+		// (due 725 ms) at least 575 ms, the largest.
+		lo, _ := s.LeftOverBound.Min()
+		hi, _ := s.LeftOverBound.Max()
+		if lo != 305*time.Millisecond || hi != 575*time.Millisecond {
+			t.Fatalf("left-over bounds %s … %s, want 305ms … 575ms", lo, hi)
 		}
 	})
 }
 
 // An absurd backlog (10 M/s offered to one slow slot) is counted in closed
-// form at the end, not arrival by arrival, and the identity holds.
+// form when the drain runs out, not arrival by arrival, and the identity
+// holds: sends at 0, 99, …, 11,979 ms within the 2 s phase and its 10 s
+// drain are 122 requests, each answered; the rest are left over.
 func TestHugeBacklogCountedAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &fake.Driver{Service: constService(99 * time.Millisecond)}
 		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(1e7), Connections: 1}, Duration: dur("2s")}, 10*time.Second)
 		s := run(t, d, pl, 10*time.Second).Phases[0].Summary
-		// Sends at 0, 99, …, 1980 ms: 21.
-		if s.Arrivals != 2e7 || s.Requests+s.Dropped != s.Arrivals || s.Requests != 21 {
-			t.Fatalf("arrivals %d requests %d dropped %d", s.Arrivals, s.Requests, s.Dropped)
+		if s.Arrivals != 2e7 || s.Requests != 122 || s.OK != 122 || s.LeftOver() != s.Arrivals-122 {
+			t.Fatalf("arrivals %d requests %d ok %d left over %d", s.Arrivals, s.Requests, s.OK, s.LeftOver())
 		}
 	})
 }
@@ -229,13 +268,14 @@ func TestOpenDropKeepsIdentity(t *testing.T) {
 func TestInflightCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &fake.Driver{Service: constService(100 * time.Millisecond), Inflight: 8}
-		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(1000), Connections: 2, Inflight: 3}, Duration: dur("1s")}, 10*time.Second)
-		s := run(t, d, pl, 10*time.Second).Phases[0].Summary
+		// 6 slots × 10/s: the 1,000 arrivals take 16.7 s, within the drain.
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(1000), Connections: 2, Inflight: 3}, Duration: dur("1s")}, 20*time.Second)
+		s := run(t, d, pl, 20*time.Second).Phases[0].Summary
 		if d.PeakInflight() != 6 {
 			t.Fatalf("peak in flight %d, want 6", d.PeakInflight())
 		}
-		if s.Arrivals != 1000 || s.Requests+s.Dropped != s.Arrivals {
-			t.Fatalf("arrivals %d requests %d dropped %d", s.Arrivals, s.Requests, s.Dropped)
+		if s.Arrivals != 1000 || s.Requests != s.Arrivals || s.LeftOver() != 0 {
+			t.Fatalf("arrivals %d requests %d left over %d: the queue drains within the timeout", s.Arrivals, s.Requests, s.LeftOver())
 		}
 	})
 }
@@ -423,20 +463,24 @@ func TestInterruptQueuedArrivals(t *testing.T) {
 }
 
 // An open phase bounded by count ends when its arrivals' span is over,
-// like one bounded by time: 50 arrivals at 100/s span 0.5 s; a slow
-// single-worker target (45 ms) starts 12 of them in that time (at 0, 45,
-// …, 495 ms), the other 38 are dropped, and the rates are per the 0.5 s,
-// not per the drain.
+// like one bounded by time: 50 arrivals at 100/s span 0.5 s (the offered
+// rate's window). A slow single-worker target (45 ms) serves them one by
+// one: all 50 are sent (the last at 2.205 s, in the drain) and complete
+// by 2.25 s, so throughput is 50 / 2.25 s = 22.2/s, the target's 1/S,
+// never 50 / 0.5 s.
 func TestOpenCountBoundStopsAtItsWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &fake.Driver{Service: constService(45 * time.Millisecond), Serial: true}
 		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(100), Connections: 1}, Requests: 50}, 10*time.Second)
 		s := run(t, d, pl, 10*time.Second).Phases[0].Summary
-		if s.Arrivals != 50 || s.Requests != 12 || s.Dropped != 38 || s.Elapsed != 500*time.Millisecond {
-			t.Fatalf("arrivals %d requests %d dropped %d elapsed %s, want 50/12/38/500ms", s.Arrivals, s.Requests, s.Dropped, s.Elapsed)
+		if s.Arrivals != 50 || s.Requests != 50 || s.LeftOver() != 0 || s.Elapsed != 500*time.Millisecond {
+			t.Fatalf("arrivals %d requests %d left over %d elapsed %s, want 50/50/0/500ms", s.Arrivals, s.Requests, s.LeftOver(), s.Elapsed)
 		}
-		if got := s.Throughput(); got != 24 {
-			t.Fatalf("throughput %.1f/s, want 24/s", got)
+		if got, want := s.Throughput(), 50/2.25; math.Abs(got-want) > 1e-9 {
+			t.Fatalf("throughput %.2f/s, want %.2f/s", got, want)
+		}
+		if got := s.Drain(); got != 1750*time.Millisecond {
+			t.Fatalf("drain %s, want 1.75s", got)
 		}
 	})
 }
@@ -487,22 +531,22 @@ func TestProgress(t *testing.T) {
 // Send lag is how long an arrival waited in the client before it went
 // out: one connection, an arrival every 10 ms, 15 ms of service each, so
 // arrival i (due at 10i ms) leaves when the previous one is done, at 15i
-// ms: it lagged exactly 5i ms. The phase's 10 arrivals span 100 ms; the
-// seven that left by then (at 0 … 90 ms) lagged 0 … 30 ms, the other
-// three are dropped (never sent: no lag). In the closed model it is always 0.
+// ms: it lagged exactly 5i ms. The phase's 10 arrivals span 100 ms; all
+// ten leave (the last three in the drain) and lagged 0 … 45 ms. In the
+// closed model it is always 0.
 func TestSendLag(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &fake.Driver{Service: constService(15 * time.Millisecond)}
 		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(100), Connections: 1}, Requests: 10}, time.Second)
 		s := run(t, d, pl, time.Second).Phases[0].Summary
-		if s.SendLag.Count() != 7 || s.Requests != 7 || s.Dropped != 3 {
-			t.Fatalf("send lag of %d requests (requests %d, dropped %d), want 7, 7, 3", s.SendLag.Count(), s.Requests, s.Dropped)
+		if s.SendLag.Count() != 10 || s.Requests != 10 || s.LeftOver() != 0 {
+			t.Fatalf("send lag of %d requests (requests %d, left over %d), want 10, 10, 0", s.SendLag.Count(), s.Requests, s.LeftOver())
 		}
-		if mx, _ := s.SendLag.Max(); mx != 30*time.Millisecond {
-			t.Errorf("max send lag %s, want 30ms (arrival 6)", mx)
+		if mx, _ := s.SendLag.Max(); mx != 45*time.Millisecond {
+			t.Errorf("max send lag %s, want 45ms (arrival 9)", mx)
 		}
-		if mean, _ := s.SendLag.Mean(); mean != 15*time.Millisecond {
-			t.Errorf("mean send lag %s, want 15ms (5 ms × 3)", mean)
+		if mean, _ := s.SendLag.Mean(); mean != 22500*time.Microsecond {
+			t.Errorf("mean send lag %s, want 22.5ms (5 ms × 4.5)", mean)
 		}
 		closed := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 2}, Requests: 10}, time.Second)
 		s = run(t, d, closed, time.Second).Phases[0].Summary

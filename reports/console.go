@@ -70,6 +70,9 @@ func (c *consoleWriter) header() {
 func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	s, p := pr.Summary, pr.Phase
 	title := fmt.Sprintf("repeat %d · %s · %s model · %s", pr.Repeat, p.Name, p.Model, s.Elapsed.Round(time.Millisecond))
+	if d := s.Drain(); d > 0 && !pr.Interrupted {
+		title += fmt.Sprintf(" + drain %s", d.Round(time.Millisecond))
+	}
 	if p.Warmup {
 		title += " · warmup (recorded apart, never judged)"
 	}
@@ -80,20 +83,27 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	switch p.Model {
 	case engine.Open:
 		unsent := ""
+		if s.LeftOverUnsent > 0 {
+			unsent += fmt.Sprintf(" + left over unsent %d", s.LeftOverUnsent)
+		}
 		if s.CancelledUnsent > 0 {
-			unsent = fmt.Sprintf(" + cancelled before sending %d", s.CancelledUnsent)
+			unsent += fmt.Sprintf(" + cancelled before sending %d", s.CancelledUnsent)
+		}
+		sentOver := ""
+		if w := s.SendWindow(); w > s.Elapsed {
+			sentOver = fmt.Sprintf(" (sent over %s)", w.Round(time.Millisecond))
 		}
 		off, _ := engine.Offered(pr)
 		planned := ""
 		if p.Arrivals == "poisson" {
 			planned = fmt.Sprintf(" (Poisson draw; planned %s/s)", rate(p.OfferedRate()))
 		}
-		c.f("  load          offered %s/s%s, achieved %s/s; arrivals %d = requests %d + dropped %d%s; %d connection(s) × in-flight %d\n",
-			rate(off), planned, rate(s.AchievedRate()), s.Arrivals, s.Requests, s.Dropped, unsent, pr.ConnectionsRequested, p.Inflight)
+		c.f("  load          offered %s/s%s, achieved %s/s%s; arrivals %d = requests %d + dropped %d%s; %d connection(s) × in-flight %d\n",
+			rate(off), planned, rate(s.AchievedRate()), sentOver, s.Arrivals, s.Requests, s.Dropped, unsent, pr.ConnectionsRequested, p.Inflight)
 	default:
 		c.f("  load          %d connection(s), achieved %s/s, %d requests\n", pr.ConnectionsRequested, rate(s.AchievedRate()), s.Requests)
 	}
-	c.f("  throughput    %s/s (%d ok of %d requests; failures never count)\n", rate(s.Throughput()), s.OK, s.Requests)
+	c.f("  throughput    %s/s (%d ok of %d requests, completed over %s; failures never count)\n", rate(s.Throughput()), s.OK, s.Requests, s.CompletionWindow().Round(time.Millisecond))
 	c.f("  response time %s\n", distLine(&s.Response))
 	c.f("  service time  %s\n", distLine(&s.Service))
 	if p.Model == engine.Open {
@@ -107,8 +117,14 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	for _, code := range slices.Sorted(maps.Keys(s.ErrorExamples)) {
 		c.f("    e.g. %-8s %s\n", code+":", s.ErrorExamples[code])
 	}
-	if n := s.Cancelled - s.CancelledUnsent; n > 0 {
-		c.f("  cancelled     %d sent requests (still in flight when the phase ended or was interrupted; not target errors)\n", n)
+	if n := s.LeftOver(); n > 0 {
+		lo, _ := s.LeftOverBound.Min()
+		med, _ := s.LeftOverBound.Percentile(50)
+		c.f("  left over     %d arrivals (%d never sent, %d cut in flight) when the drain ran out %s after the phase's end: response times censored, each ≥ its wait so far (≥ %s, median ≥ %s); in no latency figure\n",
+			n, s.LeftOverUnsent, s.CancelledAtEnd, dur(p.Grace), dur(lo), dur(med))
+	}
+	if n := s.Cancelled - s.CancelledUnsent - s.CancelledAtEnd; n > 0 {
+		c.f("  cancelled     %d sent requests (in flight when the run was interrupted; not target errors)\n", n)
 	}
 	if s.Late+s.UnknownID+s.DuplicateID > 0 || len(s.ClosesByCode) > 0 {
 		// Counted apart: no request waited for them.
@@ -121,7 +137,7 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	}
 	c.f("\n")
 	lc := engine.Little(pr)
-	c.f("  little's law  λ·W = %.2f vs %s\n", lc.L, lc.Against)
+	c.f("  little's law  λ·W = %.2f vs %s, over %s\n", lc.L, lc.Against, s.CompletionWindow().Round(time.Millisecond))
 	c.f("  client        cpu %.1f %% of a core, longest GC pause %s", 100*pr.ClientCPU, pr.GCPauseMax.Round(time.Microsecond))
 	if p.Model == engine.Open {
 		c.f(", pacer lateness max %s", pr.LatenessMax.Round(time.Microsecond))
@@ -298,7 +314,7 @@ func (c *consoleWriter) verdict() {
 	case r.Result != nil && r.Result.Interrupted:
 		c.f("\nverdict: INTERRUPTED (partial results written; nothing judged as passed)\n")
 	case r.Outcome == "inconclusive" && r.Verdict != nil && r.Verdict.Status.String() == "pass":
-		c.f("\nverdict: INCONCLUSIVE (every rule holds, but the load generator was the bottleneck: see the warnings)\n")
+		c.f("\nverdict: INCONCLUSIVE (every rule holds, but %s: see the warnings)\n", invalidReason(r))
 	case r.Verdict != nil:
 		c.f("\nverdict: %s\n", strings.ToUpper(r.Verdict.Status.String()))
 	}

@@ -191,7 +191,7 @@ func verdictWord(r *Run) (word, class, note string) {
 	case r.Outcome == "incomplete":
 		return "INCOMPLETE", "inconclusive", "a snapshot written while the run went on"
 	case r.Outcome == "inconclusive" && r.Verdict != nil && r.Verdict.Status == rules.Pass:
-		return "INCONCLUSIVE", "inconclusive", "every rule holds, but the load generator was the bottleneck: see the warnings"
+		return "INCONCLUSIVE", "inconclusive", "every rule holds, but " + invalidReason(r) + ": see the warnings"
 	case r.Verdict != nil:
 		s := r.Verdict.Status
 		note := ""

@@ -156,7 +156,7 @@ func junitSuiteOf(r *Run) junitSuite {
 		}
 		s.Cases = append(s.Cases, junitCase{
 			Name: "measurement", Classname: red(name), Time: junitSeconds(0),
-			Skipped: &junitMessage{Message: red("inconclusive: the load generator was the bottleneck"), Body: red(strings.Join(msgs, "\n"))},
+			Skipped: &junitMessage{Message: red("inconclusive: " + invalidReason(r)), Body: red(strings.Join(msgs, "\n"))},
 		})
 	}
 	if len(s.Cases) == 0 {

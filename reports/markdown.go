@@ -104,7 +104,7 @@ func (m *mdWriter) header() {
 		m.f("> **Incomplete:** a snapshot of a run still in progress; the verdict is not final.\n\n")
 	case "inconclusive":
 		if inv := invalidatingWarnings(r); len(inv) > 0 {
-			m.f("> **Inconclusive:** the load generator was the bottleneck, so the measurement cannot support a verdict:\n")
+			m.f("> **Inconclusive:** %s, so the measurement cannot support a verdict:\n", m.t(invalidReason(r)))
 			for _, w := range inv {
 				m.f("> - %s\n", m.t(w.Message))
 			}
@@ -154,6 +154,31 @@ func invalidatingWarnings(r *Run) []engine.Warning {
 		}
 	}
 	return out
+}
+
+// invalidReason says in a few words why the run's invalidating warnings
+// keep it from a pass, one phrase per kind: censored figures (arrivals
+// left over or dropped) or a load generator that was the bottleneck.
+func invalidReason(r *Run) string {
+	var censored, generator bool
+	for _, w := range invalidatingWarnings(r) {
+		if w.Code == "censored" {
+			censored = true
+		} else {
+			generator = true
+		}
+	}
+	var why []string
+	if censored {
+		why = append(why, "arrivals were left over or dropped, so the figures censor the longest waits")
+	}
+	if generator {
+		why = append(why, "the load generator was the bottleneck")
+	}
+	if len(why) == 0 {
+		return "the measurement cannot support a verdict"
+	}
+	return strings.Join(why, ", and ")
 }
 
 var mdStatusBadge = map[rules.Status]string{
@@ -249,9 +274,9 @@ func (m *mdWriter) phaseLabel(pr *engine.PhaseResult) string {
 
 func (m *mdWriter) load() {
 	m.f("### Load and throughput\n\n")
-	m.f("Throughput counts ok responses only; offered is the planned (or drawn) arrival rate of an open phase.\n\n")
-	m.f("| Phase | Repeat | Model | Offered /s | Achieved /s | Throughput /s | Requests | OK | Dropped | Connections | Duration |\n")
-	m.f("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	m.f("Throughput counts ok responses only, per second of the time in which they completed (the phase plus its drain); achieved is requests sent per second of the time in which they were sent; offered is the planned (or drawn) arrival rate of an open phase over its own length. Left over: arrivals neither answered nor failed when the drain ran out (censored).\n\n")
+	m.f("| Phase | Repeat | Model | Offered /s | Achieved /s | Throughput /s | Requests | OK | Dropped | Left over | Connections | Duration |\n")
+	m.f("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, pr := range m.r.Result.Phases {
 		s := pr.Summary
 		offered := "—"
@@ -262,8 +287,12 @@ func (m *mdWriter) load() {
 		if pr.ConnectionsEstablished != pr.ConnectionsRequested {
 			conns = fmt.Sprintf("%d of %d", pr.ConnectionsEstablished, pr.ConnectionsRequested)
 		}
-		m.f("| %s | %d | %s | %s | %s | %s | %d | %d | %d | %s | %s |\n", m.phaseLabel(pr), pr.Repeat, pr.Phase.Model,
-			offered, rate(s.AchievedRate()), rate(s.Throughput()), s.Requests, s.OK, s.Dropped, conns, s.Elapsed.Round(time.Millisecond))
+		length := s.Elapsed.Round(time.Millisecond).String()
+		if d := s.Drain(); d > 0 && !pr.Interrupted {
+			length += " + drain " + d.Round(time.Millisecond).String()
+		}
+		m.f("| %s | %d | %s | %s | %s | %s | %d | %d | %d | %d | %s | %s |\n", m.phaseLabel(pr), pr.Repeat, pr.Phase.Model,
+			offered, rate(s.AchievedRate()), rate(s.Throughput()), s.Requests, s.OK, s.Dropped, s.LeftOver(), conns, length)
 	}
 	m.f("\n")
 }

@@ -46,6 +46,10 @@ func (r *Run) Rows(pr *engine.PhaseResult) [][]string {
 	if s.Cancelled > 0 {
 		notes = append(notes, fmt.Sprintf("cancelled=%d", s.Cancelled))
 	}
+	if n := s.LeftOver(); n > 0 {
+		// Not a column: the header stays the one earlier files have.
+		notes = append(notes, fmt.Sprintf("left_over=%d", n))
+	}
 	for _, c := range []struct {
 		name string
 		n    int64

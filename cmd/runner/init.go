@@ -65,7 +65,7 @@ func newInitCmd(stdout, stderr io.Writer) *cobra.Command {
 frame) to FILE, scenario.yaml unless given, or to stdout when FILE is -. The
 starter runs as written against the matching built-in reference target
 (serve: http, ws-gateway or frame): a warmup phase, an open-model phase, three
-repeats, a reconcile block, rules on p99, errors, dropped arrivals and the
+repeats, a reconcile block, rules on p99, errors, left-over arrivals and the
 achieved rate, and TSV, JSON and Markdown outputs; every key carries a comment
 with its meaning and the main alternatives (url targets, closed model, ramps,
 units). Its first line is the yaml-language-server modeline of the JSON Schema.

@@ -39,7 +39,7 @@ func TestInit_StartersValidate(t *testing.T) {
 			}
 			for _, want := range []string{
 				"serve: " + d.serve, "warmup: true", "open: {rate:", "repeats: 3", "reconcile:",
-				"p99 <", "errors == 0", "dropped == 0", "achieved_rate ≈ offered_rate",
+				"p99 <", "errors == 0", "left_over == 0", "achieved_rate ≈ offered_rate",
 				"tsv:", "json:", "markdown:",
 			} {
 				if !strings.Contains(text, want) {

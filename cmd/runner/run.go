@@ -462,6 +462,11 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	if proc != nil && proc.Exited() {
 		runErr = errors.Join(runErr, errors.New("the spawned target exited during the run"))
 	}
+	if msg := engine.ClientFailure(rep.Result); msg != "" {
+		// Ports or descriptors ran out mid-run: the client's failure,
+		// never a pass and never the target's (exit 3).
+		runErr = errors.Join(runErr, errors.New(msg))
+	}
 	rep.Verdict = engine.JudgeAgainst(pl, rep.Result, f.base)
 	rep.Across = engine.Across(rep.Result)
 	// Run-wide warnings first, as Checks orders its own.

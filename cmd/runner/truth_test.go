@@ -48,6 +48,22 @@ func truthCheck(t *testing.T, what string, got, truth, below, above float64) {
 	}
 }
 
+// queueChain returns R_k = δ + 10 + 3.333·k ms, the response time of
+// request k of a single 10 ms worker offered 150/s (see
+// TestTruth_QueueGrowsLinearly), with the chain's origin δ read from the
+// run: the first response is the smallest, δ = min − 10 ms, and must lie
+// in [−1, maxLate] ms.
+func queueChain(t *testing.T, ph map[string]any, maxLate float64) func(k int) float64 {
+	t.Helper()
+	first := truthMs(t, ph, "min")
+	delta := first - 10
+	t.Logf("min = %.3f ms: the chain started %.3f ms after the first intended arrival", first, delta)
+	if delta < -1 || delta > maxLate {
+		t.Fatalf("min = %.3f ms, want in [9, %.0f] ms: the first request's response time is S = 10 ms plus how late it reached the target", first, 10+maxLate)
+	}
+	return func(k int) float64 { return delta + 10 + float64(k)*10/3.0 }
+}
+
 // nearestRank is the nearest-rank percentile of n values given by the
 // k-th smallest (k from 0): rank ⌈p/100·n⌉.
 func nearestRank(p float64, n int, kth func(k int) float64) float64 {
@@ -128,13 +144,7 @@ phases:
 		t.Errorf("open: dropped = %d, want 0", got)
 	}
 	const ms = 1.0
-	first := truthMs(t, open, "min")
-	delta := first - 10*ms
-	t.Logf("open min = %.3f ms: the chain started %.3f ms after the first intended arrival", first, delta)
-	if delta < -1*ms || delta > 40*ms {
-		t.Fatalf("open min = %.3f ms, want in [9, 50] ms: the first request's response time is S = 10 ms plus how late it reached the target", first)
-	}
-	R := func(k int) float64 { return delta + 10 + float64(k)*10/3.0 }
+	R := queueChain(t, open, 40*ms)
 	for _, c := range []struct {
 		name string
 		p    float64
@@ -143,7 +153,7 @@ phases:
 		truthCheck(t, "open "+c.name, truthMs(t, open, c.name), truth, 1*ms, math.Max(6*ms, truth/100))
 	}
 	truthCheck(t, "open max", truthMs(t, open, "max"), R(299), 1*ms, 10*ms)
-	truthCheck(t, "open mean", truthMs(t, open, "mean"), delta+10+149.5*10/3.0, 1*ms, 6*ms)
+	truthCheck(t, "open mean", truthMs(t, open, "mean"), R(0)+149.5*10/3.0, 1*ms, 6*ms)
 
 	truthP99 := nearestRank(99, 300, func(k int) float64 { return 10 + float64(k)*10/3.0 })
 	cp99 := truthMs(t, closed, "p99")

@@ -86,6 +86,34 @@ func (d *Dist) record(v time.Duration) {
 	d.idx = nil
 }
 
+// recordN adds n samples of value v at once (n ≥ 1; see record).
+func (d *Dist) recordN(v time.Duration, n int64) {
+	if n <= 0 {
+		return
+	}
+	if v < 0 {
+		v = 0
+	}
+	if d.n == 0 || v < d.min {
+		d.min = v
+	}
+	d.max = max(d.max, v)
+	d.n += n
+	d.sum.addProduct(sum128{lo: uint64(v)}, uint64(n))
+	hi, lo := bits.Mul64(uint64(v), uint64(v))
+	d.sumSq.addProduct(sum128{hi: hi, lo: lo}, uint64(n))
+	us := int64(v / time.Microsecond)
+	if us > histHighest {
+		us = histHighest
+		d.clamped += n
+	}
+	if d.h == nil {
+		d.h = newHist()
+	}
+	_ = d.h.RecordValues(us, n)
+	d.idx = nil
+}
+
 // recordCorrected adds v and, as HdrHistogram's RecordCorrectedValue does,
 // the samples a stalled closed-model client failed to send: v − k·interval
 // for k = 1, 2, … while the value is ≥ interval (Gil Tene's coordinated

@@ -27,11 +27,13 @@ type Options struct {
 	// are booked in its last second. Zero means up to MaxTimeline seconds.
 	Duration time.Duration
 	// Window is the phase's own length when it is bounded by time (its
-	// duration, without the drain grace). When > 0, each request adds to
-	// InflightSum only the part of [Sent, Done] inside [0, Window], so that
-	// InflightSum / Elapsed is the time-average of in-flight requests over
-	// the phase and can never exceed the concurrency that was possible.
-	// Zero counts every request's whole service time.
+	// duration, without the drain). A request that completed adds its
+	// whole service time to InflightSum (it lies inside the completion
+	// window, Summary.CompletionWindow); one cut short (Class Cancelled:
+	// the drain ran out, or an interrupt) adds only the part of [Sent,
+	// Done] inside [0, Window] when Window > 0, so that the mean in-flight
+	// over the completion window never exceeds the concurrency that was
+	// possible. Zero counts every request's whole service time.
 	Window time.Duration
 }
 
@@ -52,8 +54,9 @@ type Recorder struct {
 	opts     Options
 	timeline int // seconds
 
-	arrivals, dropped, cancelledUnsent, cancelledAtEnd, connectFailures, connectionsOpened atomic.Int64
-	late, unknownID, duplicateID                                                           atomic.Int64
+	arrivals, dropped, cancelledUnsent, connectFailures, connectionsOpened atomic.Int64
+	late, unknownID, duplicateID                                           atomic.Int64
+	droppedLate                                                            atomic.Int64
 
 	closesMu sync.Mutex
 	closes   map[string]int64 // server closes by code
@@ -67,8 +70,15 @@ type shard struct {
 	mu sync.Mutex
 
 	requests, ok, errors, cancelled, timeouts, responded int64
+	cancelledAtEnd, leftOverUnsent                       int64
 	bytesIn, bytesOut, dialed                            int64
 	responseSum, inflightSum                             time.Duration
+	waitSum, unansweredInflight                          time.Duration
+	lastSent, lastDone                                   time.Duration
+
+	// leftOver holds the lower bounds of left-over arrivals' response
+	// times (censored samples).
+	leftOver Dist
 
 	response, service, connect, firstByte Dist
 	sendLag                               Dist // Sent − Intended of every sent request
@@ -130,18 +140,25 @@ func (s *shard) record(res *Result, interval, window time.Duration, timeline int
 	s.bytesIn += o.BytesIn
 	s.bytesOut += o.BytesOut
 	s.dialed += int64(o.Dialed)
-	if window > 0 {
-		// The overlap of [Sent, Done] with [0, window].
-		from, to := max(res.Sent, 0), min(res.Done, window)
-		if to > from {
-			s.inflightSum = addSat(s.inflightSum, to-from)
+	s.lastSent = max(s.lastSent, res.Sent)
+	inflight := svc
+	if o.Class == drivers.Cancelled {
+		// Cut short by the drain's end or an interrupt: it completed
+		// nothing, so it neither extends the completion window nor counts
+		// in flight beyond the phase's own window.
+		if window > 0 {
+			inflight = max(min(res.Done, window)-max(res.Sent, 0), 0)
 		}
 	} else {
-		s.inflightSum = addSat(s.inflightSum, svc)
+		s.lastDone = max(s.lastDone, res.Done)
 	}
+	s.inflightSum = addSat(s.inflightSum, inflight)
 	if o.Responded {
 		s.responded++
 		s.responseSum = addSat(s.responseSum, resp)
+		s.waitSum = addSat(s.waitSum, max(res.Sent-res.Intended, 0))
+	} else {
+		s.unansweredInflight = addSat(s.unansweredInflight, inflight)
 	}
 	s.sendLag.record(max(res.Sent-res.Intended, 0)) // every recorded request was sent
 	if o.Connect > 0 {
@@ -164,6 +181,11 @@ func (s *shard) record(res *Result, interval, window time.Duration, timeline int
 		sec.ResponseMax = max(sec.ResponseMax, resp)
 	case drivers.Cancelled:
 		s.cancelled++
+		if o.Code == drivers.CodePhaseEnd {
+			// Left over: its response time is at least what it waited.
+			s.cancelledAtEnd++
+			s.leftOver.record(resp)
+		}
 	default:
 		class := string(o.Class)
 		if class == "" {
@@ -240,11 +262,35 @@ func (r *Recorder) AddDropped(n int64) { r.dropped.Add(n) }
 // and Class drivers.Cancelled instead.
 func (r *Recorder) AddCancelled(n int64) { r.cancelledUnsent.Add(n) }
 
-// AddCancelledAtEnd marks n of the cancelled requests as cancelled because
-// the drain grace ran out at phase end (as opposed to an interrupt). Each
-// of them must also be recorded with Record and Class drivers.Cancelled;
-// this counter only splits Cancelled, it adds no outcome.
-func (r *Recorder) AddCancelledAtEnd(n int64) { r.cancelledAtEnd.Add(n) }
+// AddDroppedLate books n arrivals dropped (`on_saturation: drop`) that the
+// pacer dispatched later than the engine's lateness limit: the burst a
+// late generator sends can find every slot busy, so these drops are the
+// generator's, not the target's. They are also in AddDropped.
+func (r *Recorder) AddDroppedLate(n int64) { r.droppedLate.Add(n) }
+
+// LeftOver books one arrival that came due during the phase but was never
+// sent before the phase's drain ran out (still waiting for a free
+// connection or in-flight slot). Its response time is censored: it is at
+// least lowerBound (the drain's end minus its intended start), which is
+// recorded in Summary.LeftOverBound. Requests cut in flight by the
+// drain's end are recorded with Record instead (Class drivers.Cancelled,
+// Code drivers.CodePhaseEnd). shard is taken modulo the number of shards.
+func (r *Recorder) LeftOver(shard int, lowerBound time.Duration) {
+	r.LeftOverN(shard, lowerBound, 1)
+}
+
+// LeftOverN books n left-over arrivals with the same lower bound at once
+// (see LeftOver): a backlog of millions is booked in one step.
+func (r *Recorder) LeftOverN(shard int, lowerBound time.Duration, n int64) {
+	if n <= 0 {
+		return
+	}
+	s := r.shards[uint(shard)%uint(len(r.shards))]
+	s.mu.Lock()
+	s.leftOverUnsent += n
+	s.leftOver.recordN(max(lowerBound, 0), n)
+	s.mu.Unlock()
+}
 
 // AddConnectFailures books n connections that could not be dialled at the
 // barrier (before any request waited on them).
@@ -294,7 +340,14 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 		s.OK += sh.ok
 		s.Errors += sh.errors
 		s.Cancelled += sh.cancelled
+		s.CancelledAtEnd += sh.cancelledAtEnd
+		s.LeftOverUnsent += sh.leftOverUnsent
 		s.Timeouts += sh.timeouts
+		s.LastSent = max(s.LastSent, sh.lastSent)
+		s.LastDone = max(s.LastDone, sh.lastDone)
+		s.WaitSum = addSat(s.WaitSum, sh.waitSum)
+		s.UnansweredInflightSum = addSat(s.UnansweredInflightSum, sh.unansweredInflight)
+		s.LeftOverBound.add(&sh.leftOver)
 		s.Responded += sh.responded
 		s.BytesIn += sh.bytesIn
 		s.BytesOut += sh.bytesOut
@@ -336,7 +389,7 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 	s.Dropped = r.dropped.Load()
 	s.CancelledUnsent = r.cancelledUnsent.Load()
 	s.Cancelled += s.CancelledUnsent
-	s.CancelledAtEnd = r.cancelledAtEnd.Load()
+	s.DroppedLate = r.droppedLate.Load()
 	s.ConnectFailures = r.connectFailures.Load()
 	s.ConnectionsOpened = r.connectionsOpened.Load() + s.Reconnects
 	s.Late = r.late.Load()

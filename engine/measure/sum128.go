@@ -26,6 +26,13 @@ func (s *sum128) addSquare(x uint64) {
 	s.hi, _ = bits.Add64(s.hi, hi, c)
 }
 
+// addProduct adds x·n; a product beyond 128 bits wraps (it cannot occur
+// for the sums kept here: hours squared times 2^63 samples fit).
+func (s *sum128) addProduct(x sum128, n uint64) {
+	h1, l1 := bits.Mul64(x.lo, n)
+	s.addSum(sum128{hi: h1 + x.hi*n, lo: l1})
+}
+
 // addSum adds another accumulator.
 func (s *sum128) addSum(o sum128) {
 	var c uint64

@@ -16,19 +16,32 @@ import (
 // to JSON in HdrHistogram's V2 form. Derived metrics are methods.
 //
 // Identities (Check): every sent request ends in exactly one outcome, and
-// every arrival is sent, dropped or cancelled before it was sent:
+// every arrival is sent, dropped, left over unsent or cancelled before it
+// was sent:
 //
 //	Requests == OK + Errors + (Cancelled − CancelledUnsent)
-//	Arrivals == Requests + Dropped + CancelledUnsent
+//	Arrivals == Requests + Dropped + CancelledUnsent + LeftOverUnsent
 //
-// so Arrivals == OK + Errors + Dropped + Cancelled (DESIGN.md §10).
+// so Arrivals == OK + Errors + Dropped + LeftOver() + (Cancelled −
+// CancelledAtEnd): in a phase that was not interrupted, every arrival is
+// ok, an error, dropped or left over.
 //
 // A Summary is not safe for concurrent mutation; its read methods are safe
 // for concurrent use. Copying a Summary by value shares its histograms: use
 // Clone before merging into a copy.
 type Summary struct {
-	// Elapsed is the phase's wall-clock length: the denominator of every rate.
+	// Elapsed is the phase's own length: its duration (or for an open
+	// phase bounded by count, the span of its arrivals), or the wall-clock
+	// time a phase bounded by its request count took. It is the window of
+	// the offered rate. Rates of what was sent and completed are over the
+	// windows in which that happened (SendWindow, CompletionWindow), which
+	// include the drain after the phase's time was up.
 	Elapsed time.Duration `json:"elapsed_ns"`
+	// LastSent is the latest send and LastDone the latest completion
+	// (ok or error, not a request cut short) of the phase, as offsets from
+	// its start; 0 when none.
+	LastSent time.Duration `json:"last_sent_ns"`
+	LastDone time.Duration `json:"last_done_ns"`
 
 	// Arrivals is the number of arrivals scheduled (open model) or requests
 	// started (closed model).
@@ -41,8 +54,17 @@ type Summary struct {
 	// Errors is the number of requests that ended in an error class.
 	Errors int64 `json:"errors"`
 	// Dropped is the number of arrivals never sent because every
-	// connection was at its in-flight cap (`on_saturation: drop`).
+	// connection was at its in-flight cap at their intended start
+	// (`on_saturation: drop`).
 	Dropped int64 `json:"dropped"`
+	// DroppedLate is the part of Dropped that the pacer dispatched later
+	// than the lateness limit: the generator's drops, not the target's.
+	DroppedLate int64 `json:"dropped_late,omitempty"`
+	// LeftOverUnsent is the number of arrivals that came due during the
+	// phase and were still waiting for a free connection (or in-flight
+	// slot) when the drain ran out: never sent. With CancelledAtEnd they
+	// are the phase's left-over arrivals (LeftOver).
+	LeftOverUnsent int64 `json:"left_over_unsent"`
 	// Cancelled is the number of arrivals that ended cancelled: requests
 	// still open after the end-of-phase grace or interrupted in flight, and
 	// arrivals an interrupt caught before they were sent (CancelledUnsent).
@@ -50,8 +72,8 @@ type Summary struct {
 	Cancelled int64 `json:"cancelled"`
 	// CancelledUnsent is the part of Cancelled that was never sent.
 	CancelledUnsent int64 `json:"cancelled_unsent"`
-	// CancelledAtEnd is the part of Cancelled that the end-of-phase grace
-	// cut off in flight (as booked with Recorder.AddCancelledAtEnd).
+	// CancelledAtEnd is the part of Cancelled that the drain's end cut off
+	// in flight (Code drivers.CodePhaseEnd): left over, not interrupted.
 	CancelledAtEnd int64 `json:"cancelled_at_end"`
 	// Timeouts is the number of errors of class timeout (also in Errors).
 	Timeouts int64 `json:"timeouts"`
@@ -112,10 +134,21 @@ type Summary struct {
 	Responded int64 `json:"responded"`
 	// ResponseSum is Σ response time over the Responded requests.
 	ResponseSum time.Duration `json:"response_sum_ns"`
-	// InflightSum is Σ service time over all requests. A request is in
-	// flight exactly during [Sent, Done), so InflightSum is the integral of
-	// the in-flight count over time and InflightSum / Elapsed is the exact
-	// mean in-flight count over the phase.
+	// WaitSum is Σ (Sent − Intended) over the Responded requests: the part
+	// of ResponseSum they spent waiting in the client before being sent.
+	WaitSum time.Duration `json:"wait_sum_ns,omitempty"`
+	// UnansweredInflightSum is the part of InflightSum spent by requests
+	// without a complete response (timeouts, resets, cut at the end).
+	UnansweredInflightSum time.Duration `json:"unanswered_inflight_sum_ns,omitempty"`
+	// LeftOverBound holds, per left-over arrival, a lower bound of its
+	// response time: the drain's end minus its intended start. The samples
+	// are censored: each true value is at least the one recorded.
+	LeftOverBound Dist `json:"left_over_bound"`
+	// InflightSum is Σ service time over all requests (see
+	// Options.Window for those cut short). A request is in flight exactly
+	// during [Sent, Done), so InflightSum is the integral of the in-flight
+	// count over time and InflightSum / CompletionWindow is the exact mean
+	// in-flight count over the window in which the phase's requests ran.
 	InflightSum time.Duration `json:"inflight_sum_ns"`
 
 	// Timeline holds one entry per second of completion time (Done) from
@@ -158,6 +191,7 @@ func (s *Summary) seal() {
 	s.SendLag.seal()
 	s.ConnectTime.seal()
 	s.FirstByte.seal()
+	s.LeftOverBound.seal()
 	if s.Corrected != nil {
 		s.Corrected.seal()
 	}
@@ -207,11 +241,15 @@ func (s *Summary) Merge(o *Summary) {
 		o = o.Clone()
 	}
 	s.Elapsed = max(s.Elapsed, o.Elapsed)
+	s.LastSent = max(s.LastSent, o.LastSent)
+	s.LastDone = max(s.LastDone, o.LastDone)
 	s.Arrivals += o.Arrivals
 	s.Requests += o.Requests
 	s.OK += o.OK
 	s.Errors += o.Errors
 	s.Dropped += o.Dropped
+	s.DroppedLate += o.DroppedLate
+	s.LeftOverUnsent += o.LeftOverUnsent
 	s.Cancelled += o.Cancelled
 	s.CancelledUnsent += o.CancelledUnsent
 	s.CancelledAtEnd += o.CancelledAtEnd
@@ -240,6 +278,7 @@ func (s *Summary) Merge(o *Summary) {
 	s.SendLag.add(&o.SendLag)
 	s.ConnectTime.add(&o.ConnectTime)
 	s.FirstByte.add(&o.FirstByte)
+	s.LeftOverBound.add(&o.LeftOverBound)
 	if o.Corrected != nil {
 		if s.Corrected == nil {
 			s.Corrected = &Dist{}
@@ -260,6 +299,8 @@ func (s *Summary) Merge(o *Summary) {
 	}
 	s.Responded += o.Responded
 	s.ResponseSum = addSat(s.ResponseSum, o.ResponseSum)
+	s.WaitSum = addSat(s.WaitSum, o.WaitSum)
+	s.UnansweredInflightSum = addSat(s.UnansweredInflightSum, o.UnansweredInflightSum)
 	s.InflightSum = addSat(s.InflightSum, o.InflightSum)
 	s.Timeline = mergeTimeline(s.Timeline, o.Timeline)
 	s.seal()
@@ -287,6 +328,7 @@ func (s *Summary) Clone() *Summary {
 	c.SendLag = *s.SendLag.Clone()
 	c.ConnectTime = *s.ConnectTime.Clone()
 	c.FirstByte = *s.FirstByte.Clone()
+	c.LeftOverBound = *s.LeftOverBound.Clone()
 	if s.Corrected != nil {
 		c.Corrected = s.Corrected.Clone()
 	}
@@ -305,8 +347,9 @@ func (s *Summary) Clone() *Summary {
 // Check verifies the identities a finished phase's Summary must satisfy
 // and returns every violation joined, or nil:
 //
-//	Requests == OK + Errors + Cancelled − CancelledUnsent  (one outcome per request)
-//	Arrivals == Requests + Dropped + CancelledUnsent       (nothing silently lost)
+//	Requests == OK + Errors + Cancelled − CancelledUnsent           (one outcome per request)
+//	Arrivals == Requests + Dropped + CancelledUnsent + LeftOverUnsent (nothing silently lost)
+//	LeftOverBound holds LeftOver() samples; DroppedLate ≤ Dropped
 //	Errors == Σ ErrorsByClass == Σ ErrorsByCode
 //	Timeouts == ErrorsByClass["timeout"]
 //	CancelledUnsent + CancelledAtEnd ≤ Cancelled, Responded ≤ Requests,
@@ -323,7 +366,7 @@ func (s *Summary) Check() error {
 	}{
 		{"arrivals", s.Arrivals}, {"requests", s.Requests}, {"ok", s.OK}, {"errors", s.Errors},
 		{"dropped", s.Dropped}, {"cancelled", s.Cancelled}, {"cancelled_unsent", s.CancelledUnsent},
-		{"cancelled_at_end", s.CancelledAtEnd},
+		{"cancelled_at_end", s.CancelledAtEnd}, {"left_over_unsent", s.LeftOverUnsent}, {"dropped_late", s.DroppedLate},
 		{"timeouts", s.Timeouts}, {"late", s.Late}, {"unknown_id", s.UnknownID}, {"duplicate_id", s.DuplicateID}, {"connections_opened", s.ConnectionsOpened},
 		{"reconnects", s.Reconnects}, {"connect_failures", s.ConnectFailures}, {"responded", s.Responded},
 	} {
@@ -334,8 +377,14 @@ func (s *Summary) Check() error {
 	if s.Requests != s.OK+s.Errors+s.Cancelled-s.CancelledUnsent {
 		bad("requests %d != ok %d + errors %d + cancelled %d - cancelled_unsent %d", s.Requests, s.OK, s.Errors, s.Cancelled, s.CancelledUnsent)
 	}
-	if s.Arrivals != s.Requests+s.Dropped+s.CancelledUnsent {
-		bad("arrivals %d != requests %d + dropped %d + cancelled_unsent %d", s.Arrivals, s.Requests, s.Dropped, s.CancelledUnsent)
+	if s.Arrivals != s.Requests+s.Dropped+s.CancelledUnsent+s.LeftOverUnsent {
+		bad("arrivals %d != requests %d + dropped %d + cancelled_unsent %d + left_over_unsent %d", s.Arrivals, s.Requests, s.Dropped, s.CancelledUnsent, s.LeftOverUnsent)
+	}
+	if n := s.LeftOverBound.Count(); n != s.LeftOver() {
+		bad("left-over bounds hold %d samples, left over is %d", n, s.LeftOver())
+	}
+	if s.DroppedLate > s.Dropped {
+		bad("dropped_late %d > dropped %d", s.DroppedLate, s.Dropped)
 	}
 	if n := sumCounts(s.ErrorsByClass); n != s.Errors {
 		bad("errors %d != Σ errors by class %d", s.Errors, n)
@@ -400,17 +449,45 @@ func perSecond(n float64, d time.Duration) float64 {
 	return n / d.Seconds()
 }
 
-// Throughput is OK / Elapsed in responses per second (DESIGN.md §1):
-// failures never count. 0 when Elapsed ≤ 0.
-func (s *Summary) Throughput() float64 { return perSecond(float64(s.OK), s.Elapsed) }
+// LeftOver is the number of arrivals that came due during the phase and
+// were neither answered nor failed when its drain ran out: never sent
+// (LeftOverUnsent) or cut in flight (CancelledAtEnd). Their response
+// times are censored (LeftOverBound).
+func (s *Summary) LeftOver() int64 { return s.LeftOverUnsent + s.CancelledAtEnd }
 
-// CompletedRate is Responded / Elapsed per second: every complete
-// response, ok or not. It is λ in Little's law. 0 when Elapsed ≤ 0.
-func (s *Summary) CompletedRate() float64 { return perSecond(float64(s.Responded), s.Elapsed) }
+// CompletionWindow is the time in which the phase's requests completed:
+// from its start to the later of its own end (Elapsed) and its last
+// completion (LastDone, in the drain). The window of throughput, the
+// completed rate, Little's law and the mean in-flight: completions of the
+// drain are never divided by the phase's length alone.
+func (s *Summary) CompletionWindow() time.Duration { return max(s.Elapsed, s.LastDone) }
 
-// AchievedRate is Requests / Elapsed per second: requests actually sent.
-// 0 when Elapsed ≤ 0.
-func (s *Summary) AchievedRate() float64 { return perSecond(float64(s.Requests), s.Elapsed) }
+// SendWindow is the time in which the phase's requests were sent: from its
+// start to the later of its own end and its last send (an arrival that
+// waited for a free connection can leave during the drain). The window of
+// the achieved rate.
+func (s *Summary) SendWindow() time.Duration { return max(s.Elapsed, s.LastSent) }
+
+// Drain is how long after the phase's own end its last request completed;
+// 0 when none completed after it.
+func (s *Summary) Drain() time.Duration { return max(s.LastDone-s.Elapsed, 0) }
+
+// Throughput is OK / CompletionWindow in responses per second (DESIGN.md
+// §1): successful responses per second of the time in which they
+// completed; failures never count. 0 when the window is empty.
+func (s *Summary) Throughput() float64 { return perSecond(float64(s.OK), s.CompletionWindow()) }
+
+// CompletedRate is Responded / CompletionWindow per second: every
+// complete response, ok or not. It is λ in Little's law. 0 when the
+// window is empty.
+func (s *Summary) CompletedRate() float64 {
+	return perSecond(float64(s.Responded), s.CompletionWindow())
+}
+
+// AchievedRate is Requests / SendWindow per second: requests actually
+// sent, per second of the time in which they were sent. 0 when the window
+// is empty.
+func (s *Summary) AchievedRate() float64 { return perSecond(float64(s.Requests), s.SendWindow()) }
 
 // ErrorRate is Errors / Requests, a fraction in [0, 1]; ok is false when
 // no request was sent.
@@ -421,9 +498,26 @@ func (s *Summary) ErrorRate() (rate float64, ok bool) {
 	return float64(s.Errors) / float64(s.Requests), true
 }
 
-// InflightMean is the mean number of requests in flight over the phase,
-// exactly InflightSum / Elapsed (see InflightSum). 0 when Elapsed ≤ 0.
-func (s *Summary) InflightMean() float64 { return perSecond(s.InflightSum.Seconds(), s.Elapsed) }
+// InflightMean is the mean number of requests in flight at the target
+// over the completion window, exactly InflightSum / CompletionWindow (see
+// InflightSum). 0 when the window is empty.
+func (s *Summary) InflightMean() float64 {
+	return perSecond(s.InflightSum.Seconds(), s.CompletionWindow())
+}
+
+// WaitingMean is the mean number of answered requests waiting in the
+// client before their send, WaitSum / CompletionWindow: the part of
+// Little's L that is not in flight at the target.
+func (s *Summary) WaitingMean() float64 {
+	return perSecond(s.WaitSum.Seconds(), s.CompletionWindow())
+}
+
+// UnansweredMean is the mean number of requests in flight at the target
+// that never got a complete response, UnansweredInflightSum /
+// CompletionWindow: in InflightMean, not in Little's L.
+func (s *Summary) UnansweredMean() float64 {
+	return perSecond(s.UnansweredInflightSum.Seconds(), s.CompletionWindow())
+}
 
 // MeanResponded is W of Little's law: the mean response time over the
 // Responded requests, ResponseSum / Responded. ok is false when none
@@ -436,17 +530,21 @@ func (s *Summary) MeanResponded() (w time.Duration, ok bool) {
 }
 
 // LittleL is Little's law L = λ·W (J. D. C. Little, 1961): λ is the
-// completion rate Responded / Elapsed and W the MEAN response time over
-// the same responses (never a percentile; MeanResponded), so
+// completion rate Responded / T and W the MEAN response time over the same
+// responses (never a percentile; MeanResponded), with T the completion
+// window (CompletionWindow), the same window as InflightMean's, so
 //
-//	L = (Responded / Elapsed) · (ResponseSum / Responded) = ResponseSum / Elapsed,
+//	L = (Responded / T) · (ResponseSum / Responded) = ResponseSum / T,
 //
 // the mean number of requests in the system. Compare it with InflightMean
-// or with the connections of a closed model. 0 when Elapsed ≤ 0 or nothing
+// or with the connections of a closed model: exactly
+// L = InflightMean + WaitingMean − UnansweredMean (up to requests cut
+// short, whose in-flight time is clipped). 0 when T ≤ 0 or nothing
 // responded (then L is undefined: check Responded before judging it).
 func (s *Summary) LittleL() float64 {
-	if s.Elapsed <= 0 || s.Responded <= 0 {
+	t := s.CompletionWindow()
+	if t <= 0 || s.Responded <= 0 {
 		return 0
 	}
-	return s.ResponseSum.Seconds() / s.Elapsed.Seconds()
+	return s.ResponseSum.Seconds() / t.Seconds()
 }

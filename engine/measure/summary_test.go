@@ -51,16 +51,17 @@ func TestRecorderOutcomes(t *testing.T) {
 	}
 	rec(drivers.OK, "")
 	rec(drivers.Cancelled, "")
-	rec(drivers.Cancelled, "")
+	rec(drivers.Cancelled, drivers.CodePhaseEnd) // cut in flight by the drain's end
 	rec(drivers.Status, "503")
 	rec(drivers.Status, "")
 	rec(drivers.Timeout, "")
 	rec("", "")
-	r.AddCancelledAtEnd(1)
 	r.AddLate(1)
 	r.AddDropped(2)
 	r.AddCancelled(3) // caught by an interrupt before they were sent
-	r.AddArrivals(5)
+	r.LeftOver(1, 3*time.Second)
+	r.LeftOver(2, 2*time.Second) // still waiting for a slot when the drain ran out
+	r.AddArrivals(7)
 	s := r.Summary(10 * time.Second)
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
@@ -68,8 +69,16 @@ func TestRecorderOutcomes(t *testing.T) {
 	if s.OK != 1 || s.Cancelled != 5 || s.CancelledUnsent != 3 || s.Errors != 4 || s.Requests != 7 || s.Timeouts != 1 || s.Late != 1 || s.CancelledAtEnd != 1 {
 		t.Errorf("ok %d cancelled %d (unsent %d) errors %d requests %d timeouts %d late %d", s.OK, s.Cancelled, s.CancelledUnsent, s.Errors, s.Requests, s.Timeouts, s.Late)
 	}
-	if s.Arrivals != s.OK+s.Errors+s.Dropped+s.Cancelled {
-		t.Errorf("arrivals %d != ok + errors + dropped + cancelled (DESIGN §10)", s.Arrivals)
+	if s.LeftOver() != 3 || s.LeftOverUnsent != 2 || s.LeftOverBound.Count() != 3 {
+		t.Errorf("left over %d (unsent %d), %d bounds; want 3 (2), 3", s.LeftOver(), s.LeftOverUnsent, s.LeftOverBound.Count())
+	}
+	if lo, _ := s.LeftOverBound.Min(); lo != time.Second {
+		t.Errorf("smallest left-over bound %v, want 1s (the request cut at 1 s)", lo)
+	}
+	// Every arrival of a phase that was not interrupted is ok, an error,
+	// dropped or left over; the interrupt's cancellations come on top.
+	if s.Arrivals != s.OK+s.Errors+s.Dropped+s.LeftOver()+(s.Cancelled-s.CancelledAtEnd) {
+		t.Errorf("arrivals %d != ok + errors + dropped + left over + cancelled by the interrupt", s.Arrivals)
 	}
 	wantCode := map[string]int64{"503": 1, "status": 1, "timeout": 1, "unclassified": 1}
 	for k, v := range wantCode {
@@ -104,6 +113,9 @@ func TestSummaryCheck(t *testing.T) {
 		{"timeouts", func(s *Summary) { s.Timeouts++ }, "timeouts"},
 		{"cancelled at end", func(s *Summary) { s.CancelledAtEnd = s.Cancelled + 1 }, "cancelled_at_end"},
 		{"unsent", func(s *Summary) { s.CancelledUnsent++ }, "cancelled_unsent"},
+		{"left over", func(s *Summary) { s.LeftOverUnsent++ }, "left_over_unsent"},
+		{"left-over bound", func(s *Summary) { s.LeftOverBound.record(time.Second) }, "left-over bounds"},
+		{"dropped late", func(s *Summary) { s.DroppedLate = s.Dropped + 1 }, "dropped_late"},
 		{"histogram", func(s *Summary) { s.Response.record(time.Second) }, "response distribution"},
 		{"timeline", func(s *Summary) { s.Timeline[0].OK++ }, "timeline"},
 		{"negative", func(s *Summary) { s.Late = -1 }, "late is negative"},

@@ -60,6 +60,7 @@ type metrics struct {
 	Dropped                int64         `expr:"dropped"`
 	Arrivals               int64         `expr:"arrivals"`
 	Cancelled              int64         `expr:"cancelled"`
+	LeftOver               int64         `expr:"left_over"`
 	Throughput             float64       `expr:"throughput"`
 	CompletedRate          float64       `expr:"completed_rate"`
 	OfferedRate            float64       `expr:"offered_rate"`
@@ -165,7 +166,7 @@ var (
 
 func init() {
 	lower := []string{"errors", "error_rate", "timeouts", "late", "unknown_id", "duplicate_id", "dropped", "cancelled",
-		"reconnects", "connections_opened", "inflight_mean", "littleL"}
+		"left_over", "reconnects", "connections_opened", "inflight_mean", "littleL"}
 	higher := []string{"requests", "ok", "samples", "throughput", "completed_rate",
 		"achieved_rate", "connections_established"}
 	needs := map[string]need{

@@ -182,6 +182,7 @@ func NewEnv(s *measure.Summary, extra Extras) Env {
 	m.Requests, m.OK, m.Errors = s.Requests, s.OK, s.Errors
 	m.ErrorRate, _ = s.ErrorRate()
 	m.Timeouts, m.Late, m.Dropped, m.Arrivals, m.Cancelled = s.Timeouts, s.Late, s.Dropped, s.Arrivals, s.Cancelled
+	m.LeftOver = s.LeftOver()
 	m.Throughput, m.CompletedRate, m.AchievedRate = s.Throughput(), s.CompletedRate(), s.AchievedRate()
 	m.OfferedRate = extra.OfferedRate
 	m.Duration = s.Elapsed

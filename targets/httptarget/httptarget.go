@@ -157,7 +157,9 @@ func (cfg Config) validate() error {
 // request was /healthz or /stats: the spawner's health checks and
 // reconciliation fetches, kept apart so that connections reconciles with
 // the client's connections opened), closed_by_server (connections closed
-// by CloseAfter). Counters are atomic and start at zero.
+// by CloseAfter), worker_idle_us (with Workers 1 only: how long the
+// single worker waited with nothing queued after its first request, in
+// µs). Counters are atomic and start at zero.
 func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -301,6 +303,11 @@ func (t *target) stats() []byte {
 		"connections":         t.connections.Load(),
 		"control_connections": t.controlConnections.Load(),
 		"closed_by_server":    t.closedByServer.Load(),
+	}
+	if t.cfg.Workers == 1 {
+		t.truth.mu.Lock()
+		m["worker_idle_us"] = t.truth.idle.Microseconds()
+		t.truth.mu.Unlock()
 	}
 	for code := range t.status {
 		if v := t.status[code].Load(); v != 0 || code == nethttp.StatusOK || code == t.cfg.ErrorStatus {

@@ -18,6 +18,9 @@ import (
 //     is answered at c_k = max(a_k, c_{k−1}) + S, computed on arrival as an
 //     absolute instant, so the queue never drifts: with arrivals faster
 //     than 1/S the queue grows linearly and each response time is known.
+//     The counter worker_idle_us sums the gaps a_k − c_{k−1} > 0 after the
+//     first request: the time the worker waited for a request that a
+//     faster client would have queued (the truth tests' tolerance).
 //     A request whose client gives up keeps its place in the schedule (the
 //     worker "serves" it anyway), so the requests behind it are unaffected.
 //   - StallEvery P, StallFor D: a periodic global stall. A response that
@@ -70,6 +73,9 @@ func (cfg Config) validateTruth() []error {
 type truthState struct {
 	mu   sync.Mutex
 	free time.Time // when the single worker is next free
+	// idle is how long the single worker waited with nothing queued
+	// between its first request and its last (worker_idle_us).
+	idle time.Duration
 
 	firstOnce sync.Once
 	first     time.Time // the first counted request's arrival (StallFromFirst)
@@ -103,6 +109,11 @@ func (t *target) due(now time.Time, d time.Duration) time.Time {
 		t.truth.mu.Lock()
 		ready = t.truth.free
 		if now.After(ready) {
+			if !ready.IsZero() {
+				// The worker had nothing to do since it was last free:
+				// the client sent too late to keep it busy.
+				t.truth.idle += now.Sub(ready)
+			}
 			ready = now
 		}
 		ready = ready.Add(d)

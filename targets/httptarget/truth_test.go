@@ -64,6 +64,10 @@ func TestDue_SingleWorker(t *testing.T) {
 			t.Errorf("arrival at %s, S %s: due at %s, want %s", c.arrive, c.d, got, c.want)
 		}
 	}
+	// The worker waited 50 − 30 ms and 200 − 63 ms with nothing queued.
+	if got := tg.truth.idle; got != 157*ms {
+		t.Errorf("worker idle %s, want 157ms", got)
+	}
 	// Without the knob every request is served at once.
 	all := &target{cfg: Config{}.withDefaults(), start: t0}
 	for i := 0; i < 3; i++ {

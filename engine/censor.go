@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+)
+
+// Censoring says why a measured (repeat, phase) cannot support a PASS: part
+// of the load it offered is missing from its figures. It returns "" when
+// nothing is missing, or when the scenario accepts what is missing:
+//
+//   - left-over arrivals (Summary.LeftOver: came due during the phase but
+//     were neither answered nor failed when its drain ran out) are missing
+//     from every latency figure, and they are exactly the longest waits:
+//     their response times are censored, each at least its bound. Accepted
+//     only by a rule of the phase that reads left_over.
+//   - dropped arrivals of a queue-mode phase (never the user's choice).
+//     Drops in a phase with on_saturation: drop were chosen, and a rule
+//     that reads dropped accepts them too.
+//
+// Warmup and interrupted phases are never judged, so never censored here.
+func Censoring(pl *Plan, pr *PhaseResult) string {
+	if pr == nil || pr.Phase == nil || pr.Summary == nil || pr.Phase.Warmup || pr.Interrupted {
+		return ""
+	}
+	s, p := pr.Summary, pr.Phase
+	var why []string
+	if n := s.LeftOver(); n > 0 && !readsMetric(pl, p.Name, "left_over") {
+		lo, _ := s.LeftOverBound.Min()
+		why = append(why, fmt.Sprintf("%d of %d arrivals were left over when the drain (%s after the phase's end) ran out (%d never sent, %d cut in flight): their response times are censored, each at least %s, and no latency figure holds them",
+			n, s.Arrivals, p.Grace, s.LeftOverUnsent, s.CancelledAtEnd, lo.Round(time.Millisecond)))
+	}
+	if s.Dropped > 0 && !p.Drop && !readsMetric(pl, p.Name, "dropped") {
+		why = append(why, fmt.Sprintf("%d of %d arrivals were dropped in a phase that queues them", s.Dropped, s.Arrivals))
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return strings.Join(why, "; ") + " (accept them explicitly with a rule that reads left_over or dropped, e.g. left_over == 0, or lengthen the timeout that bounds the drain)"
+}
+
+// readsMetric reports whether a rule of the plan that applies to phase
+// reads metric name itself (or its median or worst across repeats).
+func readsMetric(pl *Plan, phase, name string) bool {
+	if pl == nil {
+		return false
+	}
+	for _, sr := range pl.Rules {
+		if sr.Phase != "" && sr.Phase != phase {
+			continue
+		}
+		for _, m := range sr.Rule.Metrics() {
+			if m == name || m == "median("+name+")" || m == "worst("+name+")" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ClientFailure says how the load generator's own machine failed during a
+// run: requests that failed with a client-side code (drivers.ClientSide:
+// local ports or descriptors exhausted, a request id still in use), in any
+// phase. Such a run measured the client's limits, not the target, so it
+// could not complete (exit 3) whatever its rules say; "" when none.
+func ClientFailure(res *Result) string {
+	if res == nil {
+		return ""
+	}
+	by := map[string]int64{}
+	var requests int64
+	var codes []string
+	for _, pr := range res.Phases {
+		if pr.Summary == nil {
+			continue
+		}
+		requests += pr.Summary.Requests
+		for code, n := range pr.Summary.ErrorsByCode {
+			if n > 0 && drivers.ClientSide(code) {
+				if by[code] == 0 {
+					codes = append(codes, code)
+				}
+				by[code] += n
+			}
+		}
+	}
+	if len(codes) == 0 {
+		return ""
+	}
+	sort.Strings(codes)
+	var parts []string
+	for _, code := range codes {
+		parts = append(parts, fmt.Sprintf("%d requests failed with %s (%s)", by[code], code, drivers.LikelyCause(code)))
+	}
+	return fmt.Sprintf("the client's own limits failed requests during the run (%s, of %d requests): the run measured the load generator's machine, not the target", strings.Join(parts, "; "), requests)
+}
+
+// GeneratorFault says why the load generator itself was the bottleneck of
+// a measured (repeat, phase), so that its figures measure the generator
+// rather than the target; "" when it was not:
+//
+//   - it dispatched more than 1 % (and at least minLateArrivals) of the
+//     arrivals more than LatenessLimit late while connections were free;
+//   - it dropped arrivals (on_saturation: drop) after a late dispatch: the
+//     burst of a late pacer finds the slots busy;
+//   - its CPU was above 90 % of the cores it may use (phases of 1 s or
+//     more: getrusage counts in ticks).
+//
+// A verdict built on such a phase would blame the target for the
+// generator's delay, or pass on load the target never saw as planned.
+func GeneratorFault(pr *PhaseResult) string {
+	if pr == nil || pr.Phase == nil || pr.Summary == nil || pr.Phase.Warmup || pr.Interrupted {
+		return ""
+	}
+	s := pr.Summary
+	var why []string
+	if s.DroppedLate > 0 {
+		why = append(why, fmt.Sprintf("%d arrivals dropped after a late dispatch", s.DroppedLate))
+	}
+	if pr.LateArrivals*100 > s.Arrivals && pr.LateArrivals >= minLateArrivals {
+		why = append(why, fmt.Sprintf("%d of %d arrivals dispatched more than %s late (up to %s) while connections were free", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Millisecond)))
+	}
+	if cores := float64(runnerCores()); pr.ClientCPU > 0.9*cores && pr.Wall >= time.Second {
+		why = append(why, fmt.Sprintf("client CPU at %.0f %% of its %d core(s)", 100*pr.ClientCPU/cores, int(cores)))
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return "the load generator was the bottleneck (" + strings.Join(why, "; ") + ", " + stallCause(pr) + ")"
+}
+
+// timeSensitive reports whether a metric a rule reads (as Rule.Metrics
+// spells it: "p99", "median(p99)", "service.p75", "throughput") is a time
+// or a rate, which a stalled generator distorts: its own delay is inside
+// response times (counted from the intended start) and stretches the
+// windows of rates. Counts (errors, ok, errors_by[…]) are not.
+func timeSensitive(metric string) bool {
+	m := metric
+	for _, view := range []string{"median(", "worst("} {
+		if strings.HasPrefix(m, view) && strings.HasSuffix(m, ")") {
+			m = m[len(view) : len(m)-1]
+		}
+	}
+	if g, rest, ok := strings.Cut(m, "."); ok {
+		switch g {
+		case "client", "target", "server":
+			return false
+		case "service", "failed", "corrected", "baseline":
+			m = rest // service.p99, failed.max, baseline.p99
+		}
+	}
+	switch m {
+	case "max", "min", "mean", "stddev", "throughput", "achieved_rate", "completed_rate", "littleL", "inflight_mean":
+		return true
+	}
+	return len(m) > 1 && m[0] == 'p' && (m[1] == '(' || (m[1] >= '0' && m[1] <= '9'))
+}
+
+// runnerCores is how many cores the load generator may run on.
+var runnerCores = func() int { return runtime.GOMAXPROCS(0) }

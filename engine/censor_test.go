@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/fake"
+	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/rules"
+	"github.com/runner-dev/runner/schema"
+)
+
+// withRules compiles one phase with the given rules.
+func withRules(t *testing.T, ph schema.Phase, timeout time.Duration, srcs ...string) *Plan {
+	t.Helper()
+	sc := &schema.Scenario{Version: 1, Name: "t", File: "t.yaml", Phases: []schema.Phase{ph}, Repeats: 1}
+	for _, s := range srcs {
+		sc.Assert = append(sc.Assert, schema.Rule{Expr: s})
+	}
+	pl, err := Compile(sc, Limits{MaxInflight: 64, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+func statuses(v *Verdict) map[string]rules.Status {
+	out := map[string]rules.Status{}
+	for _, r := range v.Rules {
+		out[r.Source] = r.Status
+	}
+	return out
+}
+
+// No PASS on censored data: the single-worker overload of
+// TestOpenQueueDrainBound leaves 55 arrivals over. A rule that holds on
+// the 145 measured ones is INCONCLUSIVE, a rule that fails on them stays
+// FAIL, and the run carries an invalidating `censored` warning; a rule
+// that reads left_over accepts them explicitly.
+func TestNoPassOnCensoredData(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ph := schema.Phase{Name: "steady", Open: &schema.Open{Rate: constRate(200), Connections: 1}, Duration: dur("1s")}
+		d := &fake.Driver{Service: constService(9 * time.Millisecond), Serial: true}
+		pl := withRules(t, ph, 300*time.Millisecond, "p50 < 1h", "errors == 0", "p50 > 1h")
+		res := run(t, d, pl, 300*time.Millisecond)
+		got := statuses(Judge(pl, res))
+		want := map[string]rules.Status{"p50 < 1h": rules.Inconclusive, "errors == 0": rules.Inconclusive, "p50 > 1h": rules.Fail}
+		for k, w := range want {
+			if got[k] != w {
+				t.Errorf("%s: %s, want %s", k, got[k], w)
+			}
+		}
+		v := Judge(pl, res)
+		if r := v.Rules[0]; !strings.Contains(r.Reason, "55 of 200 arrivals were left over") || r.Repeats[0].Status != rules.Inconclusive {
+			t.Errorf("reason %q, repeat %+v", r.Reason, r.Repeats[0])
+		}
+		if JudgePhase(pl, res.Phases[0]) != "fail" {
+			t.Errorf("TSV verdict %s, want fail", JudgePhase(pl, res.Phases[0]))
+		}
+		ws := Checks(pl, res)
+		if !hasWarning(ws, "censored") || !Invalidating(ws) {
+			t.Errorf("no invalidating censored warning: %+v", ws)
+		}
+
+		// Accepted explicitly: a rule of the phase reads left_over.
+		d = &fake.Driver{Service: constService(9 * time.Millisecond), Serial: true}
+		pl = withRules(t, ph, 300*time.Millisecond, "p50 < 1h", "left_over < 100")
+		res = run(t, d, pl, 300*time.Millisecond)
+		if got := statuses(Judge(pl, res)); got["p50 < 1h"] != rules.Pass || got["left_over < 100"] != rules.Pass {
+			t.Errorf("accepted left-overs: %v, want both PASS", got)
+		}
+		if hasWarning(Checks(pl, res), "censored") {
+			t.Error("censored warning although a rule reads left_over")
+		}
+	})
+}
+
+func hasWarning(ws []Warning, code string) bool {
+	for _, w := range ws {
+		if w.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// A generator that fell behind its schedule: a PASS is INCONCLUSIVE, and
+// so is a FAIL of a rule on times or rates (the generator's delay is in
+// them: it would be blamed on the target); a FAIL on counts stays.
+func TestGeneratorFaultIsTheGenerators(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ph := schema.Phase{Name: "steady", Open: &schema.Open{Rate: constRate(100), Connections: 2}, Duration: dur("2s")}
+		d := &fake.Driver{Service: constService(5 * time.Millisecond)}
+		pl := withRules(t, ph, time.Second, "p50 < 1h", "p50 < 1ns", "errors == 1", "median(throughput) > 1000")
+		res := run(t, d, pl, time.Second)
+		if got := statuses(Judge(pl, res)); got["p50 < 1h"] != rules.Pass || got["errors == 1"] != rules.Fail {
+			t.Fatalf("healthy run: %v", got)
+		}
+		// The pacer was late for 10 % of the arrivals (as the engine
+		// books it when the process is descheduled).
+		pr := res.Phases[0]
+		pr.LateArrivals, pr.LatenessMax = 20, 80*time.Millisecond
+		if GeneratorFault(pr) == "" {
+			t.Fatal("no generator fault for 20 of 200 late arrivals")
+		}
+		got := statuses(Judge(pl, res))
+		want := map[string]rules.Status{"p50 < 1h": rules.Inconclusive, "p50 < 1ns": rules.Inconclusive,
+			"errors == 1": rules.Fail, "median(throughput) > 1000": rules.Inconclusive}
+		for k, w := range want {
+			if got[k] != w {
+				t.Errorf("%s: %s, want %s", k, got[k], w)
+			}
+		}
+		// Drop mode: drops after a late dispatch are the generator's.
+		pr.LateArrivals, pr.LatenessMax = 0, 0
+		pr.Summary.Dropped, pr.Summary.DroppedLate = 1, 1
+		if why := GeneratorFault(pr); !strings.Contains(why, "dropped after a late dispatch") {
+			t.Errorf("generator fault %q", why)
+		}
+	})
+}
+
+func TestTimeSensitive(t *testing.T) {
+	for _, c := range []struct {
+		m    string
+		want bool
+	}{
+		{"p99", true}, {"p99.99", true}, {"p(99.9)", true}, {"median(p99)", true}, {"service.p75", true},
+		{"max", true}, {"throughput", true}, {"worst(littleL)", true}, {"baseline.p99", true},
+		{"errors", false}, {"ok", false}, {`errors_by["503"]`, false}, {"left_over", false},
+		{"client.cpu", false}, {"server.ok", false}, {"connections", false}, {"dropped", false},
+	} {
+		if got := timeSensitive(c.m); got != c.want {
+			t.Errorf("timeSensitive(%q) = %v, want %v", c.m, got, c.want)
+		}
+	}
+}
+
+// Client-side failures in any phase make the run the client's failure.
+func TestClientFailure(t *testing.T) {
+	ok := &PhaseResult{Summary: &measure.Summary{Requests: 10, ErrorsByCode: map[string]int64{"503": 3}}}
+	if got := ClientFailure(&Result{Phases: []*PhaseResult{ok}}); got != "" {
+		t.Errorf("target errors reported as the client's: %q", got)
+	}
+	bad := &PhaseResult{Summary: &measure.Summary{Requests: 100, ErrorsByCode: map[string]int64{drivers.CodeAddrNotAvail: 42}}}
+	got := ClientFailure(&Result{Phases: []*PhaseResult{ok, bad}})
+	for _, want := range []string{"42 requests failed with EADDRNOTAVAIL", "of 110 requests", "not the target"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+}
