@@ -290,7 +290,7 @@ func compilePhase(i int, ph schema.Phase, timeout time.Duration) (PhasePlan, err
 		if p.Arrivals == "" {
 			p.Arrivals = "uniform"
 		}
-		p.Seed = o.Seed
+		p.Seed = cmp.Or(o.Seed, 1) // the loader rejects an explicit 0; in Go, 0 is the default
 		p.Rate = RateCurve{From: float64(o.Rate.From), To: float64(o.Rate.To), Over: p.Duration}
 		if !o.Rate.Ramp {
 			p.Rate.To = p.Rate.From
