@@ -109,12 +109,14 @@ func (p *PhasePlan) Schedule(repeat int) Schedule {
 
 // Window is the phase's own length, the denominator of its rates, when
 // the plan decides it: the duration of a phase bounded by time, or for an
-// open phase whose count bound comes first, the time its n arrivals span,
-// Λ⁻¹(n) (n/rate at a constant rate). Zero when the phase lasts as long
-// as its requests take (closed model bounded by count).
+// open phase whose count bound comes first, the time its n arrivals span:
+// up to where arrival n, the first not sent, would come, Λ⁻¹(n + ℓ)
+// (n/rate at a constant rate; ℓ = 1 for a curve from 0/s, see
+// Uniform). Zero when the phase lasts as long as its requests take
+// (closed model bounded by count).
 func (p *PhasePlan) Window() time.Duration {
 	if p.Model == Open && p.Requests > 0 {
-		if w := p.Rate.Inverse(float64(p.Requests)); p.Duration <= 0 || w < p.Duration {
+		if w := p.Rate.Inverse(float64(p.Requests) + p.Rate.lead()); p.Duration <= 0 || w < p.Duration {
 			return w
 		}
 	}
@@ -288,13 +290,13 @@ func compilePhase(i int, ph schema.Phase, timeout time.Duration) (PhasePlan, err
 		if p.Arrivals == "" {
 			p.Arrivals = "uniform"
 		}
-		p.Seed = o.Seed
+		p.Seed = cmp.Or(o.Seed, 1) // the loader rejects an explicit 0; in Go, 0 is the default
 		p.Rate = RateCurve{From: float64(o.Rate.From), To: float64(o.Rate.To), Over: p.Duration}
 		if !o.Rate.Ramp {
 			p.Rate.To = p.Rate.From
 		}
-		if p.Rate.From < 0 || p.Rate.To < 0 || (p.Rate.From == 0 && p.Rate.To == 0) {
-			return p, fmt.Errorf("open.rate: must be positive; found %g/s", p.Rate.From)
+		if p.Rate.From < 0 || p.Rate.To < 0 {
+			return p, fmt.Errorf("open.rate: must be 0/s or more; found %g/s to %g/s", p.Rate.From, p.Rate.To)
 		}
 		if o.Rate.Ramp && p.Duration <= 0 {
 			return p, fmt.Errorf("open.rate: a rate ramp needs the phase's duration")
@@ -302,8 +304,9 @@ func compilePhase(i int, ph schema.Phase, timeout time.Duration) (PhasePlan, err
 		if o.Rate.Ramp && p.Rate.From == p.Rate.To {
 			return p, fmt.Errorf("open.rate: a ramp from %g/s to %g/s goes nowhere; write a constant rate", p.Rate.From, p.Rate.To)
 		}
-		if p.Rate.From == 0 && !o.Rate.Ramp {
-			return p, fmt.Errorf("open.rate: must be positive")
+		if p.Rate.From == 0 && !o.Rate.Ramp && p.Duration <= 0 {
+			// A count bound alone would never be reached.
+			return p, fmt.Errorf("open.rate: 0/s is a pause, and a pause needs the phase's duration")
 		}
 	default:
 		return p, fmt.Errorf("a phase needs one of closed, open or ramp")
@@ -321,9 +324,10 @@ func compilePhase(i int, ph schema.Phase, timeout time.Duration) (PhasePlan, err
 // expected computes the arrivals a phase will offer and how long it will
 // take, where the plan alone decides them.
 //   - open, by duration T: arrivals i with At(i) < T; for the uniform
-//     schedule that is ⌈Λ(T)⌉ (Λ the area under the rate curve), and the
-//     Poisson schedule's expectation is Λ(T).
-//   - open, by count n: n arrivals, the last at Λ⁻¹(n−1).
+//     schedule that is ⌈Λ(T) − ℓ⌉ (Λ the area under the rate curve, ℓ = 1
+//     for a curve from 0/s, else 0: Uniform.Before), and the Poisson
+//     schedule's expectation is Λ(T). A pause (0/s) offers 0.
+//   - open, by count n: n arrivals, the last at Λ⁻¹(n − 1 + ℓ).
 //   - closed: the count is known only when bounded by it, the length only
 //     when bounded by time.
 func expected(p *PhasePlan) (int64, time.Duration) {
@@ -332,7 +336,7 @@ func expected(p *PhasePlan) (int64, time.Duration) {
 		n := int64(-1)
 		d := p.Duration
 		if p.Duration > 0 {
-			n = int64(math.Ceil(p.Rate.Count(p.Duration) - 1e-9))
+			n = Uniform{Curve: p.Rate}.Before(p.Duration)
 		}
 		if p.Requests > 0 && (n < 0 || p.Requests < n) {
 			n = p.Requests
@@ -386,9 +390,15 @@ func (pl *Plan) Describe() string {
 		case Open:
 			fmt.Fprintf(&b, "    model        open, %d connection(s), in-flight cap %d per connection, on saturation %s\n",
 				p.Connections, p.Inflight, map[bool]string{false: "queue", true: "drop"}[p.Drop])
-			if p.Rate.From == p.Rate.To {
+			switch {
+			case p.Rate.From == 0 && p.Rate.To == 0:
+				fmt.Fprintf(&b, "    rate         0/s: a pause of %s, 0 requests (the connections stay open)\n", p.Duration)
+			case p.Rate.From == p.Rate.To:
 				fmt.Fprintf(&b, "    rate         %s/s constant, %s arrivals\n", num(p.Rate.From), p.Arrivals)
-			} else {
+			case p.Rate.From == 0 && p.Arrivals == "uniform":
+				fmt.Fprintf(&b, "    rate         0/s → %s/s linear over %s, uniform arrivals (none at 0/s: the first at %s)\n",
+					num(p.Rate.To), p.Rate.Over, Uniform{Curve: p.Rate}.At(0).Round(time.Microsecond))
+			default:
 				fmt.Fprintf(&b, "    rate         %s/s → %s/s linear over %s, %s arrivals\n", num(p.Rate.From), num(p.Rate.To), p.Rate.Over, p.Arrivals)
 			}
 		}

@@ -486,16 +486,21 @@ func TestOpenCountBoundStopsAtItsWindow(t *testing.T) {
 }
 
 // A rate ramp cut short by its count offers the rate of the part that ran:
-// 0 → 800/s over 2 s, 200 arrivals: Λ(t) = 200t², so they span 1 s, and
-// the offered rate is 200/s, not the whole ramp's 400/s.
+// 0 → 800/s over 2 s, 200 arrivals: Λ(t) = 200t², and from 0/s arrival i
+// comes at Λ⁻¹(i+1), so the 200th at 1 s and the window ends where the
+// 201st would come, √(201/200) s; the offered rate is Λ(w)/w =
+// √(200·201) ≈ 200.5/s, not the whole ramp's 400/s.
 func TestOfferedRateOfARampCutShort(t *testing.T) {
 	pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: schema.RateSpec{From: 0, To: 800, Ramp: true}, Connections: 4}, Requests: 200, Duration: dur("2s")}, time.Second)
 	p := pl.Phases[0]
-	if w := p.Window(); w != time.Second {
-		t.Fatalf("window %s, want 1s", w)
+	if w, want := p.Window(), secs(math.Sqrt(201.0/200)); w != want {
+		t.Fatalf("window %s, want %s", w, want)
 	}
-	if got := p.OfferedRate(); got < 199.99 || got > 200.01 {
-		t.Fatalf("offered %.2f/s, want 200/s", got)
+	if last := p.Schedule(1).At(199); last != time.Second {
+		t.Fatalf("arrival 199 at %s, want 1s", last)
+	}
+	if got, want := p.OfferedRate(), math.Sqrt(200*201); math.Abs(got-want) > 0.01 {
+		t.Fatalf("offered %.2f/s, want %.2f/s", got, want)
 	}
 }
 

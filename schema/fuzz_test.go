@@ -76,7 +76,7 @@ func checkValid(t *testing.T, s *Scenario) {
 		}
 		if o := ph.Open; o != nil {
 			models++
-			if o.Connections < 1 || o.Inflight < 1 || o.Seed == 0 || o.Rate.From < 0 || o.Rate.To < 0 || !o.Rate.Ramp && o.Rate.From <= 0 {
+			if o.Connections < 1 || o.Inflight < 1 || o.Seed == 0 || o.Rate.From < 0 || o.Rate.To < 0 || o.Rate.From == 0 && o.Rate.To == 0 && ph.Duration <= 0 {
 				t.Fatalf("open %+v", o)
 			}
 		}

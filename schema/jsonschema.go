@@ -195,6 +195,14 @@ func (Phase) JSONSchemaExtend(s *jsonschema.Schema) {
 	}
 }
 
+// JSONSchemaExtend adds to the Open schema that an explicit seed is not 0
+// (0 would read as "the default seed"; see Open.Seed).
+func (Open) JSONSchemaExtend(s *jsonschema.Schema) {
+	if v, ok := s.Properties.Get("seed"); ok {
+		v.Not = &jsonschema.Schema{Const: 0}
+	}
+}
+
 // JSONSchemaExtend adds to the Target schema that exactly one of url and
 // serve is set.
 func (Target) JSONSchemaExtend(s *jsonschema.Schema) {

@@ -86,6 +86,15 @@ phases:
   - {open: {rate: {from: 0/s, to: 600/m}, arrivals: poisson, on_saturation: drop}, duration: 1m30s}
   - {closed: {connections: 2, think_time: 250us, expected_rate: 50/s}, requests: 100}
 `,
+		// Zeros that mean exactly zero: a pause, ramps from and to 0/s, no
+		// think time, a staircase from no connection.
+		"zeros": head + `phases:
+  - {open: {rate: 0/s}, duration: 5s}
+  - {open: {rate: {from: 0/s, to: 10/s}}, duration: 5s}
+  - {open: {rate: {from: 10/s, to: 0/s}, arrivals: poisson, seed: -1}, duration: 5s}
+  - {closed: {connections: 1, think_time: 0s}, duration: 1s}
+  - {ramp: {connections: {from: 0, to: 2, step: 1, every: 1s}}}
+`,
 		"units from the environment": head + `phases: [{open: {rate: "${RATE:-10/s}"}, duration: "${DUR:-5s}"}]`,
 	}
 	bad := map[string]string{
@@ -104,6 +113,11 @@ phases:
 		"poison arrivals":       head + "phases: [{open: {rate: 1/s, arrivals: poison}, duration: 1s}]\n",
 		"rule with extra key":   head + "phases: [{closed: {connections: 1}, duration: 1s}]\nassert: [{rule: errors == 0, phases: a}]\n",
 		"zero connections":      head + "phases: [{closed: {connections: 0}, duration: 1s}]\n",
+		"zero inflight":         head + "phases: [{open: {rate: 1/s, inflight: 0}, duration: 1s}]\n",
+		"zero seed":             head + "phases: [{open: {rate: 1/s, seed: 0}, duration: 1s}]\n",
+		"zero repeats":          head + "phases: [{closed: {connections: 1}, duration: 1s}]\nrepeats: 0\n",
+		"zero requests":         head + "phases: [{closed: {connections: 1}, requests: 0}]\n",
+		"staircase to zero":     head + "phases: [{ramp: {connections: {from: 0, to: 0, step: 1, every: 1s}}}]\n",
 	}
 	env := func(name string) (string, bool) { return "", false } // defaults apply
 	for name, src := range good {

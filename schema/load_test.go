@@ -336,7 +336,7 @@ func TestProblems(t *testing.T) {
 			"s.yaml:5:75: phases[0].requests: expected at least 1 request, found 0",
 		}},
 		{"open fields", head + "phases:\n  - {open: {rate: -5/s, connections: 0, inflight: 0, arrivals: poison, on_saturation: dropped, seed: 0}, duration: 1s}\n", []string{
-			"s.yaml:5:19: phases[0].open.rate: expected a positive rate, found -5/s",
+			"s.yaml:5:19: phases[0].open.rate: expected a rate of 0/s or more (0/s is a pause), found -5/s",
 			"s.yaml:5:38: phases[0].open.connections: expected at least 1 connection, found 0",
 			"s.yaml:5:51: phases[0].open.inflight: expected at least 1 request in flight per connection, found 0",
 			`s.yaml:5:64: phases[0].open.arrivals: unknown arrivals "poison"; did you mean "poisson"? (expected one of: uniform, poisson)`,

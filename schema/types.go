@@ -244,7 +244,11 @@ type Closed struct {
 // Open is the open model.
 type Open struct {
 	// Rate is the offered arrival rate: a constant (`300/s`) or a linear
-	// ramp (`{from: 10/s, to: 100/s}`) over the phase duration.
+	// ramp (`{from: 10/s, to: 100/s}`) over the phase duration. `0/s` is
+	// a pause: nothing is sent for the phase's duration (which it needs),
+	// and the connections stay open. Either end of a ramp may be 0/s: a
+	// ramp from 0/s sends its first request once one request's worth of
+	// rate has built up, √(2/slope) in.
 	Rate RateSpec `yaml:"rate" json:"rate"`
 	// Connections that carry the arrivals; default 1.
 	Connections int `yaml:"connections,omitempty" json:"connections,omitempty" jsonschema:"minimum=1"`
@@ -253,7 +257,8 @@ type Open struct {
 	// Arrivals is "uniform" (default: evenly spaced) or "poisson"
 	// (exponential gaps from a seeded generator).
 	Arrivals string `yaml:"arrivals,omitempty" json:"arrivals,omitempty" jsonschema:"enum=uniform,enum=poisson"`
-	// Seed seeds the Poisson generator; default 1, so runs are reproducible.
+	// Seed seeds the Poisson generator: any integer but 0; default 1, so
+	// runs are reproducible.
 	Seed int64 `yaml:"seed,omitempty" json:"seed,omitempty"`
 	// OnSaturation says what an arrival does when every connection is at
 	// its in-flight cap: "queue" (default; it waits and its response time
@@ -281,13 +286,15 @@ type Ramp struct {
 	ThinkTime Duration `yaml:"think_time,omitempty" json:"think_time,omitempty"`
 }
 
-// Staircase steps a count from From to To by Step every Every.
+// Staircase steps a count from From up to To by Step every Every.
 // The phase lasts ceil((To-From)/Step) steps of Every unless the phase
 // sets its own Duration, in which case it holds at To until the end.
+// It only climbs: a descending staircase (To below From) is an error.
 type Staircase struct {
-	// From is the count on the first step, ≥ 0.
+	// From is the count on the first step, ≥ 0; 0 means no connection
+	// until the first step.
 	From int `yaml:"from" json:"from" jsonschema:"minimum=0"`
-	// To is the count on the last step, > From.
+	// To is the count on the last step, > From (so ≥ 1).
 	To int `yaml:"to" json:"to" jsonschema:"minimum=1"`
 	// Step is added on each step, ≥ 1.
 	Step int `yaml:"step" json:"step" jsonschema:"minimum=1"`

@@ -439,8 +439,13 @@ func (l *loader) validateOpen(p string, o *Open) {
 	rate := p + ".open.rate"
 	switch {
 	case !o.Rate.Ramp:
-		if l.ok(rate) && o.Rate.From <= 0 {
-			l.failf(rate, "expected a positive rate, found %s", o.Rate.From)
+		switch {
+		case !l.ok(rate):
+		case o.Rate.From < 0:
+			l.failf(rate, "expected a rate of 0/s or more (0/s is a pause), found %s", o.Rate.From)
+		case o.Rate.From == 0 && !l.has(p+".duration"):
+			// A count bound alone would never be reached.
+			l.failf(rate, "0/s is a pause, and a pause needs the phase's duration (e.g. duration: 5s); requests alone would never be reached")
 		}
 	case l.ok(rate+".from") && l.ok(rate+".to"):
 		for _, end := range []struct {
@@ -470,7 +475,9 @@ func (l *loader) validateOpen(p string, o *Open) {
 		l.failf(p+".open.on_saturation", "unknown on_saturation %s; %s", quote(o.OnSaturation), oneOf(o.OnSaturation, saturationPolicies))
 	}
 	if l.ok(p+".open.seed") && o.Seed == 0 {
-		l.failf(p+".open.seed", "expected a non-zero seed (leaving seed out means 1)")
+		// 0 is the Go zero value, which means "the default seed" to a
+		// scenario built in Go; an explicit 0 must not silently become 1.
+		l.failf(p+".open.seed", "expected a non-zero seed: any integer from %d to %d except 0 (leaving seed out means 1)", int64(math.MinInt64), int64(math.MaxInt64))
 	}
 }
 
@@ -480,7 +487,7 @@ func (l *loader) validateRamp(p string, r *Ramp) {
 		l.failf(sc+".from", "expected 0 or more connections, found %d", c.From)
 	}
 	if l.ok(sc+".to") && c.To < 1 {
-		l.failf(sc+".to", "expected at least 1 connection, found %d", c.To)
+		l.failf(sc+".to", "expected at least 1 connection, found %d (a staircase steps connections up; for a stretch without traffic write a pause, open: {rate: 0/s})", c.To)
 	}
 	if l.ok(sc+".step") && c.Step < 1 {
 		l.failf(sc+".step", "expected a step of at least 1 connection, found %d", c.Step)
@@ -489,7 +496,7 @@ func (l *loader) validateRamp(p string, r *Ramp) {
 		l.failf(sc+".every", "expected a positive duration, found %s", c.Every)
 	}
 	if l.ok(sc+".from") && l.ok(sc+".to") && c.From >= c.To {
-		l.failf(sc, "from %d is not below to %d; a ramp steps connections up", c.From, c.To)
+		l.failf(sc, "from %d is not below to %d; a ramp steps connections up, never down (for fewer connections, follow it with a closed phase of fewer connections)", c.From, c.To)
 	} else if c.From < c.To && c.Step > 0 && c.Every > 0 {
 		// The staircase lasts ceil((to-from)/step) × every; keep it in range of a time.Duration.
 		steps := (int64(c.To) - int64(c.From) + int64(c.Step) - 1) / int64(c.Step)
