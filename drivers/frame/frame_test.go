@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/drivertest"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -99,19 +100,6 @@ func do(c drivers.Conn, seq uint64, timeout time.Duration) drivers.Outcome {
 	return c.Do(ctx, drivers.Request{Seq: seq})
 }
 
-// doInFlight sends requests 1 to n on c at once, each on a goroutine of
-// its own with a 5 s timeout, and returns their outcomes by seq − 1.
-func doInFlight(c drivers.Conn, n int) []drivers.Outcome {
-	var wg sync.WaitGroup
-	outs := make([]drivers.Outcome, n)
-	for i := range outs {
-		wg.Add(1)
-		go func() { defer wg.Done(); outs[i] = do(c, uint64(i+1), 5*time.Second) }()
-	}
-	wg.Wait()
-	return outs
-}
-
 func TestEchoAndOutOfOrder(t *testing.T) {
 	var mu sync.Mutex
 	var held [][]byte
@@ -135,7 +123,7 @@ func TestEchoAndOutOfOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	outs := doInFlight(c, 4)
+	outs := drivertest.InFlight(c, 4, 5*time.Second)
 	for i, o := range outs {
 		if o.Class != drivers.OK || o.BytesIn != 16+1024 || o.BytesOut != 16+1024 {
 			t.Errorf("request %d: %v in %d out %d (%v)", i+1, o.Class, o.BytesIn, o.BytesOut, o.Err)
@@ -399,7 +387,7 @@ func TestResetWithFramesInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	outs := doInFlight(c, 4)
+	outs := drivertest.InFlight(c, 4, 5*time.Second)
 	for i, o := range outs {
 		if o.Class == drivers.Cancelled || o.Class == drivers.OK || o.Class == drivers.Timeout {
 			t.Errorf("request %d: %v %q %v, want the target's reset or eof", i+1, o.Class, o.Code, o.Err)
@@ -426,7 +414,7 @@ func TestBadFrameBlamesOne(t *testing.T) {
 	d := newDriver(t, url, "x")
 	c, _ := d.Dial(context.Background())
 	defer c.Close()
-	outs := doInFlight(c, 4)
+	outs := drivertest.InFlight(c, 4, 5*time.Second)
 	codes := map[string]int{}
 	for _, o := range outs {
 		if o.Class != drivers.BadFrame {
@@ -574,7 +562,7 @@ func TestCutWithFramesInFlight(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.Close()
-			outs := doInFlight(conn, 4)
+			outs := drivertest.InFlight(conn, 4, 5*time.Second)
 			if o := outs[0]; o.Class != drivers.OK {
 				t.Errorf("request 1: %v %q %v, want ok (its reply came whole)", o.Class, o.Code, o.Err)
 			}
