@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/internal/clock"
+	"github.com/runner-dev/runner/internal/procstat"
 )
 
 // Warning is an honesty warning (DESIGN.md §6): something that limits how
@@ -90,7 +90,7 @@ func Checks(pl *Plan, res *Result) []Warning {
 			ws = append(ws, Warning{Code: "closed-model", Phase: p.Name, Message: fmt.Sprintf("phase %s: closed model: the tail may be under-reported (coordinated omission): a slow response also delays the requests behind it; %s", p.Name, fix)})
 		}
 	}
-	cores := float64(runtime.GOMAXPROCS(0))
+	cores := float64(runnerCores()) // the client's; the machine's are m.Cores
 	for _, pr := range res.Phases {
 		p, s := pr.Phase, pr.Summary
 		at := func(code, format string, a ...any) {
@@ -125,19 +125,23 @@ func Checks(pl *Plan, res *Result) []Warning {
 		// getrusage counts in scheduler ticks: over a phase shorter than a
 		// second the ratio is noise (it can exceed the machine).
 		if pr.ClientCPU > 0.9*cores && pr.Wall >= time.Second {
-			at("client-cpu", "client CPU %.0f %% of %d cores: the load generator is saturated and may be the bottleneck", 100*pr.ClientCPU, int(cores))
+			at("client-cpu", "client CPU %.0f %% of the %d core(s) the runner may use: the load generator is saturated and may be the bottleneck", 100*pr.ClientCPU/cores, int(cores))
 			ws[len(ws)-1].Invalidates = !p.Warmup
 		}
 		if pr.Machine != nil && pr.Wall >= time.Second {
 			m := pr.Machine
+			mc := m.Cores // the machine's, not the runner's affinity
+			if mc <= 0 {
+				mc = procstat.OnlineCores()
+			}
 			ours := pr.ClientCPU
 			known := "the runner"
 			if t := pr.Target; t != nil {
-				ours += t.CPU * cores
+				ours += t.CPU * float64(mc)
 				known = "the runner and the target"
 			}
 			if other := m.Busy - ours; other > OtherCPULimit {
-				msg := fmt.Sprintf("other processes kept %.2f cores of this %d-core machine busy (machine %.2f, %s %.2f): they competed with the generator and the target, and the numbers include their interference", other, int(cores), m.Busy, known, ours)
+				msg := fmt.Sprintf("other processes kept %.2f cores of this %d-core machine busy (machine %.2f, %s %.2f): they competed with the generator and the target, and the numbers include their interference", other, mc, m.Busy, known, ours)
 				if pr.Target == nil {
 					msg += " (a target on this machine is among them unless target.pid names it)"
 				}
