@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -160,6 +159,3 @@ func timeSensitive(metric string) bool {
 	}
 	return len(m) > 1 && m[0] == 'p' && (m[1] == '(' || (m[1] >= '0' && m[1] <= '9'))
 }
-
-// runnerCores is how many cores the load generator may run on.
-var runnerCores = func() int { return runtime.GOMAXPROCS(0) }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/internal/clock"
+	"github.com/runner-dev/runner/internal/procstat"
 )
 
 // Warning is an honesty warning (DESIGN.md §6): something that limits how
@@ -90,7 +90,7 @@ func Checks(pl *Plan, res *Result) []Warning {
 			ws = append(ws, Warning{Code: "closed-model", Phase: p.Name, Message: fmt.Sprintf("phase %s: closed model: the tail may be under-reported (coordinated omission): a slow response also delays the requests behind it; %s", p.Name, fix)})
 		}
 	}
-	cores := float64(runtime.GOMAXPROCS(0))
+	cores := float64(runnerCores()) // the client's; the machine's are m.Cores
 	for _, pr := range res.Phases {
 		p, s := pr.Phase, pr.Summary
 		at := func(code, format string, a ...any) {
@@ -132,19 +132,19 @@ func Checks(pl *Plan, res *Result) []Warning {
 		// getrusage counts in scheduler ticks: over a phase shorter than a
 		// second the ratio is noise (it can exceed the machine).
 		if pr.ClientCPU > 0.9*cores && pr.Wall >= time.Second {
-			at("client-cpu", "client CPU %.0f %% of %d cores: the load generator is saturated and may be the bottleneck", 100*pr.ClientCPU, int(cores))
+			at("client-cpu", "client CPU %.0f %% of the %d core(s) the runner may use: the load generator is saturated and may be the bottleneck", 100*pr.ClientCPU/cores, int(cores))
 			ws[len(ws)-1].Invalidates = !p.Warmup
 		}
 		if pr.Machine != nil && pr.Wall >= time.Second {
 			m := pr.Machine
-			ours := pr.ClientCPU
+			mc := machineCores(m)
+			ours := oursOf(pr, mc)
 			known := "the runner"
-			if t := pr.Target; t != nil {
-				ours += t.CPU * cores
+			if pr.Target != nil {
 				known = "the runner and the target"
 			}
 			if other := m.Busy - ours; other > OtherCPULimit {
-				msg := fmt.Sprintf("other processes kept %.2f cores of this %d-core machine busy (machine %.2f, %s %.2f): they competed with the generator and the target, and the numbers include their interference", other, int(cores), m.Busy, known, ours)
+				msg := fmt.Sprintf("other processes kept %.2f cores of this %d-core machine busy (machine %.2f, %s %.2f): they competed with the generator and the target, and the numbers include their interference", other, mc, m.Busy, known, ours)
 				if pr.Target == nil {
 					msg += " (a target on this machine is among them unless target.pid names it)"
 				}
@@ -292,6 +292,25 @@ func shortfallCause(pr *PhaseResult) string {
 	return strings.Join(parts, "; ")
 }
 
+// machineCores is the machine's core count of a usage: its own, or the
+// online cores where it lacks one.
+func machineCores(m *procstat.MachineUsage) int {
+	if m.Cores > 0 {
+		return m.Cores
+	}
+	return procstat.OnlineCores()
+}
+
+// oursOf is the cores the runner and its measured target kept busy in a
+// phase: what is not other processes' share of the machine (mc cores).
+func oursOf(pr *PhaseResult, mc int) float64 {
+	ours := pr.ClientCPU
+	if t := pr.Target; t != nil {
+		ours += t.CPU * float64(mc)
+	}
+	return ours
+}
+
 // stallCause names what the measurements show about a load generator
 // that fell behind its schedule: its longest GC pause, its CPU, and other
 // processes' use of the machine; otherwise it was descheduled.
@@ -300,15 +319,11 @@ func stallCause(pr *PhaseResult) string {
 	if pr.GCPauseMax >= LatenessLimit {
 		why = append(why, fmt.Sprintf("a garbage-collector pause of %s", pr.GCPauseMax.Round(time.Microsecond)))
 	}
-	if cores := float64(runtime.GOMAXPROCS(0)); pr.ClientCPU > 0.9*cores {
-		why = append(why, fmt.Sprintf("its CPU at %.0f %% of %d cores", 100*pr.ClientCPU, int(cores)))
+	if cores := float64(runnerCores()); pr.ClientCPU > 0.9*cores {
+		why = append(why, fmt.Sprintf("its CPU at %.0f %% of %d cores", 100*pr.ClientCPU/cores, int(cores)))
 	}
 	if m := pr.Machine; m != nil {
-		ours := pr.ClientCPU
-		if t := pr.Target; t != nil {
-			ours += t.CPU * float64(runtime.NumCPU())
-		}
-		if other := m.Busy - ours; other > OtherCPULimit {
+		if other := m.Busy - oursOf(pr, machineCores(m)); other > OtherCPULimit {
 			why = append(why, fmt.Sprintf("other processes using %.2f cores", other))
 		}
 	}

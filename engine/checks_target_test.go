@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -210,12 +209,11 @@ func TestCountersMoved(t *testing.T) {
 	}
 }
 
-// Other processes' CPU: machine busy minus the runner and the target.
-// The fresh user's contended run failed with only "a hiccup of the client
-// machine" to explain it.
-func TestBusyMachineWarning(t *testing.T) {
-	pl := twoPhasePlan(t)
-	cores := float64(runtime.NumCPU())
+// machineChecks returns, for the measured phase of pl, a phase result of
+// 2 s with the machine's, the client's and the target's CPU, and a
+// function that runs the checks on one such result and returns the
+// warnings' messages by code.
+func machineChecks(pl *Plan) (func(procstat.MachineUsage, float64, *TargetUsage) *PhaseResult, func(*PhaseResult) map[string]string) {
 	ph := func(m procstat.MachineUsage, client float64, target *TargetUsage) *PhaseResult {
 		return &PhaseResult{Repeat: 1, Phase: &pl.Phases[1], Summary: emptySummary(), Wall: 2 * time.Second,
 			ClientCPU: client, Target: target, Machine: &m}
@@ -227,20 +225,64 @@ func TestBusyMachineWarning(t *testing.T) {
 		}
 		return out
 	}
+	return ph, codes
+}
+
+// Other processes' CPU: machine busy minus the runner and the target.
+// The fresh user's contended run failed with only "a hiccup of the client
+// machine" to explain it.
+func TestBusyMachineWarning(t *testing.T) {
+	pl := twoPhasePlan(t)
+	const cores = 2 // the machine's, of which the fractions are
+	ph, codes := machineChecks(pl)
 	// 1.5 cores busy, the runner 0.5 and the target 0.5 core: 0.5 other.
-	w := codes(ph(procstat.MachineUsage{Busy: 1.5}, 0.5, &TargetUsage{CPU: 0.5 / cores}))
+	w := codes(ph(procstat.MachineUsage{Busy: 1.5, Cores: cores}, 0.5, &TargetUsage{CPU: 0.5 / cores}))
 	if m, ok := w["busy-machine"]; !ok || !strings.Contains(m, "other processes kept 0.50 cores") || strings.Contains(m, "target.pid") {
 		t.Errorf("busy machine: %q", m)
 	}
 	// The same without a measured target: it may be the target.
-	if m := codes(ph(procstat.MachineUsage{Busy: 1.5}, 0.5, nil))["busy-machine"]; !strings.Contains(m, "unless target.pid names it") {
+	if m := codes(ph(procstat.MachineUsage{Busy: 1.5, Cores: cores}, 0.5, nil))["busy-machine"]; !strings.Contains(m, "unless target.pid names it") {
 		t.Errorf("unmeasured target: %q", m)
 	}
 	// Everything busy is ours: no warning.
-	if _, ok := codes(ph(procstat.MachineUsage{Busy: 1.1}, 0.6, &TargetUsage{CPU: 0.5 / cores}))["busy-machine"]; ok {
+	if _, ok := codes(ph(procstat.MachineUsage{Busy: 1.1, Cores: cores}, 0.6, &TargetUsage{CPU: 0.5 / cores}))["busy-machine"]; ok {
 		t.Error("warned with no other process")
 	}
-	if m := codes(ph(procstat.MachineUsage{Busy: 1, Steal: 0.3}, 1, nil))["cpu-steal"]; !strings.Contains(m, "0.30 cores") {
+	if m := codes(ph(procstat.MachineUsage{Busy: 1, Steal: 0.3, Cores: cores}, 1, nil))["cpu-steal"]; !strings.Contains(m, "0.30 cores") {
 		t.Errorf("steal: %q", m)
+	}
+}
+
+// Under a CPU affinity mask (taskset -c 0 on a 2-core machine) the runner
+// may use 1 core of the machine's 2. Machine-wide figures are over the
+// machine's 2 cores: the target's fraction of the machine, the other
+// processes' load, "this 2-core machine"; the client's saturation is over
+// the 1 core it may use (client-cpu, client.cpu).
+func TestCoresUnderAffinity(t *testing.T) {
+	pl := twoPhasePlan(t)
+	was := runnerCores
+	t.Cleanup(func() { runnerCores = was })
+	runnerCores = func() int { return 1 }
+	ph, codes := machineChecks(pl)
+	// 1.9 of 2 cores busy: the runner 0.95 core, the target a quarter of
+	// the machine (0.5 core): 0.45 other.
+	w := codes(ph(procstat.MachineUsage{Busy: 1.9, Cores: 2}, 0.95, &TargetUsage{CPU: 0.25}))
+	if m := w["busy-machine"]; !strings.Contains(m, "other processes kept 0.45 cores of this 2-core machine") || !strings.Contains(m, "the runner and the target 1.45") {
+		t.Errorf("busy-machine: %q", m)
+	}
+	if m := w["client-cpu"]; !strings.Contains(m, "client CPU 95 % of the 1 core") {
+		t.Errorf("client-cpu: %q, want 95 %% of the 1 core the runner may use", m)
+	}
+	rule, err := rules.Compile("client.cpu > 0.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := rule.Eval(Env(ph(procstat.MachineUsage{Busy: 1.9, Cores: 2}, 0.95, nil))); v.Status != rules.Pass || v.Observed != "client.cpu=0.95" {
+		t.Errorf("client.cpu > 0.9: %v %s, want a pass with 0.95 (of the 1 core)", v.Status, v.Observed)
+	}
+	// Allowed both cores: 0.95 of a core is not saturation.
+	runnerCores = func() int { return 2 }
+	if m, ok := codes(ph(procstat.MachineUsage{Busy: 1.9, Cores: 2}, 0.95, &TargetUsage{CPU: 0.25}))["client-cpu"]; ok {
+		t.Errorf("client-cpu with 2 cores allowed: %q", m)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -500,7 +499,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	cpu, gcMax := usage.since(wallElapsed)
 	var machine *procstat.MachineUsage
 	if m1, err := procstat.TakeMachine(); err == nil && machineErr == nil {
-		u := procstat.MachineBetween(machine0, m1, runtime.NumCPU())
+		u := procstat.MachineBetween(machine0, m1)
 		machine = &u
 	}
 	if strays != nil {

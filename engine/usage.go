@@ -6,6 +6,13 @@ import (
 	"time"
 )
 
+// runnerCores is how many cores the runner may use: its CPU affinity
+// (runtime.NumCPU, which Go reads from the affinity mask), or GOMAXPROCS
+// when lower. The client's saturation (client-cpu, client.cpu) is over
+// it; machine-wide figures are over the machine's cores
+// (procstat.MachineUsage.Cores). A variable so that tests can set it.
+var runnerCores = func() int { return min(runtime.NumCPU(), runtime.GOMAXPROCS(0)) }
+
 // usageSample is the process's CPU time and GC count at an instant.
 type usageSample struct {
 	cpu   time.Duration

@@ -58,6 +58,9 @@ func (c *consoleWriter) header() {
 	if r.Plan != nil {
 		c.f("plan     %d repeat(s) × %d phase(s)\n", r.Plan.Repeats, len(r.Plan.Phases))
 	}
+	if cores := r.Env.CoresText(); cores != "" {
+		c.f("machine  %s\n", cores)
+	}
 	if t := r.Env.Timer; t != nil {
 		precise := dur(t.Precise)
 		if !t.PreciseAvailable {

@@ -82,7 +82,7 @@ func fixture(t *testing.T) *Run {
 	}
 	r := &Run{
 		RunID: "20261129T120000Z-abcdef", Tool: "runner", Scenario: sc, Plan: pl,
-		Env: sysinfo.Env{OS: "linux", Arch: "amd64", Cores: 2, GoVersion: "go1.26", Runner: "test",
+		Env: sysinfo.Env{OS: "linux", Arch: "amd64", Cores: 2, CoresAllowed: 1, GoVersion: "go1.26", Runner: "test",
 			Timer: &clock.Resolution{Sleep: time.Millisecond, Samples: 25, Timer: 1080 * time.Microsecond, Precise: 55 * time.Microsecond, PreciseAvailable: true}},
 		Target: "http://127.0.0.1:8080/?token=s3cr3t-token", Started: start, Ended: start.Add(time.Hour),
 		Result: res,

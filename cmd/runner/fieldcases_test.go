@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,12 @@ type fcRun struct {
 // (`serve: http`), so those are separate processes too. fcExec never
 // calls t.Fatal, so several may run at once in goroutines of one test.
 func fcExec(t *testing.T, dir, name, yaml string) *fcRun {
+	return fcExecUnder(t, dir, name, yaml)
+}
+
+// fcExecUnder is fcExec with the runner started through the command
+// wrap (e.g. taskset -c 0); none: started itself.
+func fcExecUnder(t *testing.T, dir, name, yaml string, wrap ...string) *fcRun {
 	r := &fcRun{
 		file: filepath.Join(dir, name+".yaml"),
 		json: filepath.Join(dir, name+".json"),
@@ -68,7 +75,11 @@ func fcExec(t *testing.T, dir, name, yaml string) *fcRun {
 	// spawned target itself, which also dies with it (parent-death signal).
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], argv...) // RUNNER_TEST_AS_MAIN=1 is inherited (TestMain)
+	prog := os.Args[0]
+	if len(wrap) > 0 {
+		prog, argv = wrap[0], append(append(slices.Clone(wrap[1:]), os.Args[0]), argv...)
+	}
+	cmd := exec.CommandContext(ctx, prog, argv...) // RUNNER_TEST_AS_MAIN=1 is inherited (TestMain)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 5 * time.Second

@@ -148,3 +148,74 @@ assert:
 	ph := r.phases(t)[0]
 	t.Logf("requests %d, errors %d, faults %.0f", fcCount(t, ph, "requests"), fcCount(t, ph, "errors"), jsonNum(t, ph, "server", "malformed_sent"))
 }
+
+// TestField_MidFrameCut: 4 connections × 8 in flight (open model; each
+// reply 20 ms late, so several are in flight on a connection when it
+// ends). "cut": after each connection's 50th reply the target writes the
+// first half of the 51st (its header whole) and closes. That request is
+// short-read, exactly once per cut; every other request in flight on the
+// connection lost its reply with it: eof link-closed. "close": after the
+// 50th reply the target closes between frames: every request in flight
+// is eof. Each request ends once (requests == ok + errors + cancelled),
+// the client's counts reconcile with the target's (its whole responses
+// are the client's ok, every request it took and answered neither whole
+// nor half is a lost reply), and each close is one re-dial.
+func TestField_MidFrameCut_OneShortReadRestLinkClosed(t *testing.T) {
+	for _, c := range []struct {
+		name, knob string
+		lost       string // the code of the replies the close took
+	}{
+		{"cut", "--cut-after", "link-closed"},
+		{"close", "--close-after", "eof"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			yaml := frameScenario("midframe-"+c.name, `"`+c.knob+`", "50", "--delay", "20ms"`,
+				"  - {name: main, open: {rate: 1000/s, connections: 4, inflight: 8}, duration: 2s}\n", `  expect:
+    - server.requests == requests
+    - server.responses == ok
+    - 'server.cut_sent == errors_by["short-read"]'
+    - 'server.cut_sent == closes_by["short-read"]'
+assert:
+  - cancelled == 0
+`)
+			r := fcRunScenario(t, "midframe-"+c.name, yaml, exitPass)
+			ph := r.phases(t)[0]
+			sum := ph["summary"].(map[string]any)
+			srv := func(k string) int64 { return int64(jsonNum(t, ph, "server", k)) }
+			by := func(group, k string) int64 {
+				m, _ := sum[group].(map[string]any)
+				f, _ := m[k].(float64)
+				return int64(f)
+			}
+			requests, ok, errs := fcCount(t, ph, "requests"), fcCount(t, ph, "ok"), fcCount(t, ph, "errors")
+			cuts, closes := srv("cut_sent"), srv("closed_by_server")
+			short, lost := by("errors_by_code", "short-read"), by("errors_by_code", c.lost)
+			t.Logf("requests %d ok %d errors %d (short-read %d, %s %d); target: closes %d cuts %d requests %d responses %d",
+				requests, ok, errs, short, c.lost, lost, closes, cuts, srv("requests"), srv("responses"))
+			if closes < 10 {
+				t.Fatalf("the target closed only %d connections", closes)
+			}
+			wantCuts := int64(0)
+			if c.name == "cut" {
+				wantCuts = closes
+			}
+			if cuts != wantCuts || short != cuts || by("errors_by_class", "short-read") != cuts {
+				t.Errorf("short-read %d (class %d) for %d cuts of %d closes: want one per cut", short, by("errors_by_class", "short-read"), cuts, closes)
+			}
+			if errs != short+lost || by("errors_by_class", "eof") != lost || len(sum["errors_by_code"].(map[string]any)) > 2 {
+				t.Errorf("errors %d, by code %v, by class %v: want only short-read and eof %s", errs, sum["errors_by_code"], sum["errors_by_class"], c.lost)
+			}
+			if want := srv("requests") - srv("responses") - cuts; lost != want || lost < closes {
+				t.Errorf("%s %d; the target took %d requests, answered %d whole and cut %d: want %d (and several in flight per close)",
+					c.lost, lost, srv("requests"), srv("responses"), cuts, want)
+			}
+			if cancelled := fcCount(t, ph, "cancelled"); requests != ok+errs+cancelled || ok != srv("responses") {
+				t.Errorf("requests %d, ok %d + errors %d + cancelled %d; target responses %d", requests, ok, errs, cancelled, srv("responses"))
+			}
+			if re := fcCount(t, ph, "reconnects"); re < closes-4 || re > closes {
+				t.Errorf("reconnects %d for %d closes", re, closes)
+			}
+		})
+	}
+}

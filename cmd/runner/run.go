@@ -692,7 +692,7 @@ func meterProcess(pid int) func() func() (*engine.TargetUsage, error) {
 			if err != nil {
 				return nil, err
 			}
-			u := procstat.Between(a, b, runtime.NumCPU())
+			u := procstat.Between(a, b, procstat.OnlineCores()) // a fraction of the machine, whatever our affinity
 			return &engine.TargetUsage{CPU: u.CPU, CPUMaxThread: u.CPUMaxThread, RSS: u.RSS}, nil
 		}
 	}

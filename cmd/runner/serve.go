@@ -119,7 +119,7 @@ flat JSON object. Its truth knobs make it misbehave in known ways.`,
 		},
 	})
 	add(&cobra.Command{
-		Use:   "frame [--listen ADDR] [--handler echo|digest] [--rounds N] [--workers N] [--delay D] [--reorder K] [--malformed-every N --malformed KIND] [--close-after N]",
+		Use:   "frame [--listen ADDR] [--handler echo|digest] [--rounds N] [--workers N] [--delay D] [--reorder K] [--malformed-every N --malformed KIND] [--close-after N | --cut-after N]",
 		Short: "Binary-frame (LKDF over TCP) reference target: echo or SHA-256 digest on N event loops; GET /healthz and GET /stats on the same port",
 		Long: `The frame reference target speaks LKDF over TCP: 16-byte big-endian headers
 (magic "LKDF", version 1, type 1 request / 2 response, flags, requestId,

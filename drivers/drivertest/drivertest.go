@@ -1,11 +1,13 @@
 // Package drivertest drives one connection of a driver in a benchmark as
 // the engine does for a drivers.DeadlineKeeper: the phase's context
-// (cancellation only) and each request's deadline in drivers.Request.
+// (cancellation only) and each request's deadline in drivers.Request;
+// and, in tests, several requests in flight at once.
 package drivertest
 
 import (
 	"context"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,4 +49,23 @@ func Parallel(b *testing.B, c drivers.Conn, inflight int) {
 			}
 		}
 	})
+}
+
+// InFlight sends requests 1 to n on c at once, each from a goroutine of
+// its own with a context that times out after timeout, and returns their
+// outcomes in order of sequence number (outs[seq-1]) once all have ended.
+func InFlight(c drivers.Conn, n int, timeout time.Duration) []drivers.Outcome {
+	var wg sync.WaitGroup
+	outs := make([]drivers.Outcome, n)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			outs[i] = c.Do(ctx, drivers.Request{Seq: uint64(i) + 1})
+		}()
+	}
+	wg.Wait()
+	return outs
 }

@@ -30,9 +30,15 @@ type link struct {
 	// failed, when set, is how the link ended, known before its reader
 	// saw it (a write that failed): its end instead of the reader's.
 	failed atomic.Pointer[drivers.Outcome]
-	// blamed is set once one request has carried a bad frame's code: the
-	// others in flight on the link end as bad-frame link-closed.
+	// blamed is set once one request has carried a bad frame's code (or
+	// a cut frame's short-read): the others in flight on the link end as
+	// link-closed.
 	blamed atomic.Bool
+	// cutID is the id of the reply the link ended in the middle of, when
+	// its header came whole (cutKnown); the reader sets both before it
+	// closes gone.
+	cutID    uint64
+	cutKnown bool
 	// watch cuts a write under way when its request is cancelled (the
 	// writer's, under wsem).
 	watch relink.Watch
@@ -81,8 +87,11 @@ func (c *conn) discard(l *link) {
 // be written in time (the target does not read); Cancelled when ctx is
 // cancelled or the connection released; when the link ends first, the
 // link's end: BadFrame with the bad frame's code (bad-magic, too-long, …)
-// for one request and link-closed for the others then in flight, EOF,
-// ShortRead or Reset; Connect when re-opening the link failed; Reset when
+// for one request and link-closed for the others then in flight;
+// ShortRead for the request whose reply was cut short (the one its header
+// named, or any one when the header itself was cut) and EOF link-closed
+// for the others then in flight; EOF (a close between frames) or Reset for
+// every request in flight; Connect when re-opening the link failed; Reset when
 // the write failed; ClientError id-in-use when the id (seq cut to the id
 // field) is still in flight on the connection (nothing is sent).
 //
@@ -134,7 +143,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 			if n == 0 && attempt == 0 && ctx.Err() == nil && !dl.Passed() {
 				continue // the link had ended: nothing was sent; send on a new one
 			}
-			return c.endOf(l, out)
+			return c.endOf(l, id, out)
 		}
 		// The write itself failed: the target reset the connection, or
 		// stopped reading for the whole timeout.
@@ -179,7 +188,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		if !c.table.Forget(id, ch, false) {
 			return judge(<-ch, start, out) // delivered just before the link's end
 		}
-		return c.endOf(l, out)
+		return c.endOf(l, id, out)
 	}
 }
 
@@ -310,8 +319,13 @@ func (c *conn) drop(l *link) {
 	l.nc.Close()
 }
 
-// endOf is the outcome of a request whose link ended before its reply.
-func (c *conn) endOf(l *link, out drivers.Outcome) drivers.Outcome {
+// endOf is the outcome of request id, whose link ended before its reply.
+// A bad frame or a cut frame was one request's reply: that request
+// carries its code, and the others then in flight lost theirs because
+// the connection ended under them (link-closed; bad-frame after a bad
+// frame, eof after a cut). A close between frames or a reset is every
+// request's.
+func (c *conn) endOf(l *link, id uint64, out drivers.Outcome) drivers.Outcome {
 	<-l.gone
 	if c.slot.Released() {
 		out.Class, out.Err = drivers.Cancelled, errReleased
@@ -319,14 +333,28 @@ func (c *conn) endOf(l *link, out drivers.Outcome) drivers.Outcome {
 	}
 	e := l.end
 	out.Class, out.Code, out.Err = e.Class, e.Code, e.Err
-	if e.Class == drivers.BadFrame && !l.blamed.CompareAndSwap(false, true) {
-		// One bad frame is one request's reply; the others lost theirs
-		// because the connection had to be closed.
-		out.Code = "link-closed"
-		out.Err = fmt.Errorf("the connection was closed after a bad frame from the target (%s)", e.Err)
+	switch e.Class {
+	case drivers.BadFrame:
+		if !l.blamed.CompareAndSwap(false, true) {
+			out.Code = codeLinkClosed
+			out.Err = fmt.Errorf("the connection was closed after a bad frame from the target (%s)", e.Err)
+		}
+	case drivers.ShortRead:
+		mine := l.cutKnown && id == l.cutID
+		if !l.cutKnown {
+			mine = l.blamed.CompareAndSwap(false, true)
+		}
+		if !mine {
+			out.Class, out.Code = drivers.EOF, codeLinkClosed
+			out.Err = fmt.Errorf("the target closed the connection in the middle of another request's reply (%s)", e.Err)
+		}
 	}
 	return out
 }
+
+// codeLinkClosed is the code of a request that lost its reply because
+// its connection ended in the middle of another request's reply.
+const codeLinkClosed = "link-closed"
 
 // read is a link's reader: frame by frame, it checks the header before
 // reading anything else, pairs the reply with its request and skips its
@@ -355,6 +383,9 @@ func (c *conn) read(l *link) {
 				// The header came whole: an end before the payload's last
 				// byte is in the middle of a frame.
 				o = drivers.Outcome{Class: drivers.ShortRead, Code: "short-read", Err: errors.New("the target closed the connection in the middle of a frame's payload")}
+			}
+			if o.Class == drivers.ShortRead {
+				l.cutID, l.cutKnown = h.ID, true // the cut reply is h.ID's
 			}
 			c.ended(l, o)
 			return

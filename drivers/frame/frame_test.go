@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"maps"
 	"net"
 	"runtime"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/drivertest"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -121,13 +123,7 @@ func TestEchoAndOutOfOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	var wg sync.WaitGroup
-	outs := make([]drivers.Outcome, 4)
-	for i := range outs {
-		wg.Add(1)
-		go func() { defer wg.Done(); outs[i] = do(c, uint64(i+1), 5*time.Second) }()
-	}
-	wg.Wait()
+	outs := drivertest.InFlight(c, 4, 5*time.Second)
 	for i, o := range outs {
 		if o.Class != drivers.OK || o.BytesIn != 16+1024 || o.BytesOut != 16+1024 {
 			t.Errorf("request %d: %v in %d out %d (%v)", i+1, o.Class, o.BytesIn, o.BytesOut, o.Err)
@@ -391,13 +387,7 @@ func TestResetWithFramesInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	var wg sync.WaitGroup
-	outs := make([]drivers.Outcome, 4)
-	for i := range outs {
-		wg.Add(1)
-		go func() { defer wg.Done(); outs[i] = do(c, uint64(i+1), 5*time.Second) }()
-	}
-	wg.Wait()
+	outs := drivertest.InFlight(c, 4, 5*time.Second)
 	for i, o := range outs {
 		if o.Class == drivers.Cancelled || o.Class == drivers.OK || o.Class == drivers.Timeout {
 			t.Errorf("request %d: %v %q %v, want the target's reset or eof", i+1, o.Class, o.Code, o.Err)
@@ -424,13 +414,7 @@ func TestBadFrameBlamesOne(t *testing.T) {
 	d := newDriver(t, url, "x")
 	c, _ := d.Dial(context.Background())
 	defer c.Close()
-	var wg sync.WaitGroup
-	outs := make([]drivers.Outcome, 4)
-	for i := range outs {
-		wg.Add(1)
-		go func() { defer wg.Done(); outs[i] = do(c, uint64(i+1), 5*time.Second) }()
-	}
-	wg.Wait()
+	outs := drivertest.InFlight(c, 4, 5*time.Second)
 	codes := map[string]int{}
 	for _, o := range outs {
 		if o.Class != drivers.BadFrame {
@@ -536,5 +520,73 @@ func TestWriteStall_DeadlinesKept(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("a request did not end within 5 s")
 		}
+	}
+}
+
+// The target answers the first of four requests in flight, then closes
+// the connection: in the middle of the third's reply (its header whole,
+// half its payload), in the middle of a header (whose id cannot be
+// read), or at a frame boundary. A cut is one request's: that one is
+// short-read (the third, when its header named it); the others lost
+// their replies with the connection: eof link-closed. A close at a
+// boundary cut nobody's reply: all three eof. Each request ends once,
+// and the close is counted once.
+func TestCutWithFramesInFlight(t *testing.T) {
+	full := response(3, make([]byte, 100))
+	for _, c := range []struct {
+		name  string
+		tail  []byte
+		codes map[string]int // of requests 2, 3 and 4
+		cut   uint64         // the short-read request, 0: any one
+		close string         // closes_by's code
+	}{
+		{"mid payload", full[:len(full)/2], map[string]int{"short-read": 1, "link-closed": 2}, 3, "short-read"},
+		{"mid header", full[:8], map[string]int{"short-read": 1, "link-closed": 2}, 0, "short-read"},
+		{"boundary", nil, map[string]int{"eof": 3}, 0, "eof"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			url := serveTCP(t, func(_ int, nc net.Conn) {
+				hdr := make([]byte, 16)
+				for range 4 {
+					if _, err := io.ReadFull(nc, hdr); err != nil {
+						return
+					}
+					io.ReadFull(nc, make([]byte, binary.BigEndian.Uint32(hdr[12:])))
+				}
+				nc.Write(append(response(1, []byte("x")), c.tail...))
+				nc.Close()
+			})
+			d := newDriver(t, url, "x")
+			conn, err := d.Dial(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			outs := drivertest.InFlight(conn, 4, 5*time.Second)
+			if o := outs[0]; o.Class != drivers.OK {
+				t.Errorf("request 1: %v %q %v, want ok (its reply came whole)", o.Class, o.Code, o.Err)
+			}
+			codes := map[string]int{}
+			for i, o := range outs[1:] {
+				seq := uint64(i + 2)
+				want := drivers.EOF
+				if o.Code == "short-read" {
+					want = drivers.ShortRead
+					if c.cut != 0 && seq != c.cut {
+						t.Errorf("request %d is short-read; the cut reply was %d's", seq, c.cut)
+					}
+				}
+				if o.Class != want {
+					t.Errorf("request %d: %v %q %v, want %s", seq, o.Class, o.Code, o.Err, want)
+				}
+				codes[o.Code]++
+			}
+			if !maps.Equal(codes, c.codes) {
+				t.Errorf("codes %v, want %v", codes, c.codes)
+			}
+			if s := d.Strays(); len(s.Closes) != 1 || s.Closes[c.close] != 1 {
+				t.Errorf("closes %v, want %s=1", s.Closes, c.close)
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/drivertest"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -99,13 +100,7 @@ func TestOutOfOrderReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	var wg sync.WaitGroup
-	outs := make([]drivers.Outcome, 4)
-	for i := range outs {
-		wg.Add(1)
-		go func() { defer wg.Done(); outs[i] = do(c, uint64(i+1), 5*time.Second) }()
-	}
-	wg.Wait()
+	outs := drivertest.InFlight(c, 4, 5*time.Second)
 	for i, o := range outs {
 		if o.Class != drivers.OK || !o.Responded {
 			t.Errorf("request %d: %v %v", i+1, o.Class, o.Err)
@@ -238,6 +233,35 @@ func TestServerCloses(t *testing.T) {
 				t.Errorf("closes %v, want %s=1", got, c.code)
 			}
 		})
+	}
+}
+
+// The server drops the TCP connection (no close frame) with four
+// messages in flight: each ends once as eof close-1006 (none is a
+// timeout, none cancelled), and the close is counted once.
+func TestServerDropsWithMessagesInFlight(t *testing.T) {
+	url := stub(t, func(ctx context.Context, ws *websocket.Conn) {
+		for range 4 {
+			if _, _, err := ws.Read(ctx); err != nil {
+				return
+			}
+		}
+		ws.CloseNow()
+	})
+	d := newDriver(t, schema.WebSocket{Correlate: "id"}, url)
+	conn, err := d.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	outs := drivertest.InFlight(conn, 4, 5*time.Second)
+	for i, o := range outs {
+		if o.Class != drivers.EOF || o.Code != "close-1006" {
+			t.Errorf("message %d: %v %q (%v), want eof close-1006", i+1, o.Class, o.Code, o.Err)
+		}
+	}
+	if got := d.Strays().Closes; got["1006"] != 1 || len(got) != 1 {
+		t.Errorf("closes %v, want 1006=1", got)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -129,13 +128,13 @@ type Usage struct {
 }
 
 // Between computes the use from a to b on a machine of cores cores
-// (runtime.NumCPU when cores <= 0). A thread that started after a counts
+// (OnlineCores when cores <= 0: the machine's, not the affinity mask's). A thread that started after a counts
 // all its time; threads that ended before b are only in the total. The
 // counters move in 10 ms ticks, so over a short interval the fractions
 // are coarse.
 func Between(a, b Sample, cores int) Usage {
 	if cores <= 0 {
-		cores = runtime.NumCPU()
+		cores = OnlineCores()
 	}
 	u := Usage{RSS: b.RSS, Wall: b.At.Sub(a.At)}
 	if u.Wall <= 0 {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"testing"
 	"time"
@@ -123,26 +124,44 @@ func TestMachine(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "stat")
 	// user nice system idle iowait irq softirq steal guest guest_nice
-	os.WriteFile(p, []byte("cpu  100 0 50 800 10 5 5 30 0 0\ncpu0 1 2 3 4\n"), 0o644)
+	os.WriteFile(p, []byte("cpu  100 0 50 800 10 5 5 30 0 0\ncpu0 1 2 3 4\ncpu1 1 2 3 4\nintr 1 2\ncpuxyz\n"), 0o644)
 	a, err := machineFrom(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Busy != 190*clockTick || a.Total != 1000*clockTick || a.Steal != 30*clockTick {
+	if a.Busy != 190*clockTick || a.Total != 1000*clockTick || a.Steal != 30*clockTick || a.Cores != 2 {
 		t.Fatalf("%+v", a)
 	}
-	os.WriteFile(p, []byte("cpu  250 0 100 850 10 5 5 80 0 0\n"), 0o644)
+	os.WriteFile(p, []byte("cpu  250 0 100 850 10 5 5 80 0 0\ncpu0 1 2 3 4\ncpu1 1 2 3 4\n"), 0o644)
 	b, _ := machineFrom(p)
 	// 250 busy (150 user, 50 system, 50 steal) of 300 ticks on 2 cores.
-	u := MachineBetween(a, b, 2)
-	if math.Abs(u.Busy-2*250.0/300) > 1e-9 || math.Abs(u.Steal-2*50.0/300) > 1e-9 {
+	u := MachineBetween(a, b)
+	if math.Abs(u.Busy-2*250.0/300) > 1e-9 || math.Abs(u.Steal-2*50.0/300) > 1e-9 || u.Cores != 2 {
 		t.Errorf("%+v", u)
 	}
-	os.WriteFile(p, []byte("intr 1 2\n"), 0o644)
-	if _, err := machineFrom(p); err == nil {
-		t.Error("a file without the cpu line was read")
+	for _, bad := range []string{"intr 1 2\n", "cpu  250 0 100 850 10 5 5 80 0 0\n"} {
+		os.WriteFile(p, []byte(bad), 0o644)
+		if m, err := machineFrom(p); err == nil {
+			t.Errorf("%q was read: %+v (no cpu line, or no cpuN lines)", bad, m)
+		}
 	}
 	if _, err := TakeMachine(); err != nil && runtime.GOOS == "linux" {
 		t.Errorf("this machine: %v", err)
+	}
+}
+
+// OnlineCores counts the machine's cores, not the affinity mask's: on
+// Linux it is /proc/stat's cpuN lines, at least runtime.NumCPU.
+func TestOnlineCores(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc/stat is Linux's")
+	}
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(regexp.MustCompile(`(?m)^cpu[0-9]+ `).FindAll(b, -1))
+	if got := OnlineCores(); got != want || got < runtime.NumCPU() {
+		t.Errorf("OnlineCores %d; /proc/stat lists %d, runtime.NumCPU %d", got, want, runtime.NumCPU())
 	}
 }

@@ -5,6 +5,7 @@ package sysinfo
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/internal/clock"
+	"github.com/runner-dev/runner/internal/procstat"
 )
 
 // Version is the runner's version; the build may set it with
@@ -21,12 +23,20 @@ var Version = "dev"
 
 // Env is the environment of a run.
 type Env struct {
-	Hostname   string `json:"hostname"`
-	OS         string `json:"os"`
-	Arch       string `json:"arch"`
-	Kernel     string `json:"kernel,omitempty"`
-	CPUModel   string `json:"cpu_model,omitempty"`
-	Cores      int    `json:"cores"`
+	Hostname string `json:"hostname"`
+	OS       string `json:"os"`
+	Arch     string `json:"arch"`
+	Kernel   string `json:"kernel,omitempty"`
+	CPUModel string `json:"cpu_model,omitempty"`
+	// Cores is the machine's online cores (procstat.OnlineCores), whatever
+	// the runner's CPU affinity.
+	Cores int `json:"cores"`
+	// CoresAllowed is how many of them the runner may run on: its CPU
+	// affinity mask (runtime.NumCPU; fewer than Cores under taskset); 0 in
+	// results saved before it was recorded.
+	CoresAllowed int `json:"cores_allowed,omitempty"`
+	// GOMAXPROCS is how many threads run Go code at once (Go's default is
+	// CoresAllowed, or fewer under a cgroup CPU limit).
 	GOMAXPROCS int    `json:"gomaxprocs"`
 	GoVersion  string `json:"go_version"`
 	Runner     string `json:"runner_version"`
@@ -41,15 +51,39 @@ type Env struct {
 	Timer *clock.Resolution `json:"timer_resolution,omitempty"`
 }
 
+// CoresText describes the machine's cores and the runner's share of them
+// for a report: "2 cores", "2 cores (runner limited to 1 by CPU
+// affinity)", "2 cores (runner limited to 1 by GOMAXPROCS)"; "" when
+// Cores is unknown (0).
+func (e Env) CoresText() string {
+	if e.Cores <= 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%d cores", e.Cores)
+	if e.Cores == 1 {
+		s = "1 core"
+	}
+	switch {
+	case e.CoresAllowed > 0 && e.CoresAllowed < e.Cores && (e.GOMAXPROCS <= 0 || e.GOMAXPROCS >= e.CoresAllowed):
+		s += fmt.Sprintf(" (runner limited to %d by CPU affinity)", e.CoresAllowed)
+	case e.CoresAllowed > 0 && e.CoresAllowed < e.Cores:
+		s += fmt.Sprintf(" (runner limited to %d by CPU affinity, GOMAXPROCS %d)", e.CoresAllowed, e.GOMAXPROCS)
+	case e.GOMAXPROCS > 0 && e.GOMAXPROCS < e.Cores:
+		s += fmt.Sprintf(" (runner limited to %d by GOMAXPROCS)", e.GOMAXPROCS)
+	}
+	return s
+}
+
 // Collect reads the environment. It never fails: unknown fields stay empty.
 func Collect() Env {
 	e := Env{
-		OS:         runtime.GOOS,
-		Arch:       runtime.GOARCH,
-		Cores:      runtime.NumCPU(),
-		GOMAXPROCS: runtime.GOMAXPROCS(0),
-		GoVersion:  runtime.Version(),
-		Runner:     Version,
+		OS:           runtime.GOOS,
+		Arch:         runtime.GOARCH,
+		Cores:        procstat.OnlineCores(),
+		CoresAllowed: runtime.NumCPU(),
+		GOMAXPROCS:   runtime.GOMAXPROCS(0),
+		GoVersion:    runtime.Version(),
+		Runner:       Version,
 	}
 	e.Hostname, _ = os.Hostname()
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {

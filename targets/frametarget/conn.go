@@ -272,9 +272,10 @@ type tally struct {
 	responses, malformed, unknown, bytesOut int64
 }
 
-// writeLocked writes rs in order and flushes them, applies CloseAfter,
-// and settles them; mu is held. Replies after a silencing fault, or after
-// the CloseAfter-th, are dropped. A write error closes the connection.
+// writeLocked writes rs in order and flushes them, applies CloseAfter
+// and CutAfter, and settles them; mu is held. Replies after a silencing
+// fault, after the CloseAfter-th, or after the one CutAfter cut, are
+// dropped. A write error closes the connection.
 func (c *conn) writeLocked(rs []reply) {
 	s := c.s
 	defer c.settle(len(rs))
@@ -284,8 +285,13 @@ func (c *conn) writeLocked(rs []reply) {
 	c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	var t tally
 	var err error
-	closeNow := false
+	closeNow, cut := false, false
 	for _, r := range rs {
+		if n := s.cfg.CutAfter; n > 0 && c.replies == n {
+			err = c.writeCut(r)
+			closeNow, cut = true, true
+			break
+		}
 		if err = c.writeReply(r, &t); err != nil {
 			break
 		}
@@ -310,6 +316,9 @@ func (c *conn) writeLocked(rs []reply) {
 	s.malformedSent.Add(t.malformed)
 	s.unknownSent.Add(t.unknown)
 	s.bytesOut.Add(t.bytesOut)
+	if cut {
+		s.cutSent.Add(1)
+	}
 	if closeNow && c.state.CompareAndSwap(stateLive, stateClosing) {
 		s.closedByServer.Add(1)
 		if tc, ok := c.nc.(*net.TCPConn); ok {
@@ -354,6 +363,20 @@ func (c *conn) writeReply(r reply, t *tally) error {
 	t.responses++
 	t.bytesOut += int64(len(r.payload))
 	return c.writeFrame(h, r.payload)
+}
+
+// writeCut writes the first half of r's plain frame into bw (CutAfter).
+func (c *conn) writeCut(r reply) error {
+	var hb [HeaderSize]byte
+	putHeader(hb[:], header{magic: Magic, version: Version, typ: TypeResponse, flags: r.flags, id: r.id, length: uint32(len(r.payload))})
+	half := (HeaderSize + len(r.payload)) / 2
+	if half <= HeaderSize {
+		_, err := c.bw.Write(hb[:half])
+		return err
+	}
+	c.bw.Write(hb[:])
+	_, err := c.bw.Write(r.payload[:half-HeaderSize])
+	return err
 }
 
 // writeFrame writes the header h and then p: into bw when they fit, else

@@ -99,6 +99,10 @@ type Config struct {
 	// CloseAfter, when N > 0, closes each frame connection after writing
 	// its Nth reply.
 	CloseAfter int
+	// CutAfter, when N > 0, writes the first half of each frame
+	// connection's (N+1)th reply after its Nth, then closes it: a frame
+	// cut short. Give at most one of CloseAfter and CutAfter.
+	CutAfter int
 }
 
 // flags registers cfg's fields on fs, with their current values as defaults.
@@ -196,7 +200,8 @@ func (cfg Config) validate() error {
 // request frames received), responses (response frames written, extras
 // included: zero-length and unknown-id replies count, the other faults do
 // not), bad_frames, connections (frame connections), control_connections
-// (HTTP connections), closed_by_server (CloseAfter), malformed_sent
+// (HTTP connections), closed_by_server (CloseAfter, CutAfter), cut_sent
+// (replies cut short by CutAfter; not responses), malformed_sent
 // (faults sent, unknown-id extras included), unknown_sent (unknown-id
 // extras), bytes_in and bytes_out (payload bytes of the request frames
 // received and of the response frames written; headers and faults'
@@ -251,6 +256,7 @@ type server struct {
 	connections        atomic.Int64
 	controlConnections atomic.Int64
 	closedByServer     atomic.Int64
+	cutSent            atomic.Int64
 	malformedSent      atomic.Int64
 	unknownSent        atomic.Int64
 	bytesIn            atomic.Int64
@@ -406,6 +412,7 @@ func (s *server) counters() map[string]int64 {
 		"connections":         s.connections.Load(),
 		"control_connections": s.controlConnections.Load(),
 		"closed_by_server":    s.closedByServer.Load(),
+		"cut_sent":            s.cutSent.Load(),
 		"malformed_sent":      s.malformedSent.Load(),
 		"unknown_sent":        s.unknownSent.Load(),
 		"bytes_in":            s.bytesIn.Load(),

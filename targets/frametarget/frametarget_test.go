@@ -294,13 +294,13 @@ func TestHTTPOnSamePort(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
 		t.Fatalf("/stats %q: %v", body, err)
 	}
-	for _, k := range []string{"requests", "responses", "bad_frames", "connections", "control_connections", "closed_by_server", "malformed_sent", "unknown_sent", "bytes_in", "bytes_out"} {
+	for _, k := range []string{"requests", "responses", "bad_frames", "connections", "control_connections", "closed_by_server", "cut_sent", "malformed_sent", "unknown_sent", "bytes_in", "bytes_out"} {
 		if _, ok := m[k].(float64); !ok {
 			t.Errorf("/stats has no number %q: %s", k, body)
 		}
 	}
-	if len(m) != 10 {
-		t.Errorf("/stats has %d keys; want 10: %s", len(m), body)
+	if len(m) != 11 {
+		t.Errorf("/stats has %d keys; want 11: %s", len(m), body)
 	}
 	// 4 so far (healthz, nope, HEAD, stats) plus this fetch.
 	waitStats(t, addr, map[string]int64{"connections": 1, "control_connections": 5, "requests": 1})
@@ -475,6 +475,34 @@ func TestCloseAfter(t *testing.T) {
 	waitStats(t, addr, map[string]int64{"closed_by_server": 2, "responses": 4})
 }
 
+// CutAfter 2: two whole replies, then the first half of the third
+// (header and 42 of its 100 payload bytes), then FIN; the fourth request's
+// reply is dropped. The cut is no response.
+func TestCutAfter(t *testing.T) {
+	addr, _ := start(t, Config{CutAfter: 2})
+	c := dial(t, addr)
+	p := payloadOf(100, 7)
+	for id := uint32(1); id <= 4; id++ {
+		c.write(request(5, id, p))
+	}
+	for id := uint32(1); id <= 2; id++ {
+		if r := c.read(); r.id != id {
+			t.Fatalf("reply %d: id %d", id, r.id)
+		}
+	}
+	c.nc.SetReadDeadline(time.Now().Add(2 * time.Second))
+	rest, err := io.ReadAll(c.nc)
+	if err != nil {
+		t.Fatalf("after the 2nd reply: %v; want half a frame, then EOF", err)
+	}
+	whole := frame(0x4C4B4446, 1, 2, 5, 3, 100, p)
+	if !bytes.Equal(rest, whole[:len(whole)/2]) {
+		t.Fatalf("after the 2nd reply: % x\nwant the first half of the 3rd: % x", rest, whole[:len(whole)/2])
+	}
+	c.nc.Close()
+	waitStats(t, addr, map[string]int64{"closed_by_server": 1, "cut_sent": 1, "responses": 2, "requests": 4})
+}
+
 func TestDelay(t *testing.T) {
 	const d = 150 * time.Millisecond
 	addr, _ := start(t, Config{Delay: d, Workers: 1})
@@ -574,13 +602,16 @@ func TestHalfClose(t *testing.T) {
 }
 
 func TestParseArgs(t *testing.T) {
-	cfg, err := ParseArgs([]string{"--handler", "digest", "--rounds", "3", "--workers", "1", "--delay", "5ms", "--reorder", "4", "--malformed-every", "10", "--malformed", "unknown-id", "--close-after", "7", "-listen", "127.0.0.1:0"})
+	cfg, err := ParseArgs([]string{"--handler", "digest", "--rounds", "3", "--workers", "1", "--delay", "5ms", "--reorder", "4", "--malformed-every", "10", "--malformed", "unknown-id", "--cut-after", "9", "-listen", "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Listen: "127.0.0.1:0", Handler: "digest", Rounds: 3, Workers: 1, Delay: 5 * time.Millisecond, Reorder: 4, MalformedEvery: 10, Malformed: "unknown-id", CloseAfter: 7}
+	want := Config{Listen: "127.0.0.1:0", Handler: "digest", Rounds: 3, Workers: 1, Delay: 5 * time.Millisecond, Reorder: 4, MalformedEvery: 10, Malformed: "unknown-id", CutAfter: 9}
 	if cfg != want {
 		t.Errorf("got %+v\nwant %+v", cfg, want)
+	}
+	if cfg, err := ParseArgs([]string{"--close-after", "7"}); err != nil || cfg.CloseAfter != 7 {
+		t.Errorf("--close-after 7: %+v, %v", cfg, err)
 	}
 	if cfg, err := ParseArgs(nil); err != nil || cfg != (Config{Listen: DefaultListen, Handler: "echo", Rounds: 16, Workers: 4}) {
 		t.Errorf("defaults: %+v, %v", cfg, err)
@@ -599,6 +630,8 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"--reorder", "-1"}, "must not be negative"},
 		{[]string{"--reorder", "1"}, "reorder 1"},
 		{[]string{"--close-after", "-3"}, "must not be negative"},
+		{[]string{"--cut-after", "-3"}, "must not be negative"},
+		{[]string{"--close-after", "3", "--cut-after", "3"}, "give one of them"},
 		{[]string{"--malformed-every", "-3", "--malformed", "zero-length"}, "must not be negative"},
 		{[]string{"--malformed-every", "3"}, "needs --malformed KIND"},
 		{[]string{"--malformed", "zero-length"}, "needs --malformed-every N"},
@@ -612,7 +645,7 @@ func TestParseArgs(t *testing.T) {
 		}
 	}
 	u := Usage()
-	for _, f := range []string{"-listen", "-handler", "-rounds", "-workers", "-delay", "-reorder", "-malformed-every", "-malformed ", "-close-after"} {
+	for _, f := range []string{"-listen", "-handler", "-rounds", "-workers", "-delay", "-reorder", "-malformed-every", "-malformed ", "-close-after", "-cut-after"} {
 		if !strings.Contains(u, f) {
 			t.Errorf("Usage lacks %s:\n%s", f, u)
 		}

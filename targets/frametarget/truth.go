@@ -38,6 +38,12 @@ import (
 //     the target sends FIN (closed_by_server), drops the replies still
 //     due on it, and reads and discards until the client closes (at most
 //     1 s), then closes the socket.
+//   - CutAfter N: once a connection's Nth reply has been written, the
+//     first half of its next reply, ⌊(16 + length)/2⌋ bytes of the frame
+//     (from a payload of 16 bytes or more, the whole header and part of
+//     the payload), then as CloseAfter: FIN (closed_by_server and
+//     cut_sent), the replies still due dropped. The cut reply is not a
+//     response and carries no fault.
 
 // The kinds of Malformed.
 const (
@@ -61,6 +67,7 @@ func (cfg *Config) truthFlags(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.MalformedEvery, "malformed-every", cfg.MalformedEvery, "replace every Nth reply (target-wide count) by the fault --malformed; 0 = never")
 	fs.StringVar(&cfg.Malformed, "malformed", cfg.Malformed, "the fault of --malformed-every: "+strings.Join(malformedKinds, ", "))
 	fs.IntVar(&cfg.CloseAfter, "close-after", cfg.CloseAfter, "close each frame connection after writing its Nth reply; 0 = never")
+	fs.IntVar(&cfg.CutAfter, "cut-after", cfg.CutAfter, "after a frame connection's Nth reply, write the first half of the next one, then close the connection; 0 = never")
 }
 
 func (cfg Config) validateTruth() []error {
@@ -68,8 +75,11 @@ func (cfg Config) validateTruth() []error {
 	if cfg.Delay < 0 {
 		errs = append(errs, fmt.Errorf("delay %s: must not be negative", cfg.Delay))
 	}
-	if cfg.Reorder < 0 || cfg.MalformedEvery < 0 || cfg.CloseAfter < 0 {
-		errs = append(errs, fmt.Errorf("reorder %d, malformed-every %d, close-after %d: must not be negative", cfg.Reorder, cfg.MalformedEvery, cfg.CloseAfter))
+	if cfg.Reorder < 0 || cfg.MalformedEvery < 0 || cfg.CloseAfter < 0 || cfg.CutAfter < 0 {
+		errs = append(errs, fmt.Errorf("reorder %d, malformed-every %d, close-after %d, cut-after %d: must not be negative", cfg.Reorder, cfg.MalformedEvery, cfg.CloseAfter, cfg.CutAfter))
+	}
+	if cfg.CloseAfter > 0 && cfg.CutAfter > 0 {
+		errs = append(errs, fmt.Errorf("close-after %d and cut-after %d: both close the connection; give one of them", cfg.CloseAfter, cfg.CutAfter))
 	}
 	if cfg.Reorder == 1 {
 		errs = append(errs, fmt.Errorf("reorder 1: a batch of one is not reordered; want 0 (off) or 2 or more"))
