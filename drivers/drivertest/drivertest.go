@@ -1,10 +1,12 @@
 // Package drivertest drives one connection of a driver in a benchmark as
 // the engine does for a drivers.DeadlineKeeper: the phase's context
-// (cancellation only) and each request's deadline in drivers.Request.
+// (cancellation only) and each request's deadline in drivers.Request; and
+// helps driver tests with servers that drop what they accept.
 package drivertest
 
 import (
 	"context"
+	"net"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -47,4 +49,26 @@ func Parallel(b *testing.B, c drivers.Conn, inflight int) {
 			}
 		}
 	})
+}
+
+// Reset closes nc with a reset (SO_LINGER 0: an RST instead of a FIN), as
+// a server that accepts a connection and drops it at once does.
+func Reset(nc net.Conn) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	nc.Close()
+}
+
+// WaitDead polls p's Alive every 5 ms for up to 5 s until it reports an
+// error, and returns that error; nil when it never did. The server's
+// reset reaches the client a scheduling delay after its accept.
+func WaitDead(p drivers.Prober) error {
+	for range 1000 {
+		if err := p.Alive(); err != nil {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
 }
