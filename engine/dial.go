@@ -189,7 +189,7 @@ func (l *dialLog) watch(stop <-chan struct{}) {
 type dialed struct {
 	opened int   // dials that succeeded, dead connections included
 	failed int   // dials that failed, and those not made in the window
-	closed int   // slots left empty because the server closed what it accepted
+	closed int   // slots left empty after the server closed what it accepted for them
 	first  error // the first failed dial's error
 }
 
@@ -226,9 +226,15 @@ func (p *pool) dialIn(ctx context.Context, d drivers.Driver, n, conc int, timeou
 	if len(dead) > 0 && wctx.Err() == nil {
 		before := res.opened
 		p.dialSlots(wctx, d, dead, conc, timeout, window, dl, &res)
-		dead = p.probeSlots(ctx, dead, res.opened > before, dl)
+		p.probeSlots(ctx, dead, res.opened > before, dl)
 	}
-	res.closed = len(dead)
+	// A slot whose re-dial failed or was closed too stays empty: what the
+	// server accepted for it, it closed.
+	for _, i := range dead {
+		if p.get(i) == nil {
+			res.closed++
+		}
+	}
 	dl.mu.Lock()
 	dl.summaryAfter(0)
 	dl.mu.Unlock()
@@ -344,11 +350,12 @@ func (p *pool) probeSlots(ctx context.Context, slots []int, settle bool, dl *dia
 // without the settle (the stair's load starts now): a connection already
 // there is probed; an empty or dead slot is dialled within timeout, the
 // new connection probed and, when dead, re-dialled once. It reports the
-// dials that succeeded and failed, whether the slot ends empty because
-// the server closed what it accepted (closed), and whether it holds a
-// live connection (live).
+// dials that succeeded and failed, whether the slot ends empty after the
+// server closed a connection it accepted for it (closed; its re-dial
+// failed or was closed too), and whether it holds a live connection
+// (live).
 func (p *pool) dialSlot(ctx context.Context, d drivers.Driver, i int, timeout time.Duration, dl *dialLog) (opened, failed, closed int, live bool) {
-	tries := 2
+	tries, wasDead := 2, false
 	if c := p.get(i); c != nil {
 		err := probe(c)
 		if err == nil {
@@ -357,19 +364,23 @@ func (p *pool) dialSlot(ctx context.Context, d drivers.Driver, i int, timeout ti
 		c.Close()
 		p.set(i, nil)
 		dl.closed(err)
-		tries = 1 // the next dial is its re-dial
+		tries, wasDead = 1, true // the next dial is its re-dial
 	}
 	for try := 0; try < tries; try++ {
 		c, err := dialOne(ctx, d, timeout)
 		if err != nil {
 			dl.failure(err, 1, "")
-			return opened, 1, 0, false
+			if wasDead {
+				closed = 1
+			}
+			return opened, 1, closed, false
 		}
 		opened++
 		dl.success()
 		if err := probe(c); err != nil {
 			c.Close()
 			dl.closed(err)
+			wasDead = true
 			continue
 		}
 		p.set(i, c)

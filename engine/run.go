@@ -134,8 +134,9 @@ type PhaseResult struct {
 	ConnectionsEstablished int `json:"connections_established"`
 	// ConnectionsClosedEarly counts the connections the server accepted
 	// and then closed or reset before the phase started (found by the
-	// barrier's probe, drivers.Prober), and again after their one re-dial:
-	// they are not established.
+	// barrier's probe, drivers.Prober) whose one re-dial failed or was
+	// closed too: they are not established (a failed re-dial is also a
+	// connect failure).
 	ConnectionsClosedEarly int `json:"connections_closed_early,omitempty"`
 	// LatenessMax is how late the engine sent an arrival that was not
 	// waiting for a connection (scheduler lateness); large values mean the
