@@ -32,6 +32,22 @@ type Conn interface {
 	Close() error
 }
 
+// Prober is implemented by connections that can tell, without sending
+// anything and without blocking, whether they are still usable: a server
+// can accept a connection and close or reset it at once (a full accept
+// queue, a connection limit, a proxy with no backend), and its Dial
+// succeeds all the same. The engine calls Alive on every connection at a
+// phase's barrier, just before the release and never concurrently with
+// Do; a connection that reports an error is closed, re-dialled once, and
+// not counted as established if still dead. Conns without it count as
+// established when their Dial succeeded.
+type Prober interface {
+	// Alive returns nil when nothing says the server closed or reset the
+	// connection, and otherwise an error saying how it ended. It looks
+	// only at what already arrived: a close still on its way is missed.
+	Alive() error
+}
+
 // Inflighter is implemented by drivers whose connections carry more than
 // one request at a time (WebSocket, binary frames). HTTP/1.x does not.
 type Inflighter interface {

@@ -98,7 +98,11 @@ func Checks(pl *Plan, res *Result) []Warning {
 				Message: fmt.Sprintf("repeat %d, phase %s: ", pr.Repeat, p.Name) + fmt.Sprintf(format, a...)})
 		}
 		if pr.ConnectionsEstablished < pr.ConnectionsRequested {
-			at("connections-missing", "%d of %d connections established: the requested concurrency was not reached", pr.ConnectionsEstablished, pr.ConnectionsRequested)
+			why := ""
+			if pr.ConnectionsClosedEarly > 0 {
+				why = fmt.Sprintf("; %d were accepted and then closed by the server", pr.ConnectionsClosedEarly)
+			}
+			at("connections-missing", "%d of %d connections established: the requested concurrency was not reached%s", pr.ConnectionsEstablished, pr.ConnectionsRequested, why)
 		}
 		if why := Censoring(pl, pr); why != "" {
 			at("censored", "%s", why)

@@ -42,6 +42,10 @@ type Runner struct {
 	OnPhase func(*PhaseResult)
 	// DialConcurrency bounds simultaneous dials (handshakes); 0 means 8.
 	DialConcurrency int
+	// DialWindow bounds a phase's whole dial-in (dial.go): dials not made
+	// when it ends count as connect failures. 0 means the request timeout
+	// or DefaultDialWindow, whichever is longer.
+	DialWindow time.Duration
 	// NewSleeper makes the open model's pacer clock; nil means
 	// NewPreciseSleeper. Tests under testing/synctest use NewTimerSleeper.
 	NewSleeper func() Sleeper
@@ -127,6 +131,12 @@ type PhaseResult struct {
 	// ramp, at its top stair).
 	ConnectionsRequested   int `json:"connections_requested"`
 	ConnectionsEstablished int `json:"connections_established"`
+	// ConnectionsClosedEarly counts the connections the server accepted
+	// and then closed or reset before the phase started (found by the
+	// barrier's probe, drivers.Prober) whose one re-dial failed or was
+	// closed too: they are not established (a failed re-dial is also a
+	// connect failure).
+	ConnectionsClosedEarly int `json:"connections_closed_early,omitempty"`
 	// LatenessMax is how late the engine sent an arrival that was not
 	// waiting for a connection (scheduler lateness); large values mean the
 	// load generator fell behind its own schedule.
@@ -249,58 +259,6 @@ func (p *pool) set(i int, c drivers.Conn) {
 	p.conns[i] = c
 }
 
-// grow dials every empty slot among the first n, at most conc at a time,
-// and reports how many dials succeeded and failed.
-func (p *pool) grow(ctx context.Context, d drivers.Driver, n, conc int) (ok, failed int, first error) {
-	p.mu.Lock()
-	for len(p.conns) < n {
-		p.conns = append(p.conns, nil)
-	}
-	var empty []int
-	for i, c := range p.conns[:n] {
-		if c == nil {
-			empty = append(empty, i)
-		}
-	}
-	p.mu.Unlock()
-	var wg sync.WaitGroup
-	var nok, nfail atomic.Int64
-	var once sync.Once
-	sem := make(chan struct{}, conc)
-	for _, i := range empty {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			c, err := d.Dial(ctx)
-			if err != nil {
-				nfail.Add(1)
-				once.Do(func() { first = err })
-				return
-			}
-			nok.Add(1)
-			p.set(i, c)
-		}()
-	}
-	wg.Wait()
-	return int(nok.Load()), int(nfail.Load()), first
-}
-
-// dialSlot dials slot i if it is empty; it reports whether a dial
-// succeeded or failed.
-func (p *pool) dialSlot(ctx context.Context, d drivers.Driver, i int) (ok, failed int) {
-	if p.get(i) != nil {
-		return 0, 0
-	}
-	c, err := d.Dial(ctx)
-	if err != nil {
-		return 0, 1
-	}
-	p.set(i, c)
-	return 1, 0
-}
-
 func (p *pool) established(n int) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -311,6 +269,18 @@ func (p *pool) established(n int) int {
 		}
 	}
 	return k
+}
+
+// established counts the slots that held a live connection when they
+// started: at the barrier, or at their stair.
+func (ph *phaseRun) established() int {
+	n := 0
+	for i := range ph.live {
+		if ph.live[i].Load() {
+			n++
+		}
+	}
+	return n
 }
 
 // phaseRun is the state of one running phase, shared by its workers.
@@ -338,6 +308,10 @@ type phaseRun struct {
 	byCount atomic.Bool  // a closed phase ended because its request count was reached
 
 	inflight atomic.Int64 // requests in Do now
+
+	dials       *dialLog      // the phase's own dials: stairs and empty slots
+	live        []atomic.Bool // slot k held a live connection at its start (barrier or stair)
+	closedEarly atomic.Int64  // slots the server closed before their start (ConnectionsClosedEarly)
 
 	lateness time.Duration // max scheduler lateness; written by the pacer only
 	late     int64         // arrivals dispatched later than LatenessLimit; pacer only
@@ -373,15 +347,25 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		first = p.Steps[0].Connections
 	}
 	// Dial the phase's connections before the clock starts, a bounded
-	// number at a time; dialling is never part of the phase's time.
-	ok, failed, dialErr := pool.grow(ctx, r.Driver, first, conc)
-	pool.reserve(p.Connections)
-	rec.AddConnectionsOpened(int64(ok))
-	rec.AddConnectFailures(int64(failed))
-	if pool.established(first) == 0 && ctx.Err() == nil {
-		return nil, fmt.Errorf("phase %q: %w: %d dial(s) failed, the first with: %v", p.Name, ErrNoConnection, failed, dialErr)
+	// number at a time and within the dial-in's window, and probe them:
+	// dialling is never part of the phase's time (dial.go).
+	dialWindow := r.DialWindow
+	if dialWindow <= 0 {
+		dialWindow = max(DefaultDialWindow, timeout)
 	}
-	if ok >= CollectAfterDials {
+	dl := newDialLog(r.Log, p.Name, len(pool.slots(first, false)))
+	din := pool.dialIn(ctx, r.Driver, first, conc, timeout, dialWindow, dl)
+	pool.reserve(p.Connections)
+	rec.AddConnectionsOpened(int64(din.opened))
+	rec.AddConnectFailures(int64(din.failed))
+	if pool.established(first) == 0 && ctx.Err() == nil {
+		why := ""
+		if din.closed > 0 {
+			why = fmt.Sprintf("; %d accepted and then closed by the server", din.closed)
+		}
+		return nil, fmt.Errorf("phase %q: %w: %d dial(s) failed, the first with: %v%s", p.Name, ErrNoConnection, din.failed, din.first, why)
+	}
+	if din.opened >= CollectAfterDials {
 		// The handshakes left garbage that the generator's high GOGC
 		// would keep resident for the whole phase: collect it and give
 		// the memory back now, before the measured time starts.
@@ -394,7 +378,12 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		r: r, p: p, repeat: rep, pool: pool, seq: seq, rec: rec, timeout: timeout,
 		keepsDeadline: keepsDeadline(r.Driver),
 		stop:          make(chan struct{}), drained: make(chan struct{}), hard: hard, hardStop: hardStop,
+		dials: newDialLog(r.Log, p.Name, 0), live: make([]atomic.Bool, p.Connections),
 	}
+	for i := range min(first, p.Connections) {
+		ph.live[i].Store(pool.get(i) != nil)
+	}
+	ph.closedEarly.Store(int64(din.closed))
 	r.Log.Info().Int("repeat", rep).Str("phase", p.Name).Str("model", string(p.Model)).
 		Int("connections", p.Connections).Msg("phase start")
 
@@ -530,7 +519,8 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		Wall:                   wallElapsed,
 		Summary:                rec.Summary(elapsed),
 		ConnectionsRequested:   p.Connections,
-		ConnectionsEstablished: pool.established(p.Connections),
+		ConnectionsEstablished: ph.established(),
+		ConnectionsClosedEarly: int(ph.closedEarly.Load()),
 		LatenessMax:            ph.lateness,
 		LateArrivals:           ph.late,
 		ClientCPU:              cpu,
@@ -656,6 +646,9 @@ func (ph *phaseRun) conn(ctx context.Context, k int) (drivers.Conn, drivers.Outc
 				cl = drivers.Connect
 			}
 		}
+		if ph.hard.Err() == nil {
+			ph.dials.failure(err, 1, "")
+		}
 		return nil, drivers.Outcome{Class: cl, Code: code, Err: err, Connect: time.Since(t0)}, false
 	}
 	ph.pool.set(k, c)
@@ -724,9 +717,11 @@ func (ph *phaseRun) closedWorker(k int, at time.Duration) {
 		}
 		// A stair's connection is dialled when its stair comes, outside
 		// any request's time.
-		ok, failed := ph.pool.dialSlot(ph.hard, ph.r.Driver, k)
+		ok, failed, closed, live := ph.pool.dialSlot(ph.hard, ph.r.Driver, k, ph.timeout, ph.dials)
 		ph.rec.AddConnectionsOpened(int64(ok))
 		ph.rec.AddConnectFailures(int64(failed))
+		ph.closedEarly.Add(int64(closed))
+		ph.live[k].Store(live)
 	}
 	for !ph.stopped() {
 		if n := ph.p.Requests; n > 0 && ph.claimed.Add(1) > n {

@@ -51,7 +51,7 @@ It prints "listening on URL" once ready and stops on SIGINT/SIGTERM.`,
 		},
 	}
 	add(&cobra.Command{
-		Use:   "http [--listen ADDR] [--delay D] [--workers 1] [--stall-every P --stall-for D] [--slow-for D --slow-delay D] [--delay-per-seq D] [--error-every N] [--error-status S] [--close-after N]",
+		Use:   "http [--listen ADDR] [--delay D] [--workers 1] [--stall-every P --stall-for D] [--slow-for D --slow-delay D] [--delay-per-seq D] [--error-every N] [--error-status S] [--close-after N] [--reset-after-conns K]",
 		Short: "HTTP/1.1 reference target: GET /healthz, GET /stats (JSON counters), every other path counted",
 		// The target parses its own flags, so `target.args` in a scenario
 		// and this command line take exactly the same words.

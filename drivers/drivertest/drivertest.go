@@ -1,11 +1,13 @@
 // Package drivertest drives one connection of a driver in a benchmark as
 // the engine does for a drivers.DeadlineKeeper: the phase's context
 // (cancellation only) and each request's deadline in drivers.Request;
-// and, in tests, several requests in flight at once.
+// several requests in flight at once, in tests; and servers that drop what
+// they accept.
 package drivertest
 
 import (
 	"context"
+	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -68,4 +70,26 @@ func InFlight(c drivers.Conn, n int, timeout time.Duration) []drivers.Outcome {
 	}
 	wg.Wait()
 	return outs
+}
+
+// Reset closes nc with a reset (SO_LINGER 0: an RST instead of a FIN), as
+// a server that accepts a connection and drops it at once does.
+func Reset(nc net.Conn) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	nc.Close()
+}
+
+// WaitDead polls p's Alive every 5 ms for up to 5 s until it reports an
+// error, and returns that error; nil when it never did. The server's
+// reset reaches the client a scheduling delay after its accept.
+func WaitDead(p drivers.Prober) error {
+	for range 1000 {
+		if err := p.Alive(); err != nil {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ package fake
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,6 +28,15 @@ type Driver struct {
 	Serial bool
 	// DialFail, when non-nil and returning an error, fails dial number n (1-based).
 	DialFail func(n int64) error
+	// DialHang, when non-nil and true, makes dial number n (1-based) wait
+	// until its context ends, as a dial to a port that drops SYNs does,
+	// and fail with the context's error.
+	DialHang func(n int64) bool
+	// Dead, when non-nil, makes the connections implement drivers.Prober;
+	// when true, the connection of dial number n is one the server
+	// accepted and then closed at once: its Alive reports so and its
+	// requests end as Reset after their service time.
+	Dead func(n int64) bool
 	// Inflight is the MaxInflight the driver reports; 0 means 1.
 	Inflight int
 
@@ -66,15 +76,44 @@ func (d *Driver) Dial(ctx context.Context) (drivers.Conn, error) {
 			return nil, err
 		}
 	}
-	return &conn{d: d}, nil
+	if d.DialHang != nil && d.DialHang(n) {
+		<-ctx.Done()
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: ctx.Err()}
+	}
+	c := &conn{d: d}
+	if d.Dead == nil {
+		return c, nil
+	}
+	c.dead = d.Dead(n)
+	return &probed{c}, nil
 }
+
+// probed is a conn that implements drivers.Prober: the connections of a
+// Driver with Dead set. The others do not, so the engine does not wait
+// to probe them (engine.ProbeSettle).
+type probed struct{ *conn }
 
 type conn struct {
 	d      *Driver
+	dead   bool // accepted, then closed by the "server"
 	closed atomic.Bool
 }
 
+// errDead is how a Dead connection ended.
+var errDead = &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+
 func (c *conn) Close() error { c.closed.Store(true); return nil }
+
+// Alive implements drivers.Prober.
+func (c *probed) Alive() error {
+	switch {
+	case c.closed.Load():
+		return errors.New("fake: connection closed")
+	case c.dead:
+		return errDead
+	}
+	return nil
+}
 
 func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 	d := c.d
@@ -114,6 +153,9 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 			t.Stop()
 			return ctxOutcome(ctx)
 		}
+	}
+	if c.dead {
+		return drivers.Outcome{Class: drivers.Reset, Code: "ECONNRESET", Err: errDead}
 	}
 	if d.Fail != nil {
 		if cl, code := d.Fail(r.Seq); cl != "" && cl != drivers.OK {

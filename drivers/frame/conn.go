@@ -75,6 +75,20 @@ func (c *conn) open(ctx context.Context) (*link, error) {
 	return l, nil
 }
 
+// Alive implements drivers.Prober: an error when the link ended (its
+// reader saw the end) or its socket says the server closed or reset it
+// (relink.Peek, which a reader blocked in Read does not hinder). Data
+// waiting counts as alive: the reader books it as it comes. It never
+// blocks.
+func (c *conn) Alive() error {
+	return c.slot.Alive(func(l *link) error {
+		if err := relink.Ended(l.gone, &l.end); err != nil {
+			return err
+		}
+		return relink.Peek(l.nc)
+	})
+}
+
 // discard closes a link opened for a connection released meanwhile.
 func (c *conn) discard(l *link) {
 	l.ours.Store(true)

@@ -62,7 +62,10 @@ type conn struct {
 	env  ruleEnv      // the success rule's variables
 }
 
-var _ drivers.Conn = (*conn)(nil)
+var (
+	_ drivers.Conn   = (*conn)(nil)
+	_ drivers.Prober = (*conn)(nil)
+)
 
 func newConn(d *Driver) *conn {
 	c := &conn{

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"syscall"
+	"time"
 )
 
 // Before a request is sent on a kept-alive connection, Do looks without
@@ -165,6 +166,40 @@ func (c *conn) idle() idleState {
 		return idleEmpty
 	}
 	return rawReadFailed(err)
+}
+
+// errClosedEarly is Alive's answer for a connection the server closed or
+// reset before any request was sent on it.
+var errClosedEarly = errors.New("the server closed or reset the connection before any request")
+
+// errUnasked is Alive's answer for a connection on which the server wrote
+// before any request: the next Do would close it.
+var errUnasked = errors.New("the server sent bytes before any request")
+
+// Alive implements drivers.Prober with the look Do takes before reusing a
+// kept-alive connection: nil when nothing waits on it, an error when the
+// server closed or reset it, or wrote on it unasked. It never blocks and
+// must not be called concurrently with Do.
+func (c *conn) Alive() error {
+	if c.isClosed() {
+		return errClosed
+	}
+	nc := c.nc // Do, its only writer, is not running
+	if nc == nil {
+		return errClosedEarly
+	}
+	// An expired deadline (the last request's) would fail the look before
+	// it reaches the socket; Do sets its own before every request.
+	if err := nc.SetDeadline(time.Time{}); err != nil {
+		return errClosedEarly
+	}
+	switch c.idle() {
+	case idleData:
+		return errUnasked
+	case idleClosed:
+		return errClosedEarly
+	}
+	return nil
 }
 
 // rawConn returns nc's RawConn, or nil when nc is not a socket or this

@@ -102,6 +102,37 @@ func (s *Slot[L]) Current() *L {
 	return s.cur
 }
 
+// ErrNoLink is Alive's answer when the connection's link ended and no
+// request has opened another since.
+var ErrNoLink = errors.New("the connection's link ended (closed by the server) and was not re-opened")
+
+// Alive is a drivers.Prober's Alive for a connection whose link s holds:
+// ErrReleased once released, ErrNoLink when there is no current link,
+// and otherwise what check says of the current one.
+func (s *Slot[L]) Alive(check func(*L) error) error {
+	s.mu.Lock()
+	l, released := s.cur, s.released
+	s.mu.Unlock()
+	switch {
+	case released:
+		return ErrReleased
+	case l == nil:
+		return ErrNoLink
+	}
+	return check(l)
+}
+
+// Ended returns how a link ended once gone (closed when its reader
+// ended) is closed, and nil while it lives; end is then the link's end.
+func Ended(gone <-chan struct{}, end *drivers.Outcome) error {
+	select {
+	case <-gone:
+		return fmt.Errorf("the link ended: %w", end.Err)
+	default:
+		return nil
+	}
+}
+
 // Clear forgets l if it is the current link (it ended, or was dropped):
 // the next Get opens another.
 func (s *Slot[L]) Clear(l *L) {

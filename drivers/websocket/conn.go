@@ -83,6 +83,14 @@ func (c *conn) open(ctx context.Context) (*link, error) {
 	return l, nil
 }
 
+// Alive implements drivers.Prober: an error when the link ended (its
+// reader saw a close frame or the connection drop). The handshake proved
+// a round-trip, so only an end after it is looked for; one that its
+// reader has not read yet is missed. It never blocks.
+func (c *conn) Alive() error {
+	return c.slot.Alive(func(l *link) error { return relink.Ended(l.gone, &l.end) })
+}
+
 // discard closes a link opened for a connection released meanwhile.
 func (c *conn) discard(l *link) {
 	l.ours.Store(true)

@@ -44,6 +44,13 @@ type Config struct {
 	// CloseAfter, when N > 0, answers the Nth counted request on each
 	// connection with `Connection: close` and closes the connection after it.
 	CloseAfter int
+	// ResetAfterConns, when K > 0, accepts every connection but resets
+	// (SO_LINGER 0) each one accepted while K load connections are
+	// already counted, at once and before reading anything: a server at
+	// its connection limit that accepts and drops. Control connections
+	// (/healthz, /stats) made before then do not count; later ones are
+	// reset too.
+	ResetAfterConns int
 	// SlowFor and SlowDelay make a slow start: a counted request that
 	// arrives less than SlowFor after the target began listening waits
 	// SlowDelay instead of Delay. SlowFor 0 means no slow start.
@@ -74,6 +81,7 @@ func (cfg *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.ErrorEvery, "error-every", cfg.ErrorEvery, "answer every Nth counted request (global arrival order) with --error-status; 0 = never")
 	fs.IntVar(&cfg.ErrorStatus, "error-status", cfg.ErrorStatus, "status of the --error-every failures (200-599)")
 	fs.IntVar(&cfg.CloseAfter, "close-after", cfg.CloseAfter, "send Connection: close and close after N counted requests on a connection; 0 = never")
+	fs.IntVar(&cfg.ResetAfterConns, "reset-after-conns", cfg.ResetAfterConns, "accept, then reset at once (RST) every connection made while K load connections are counted; 0 = never")
 	fs.DurationVar(&cfg.SlowFor, "slow-for", cfg.SlowFor, "slow start: for this long after the target starts listening, delay counted requests by --slow-delay instead of --delay (e.g. 5s); 0 = off")
 	fs.DurationVar(&cfg.SlowDelay, "slow-delay", cfg.SlowDelay, "the delay of counted requests during --slow-for (e.g. 300ms)")
 	fs.DurationVar(&cfg.DelayPerSeq, "delay-per-seq", cfg.DelayPerSeq, "add n times this to the delay, n the number that ends the path (/d/17: 17 × it; e.g. 4ms); 0 = off")
@@ -130,6 +138,9 @@ func (cfg Config) validate() error {
 	if cfg.CloseAfter < 0 {
 		errs = append(errs, fmt.Errorf("close-after %d: must not be negative", cfg.CloseAfter))
 	}
+	if cfg.ResetAfterConns < 0 {
+		errs = append(errs, fmt.Errorf("reset-after-conns %d: must not be negative", cfg.ResetAfterConns))
+	}
 	if cfg.SlowFor < 0 || cfg.SlowDelay < 0 || cfg.DelayPerSeq < 0 {
 		errs = append(errs, fmt.Errorf("slow-for %s, slow-delay %s, delay-per-seq %s: must not be negative", cfg.SlowFor, cfg.SlowDelay, cfg.DelayPerSeq))
 	}
@@ -157,7 +168,8 @@ func (cfg Config) validate() error {
 // request was /healthz or /stats: the spawner's health checks and
 // reconciliation fetches, kept apart so that connections reconciles with
 // the client's connections opened), closed_by_server (connections closed
-// by CloseAfter), worker_idle_us (with Workers 1 only: how long the
+// by CloseAfter), reset_at_accept (connections reset by ResetAfterConns,
+// not in connections), worker_idle_us (with Workers 1 only: how long the
 // single worker waited with nothing queued after its first request, in
 // µs). Counters are atomic and start at zero.
 func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
@@ -177,7 +189,7 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 		ReadHeaderTimeout: time.Minute,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(&resetListener{Listener: ln, t: t}) }()
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
@@ -195,6 +207,30 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 	return nil
 }
 
+// resetListener resets the connections ResetAfterConns turns away. The
+// server's loop marks a connection new (connState counts it) before it
+// accepts the next, so the count it reads is exact.
+type resetListener struct {
+	net.Listener
+	t *target
+}
+
+// Accept returns the next connection the target serves.
+func (l *resetListener) Accept() (net.Conn, error) {
+	for {
+		nc, err := l.Listener.Accept()
+		k := int64(l.t.cfg.ResetAfterConns)
+		if err != nil || k == 0 || l.t.connections.Load() < k {
+			return nc, err
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
+		nc.Close()
+		l.t.resetAtAccept.Add(1)
+	}
+}
+
 // target is the handler and its counters.
 type target struct {
 	cfg   Config
@@ -207,6 +243,7 @@ type target struct {
 	connections        atomic.Int64
 	controlConnections atomic.Int64
 	closedByServer     atomic.Int64
+	resetAtAccept      atomic.Int64
 }
 
 // connInfo is one connection's state, reached from its requests' context.
@@ -303,6 +340,7 @@ func (t *target) stats() []byte {
 		"connections":         t.connections.Load(),
 		"control_connections": t.controlConnections.Load(),
 		"closed_by_server":    t.closedByServer.Load(),
+		"reset_at_accept":     t.resetAtAccept.Load(),
 	}
 	if t.cfg.Workers == 1 {
 		t.truth.mu.Lock()

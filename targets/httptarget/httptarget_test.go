@@ -1,6 +1,7 @@
 package httptarget
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -302,5 +303,43 @@ func TestReconcile_WithDriver(t *testing.T) {
 	}
 	if delta("connections") != d.Opened() || d.Opened() != 40 {
 		t.Errorf("server connections Δ %d, driver opened %d, want 40 each", delta("connections"), d.Opened())
+	}
+}
+
+// TestResetAfterConns: with reset-after-conns 2, the first two load
+// connections are served and the third is accepted and reset at once; a
+// control connection made before them does not count, and carries the
+// stats fetch after them.
+func TestResetAfterConns(t *testing.T) {
+	base := start(t, Config{ResetAfterConns: 2})
+	c := client(t)
+	if code, _ := get(t, c, base+"/healthz"); code != 200 {
+		t.Fatalf("healthz %d", code)
+	}
+	addr := strings.TrimPrefix(base, "http://")
+	var conns []net.Conn
+	for range 3 {
+		nc, err := net.Dial("tcp", addr) // accepted in this order
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		conns = append(conns, nc)
+	}
+	for i, nc := range conns {
+		nc.SetDeadline(time.Now().Add(5 * time.Second))
+		_, werr := nc.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+		line, rerr := bufio.NewReader(nc).ReadString('\n')
+		served := werr == nil && rerr == nil && strings.HasPrefix(line, "HTTP/1.1 200")
+		if served != (i < 2) {
+			t.Errorf("connection %d: served %v (%q, %v, %v), want %v", i+1, served, line, werr, rerr, i < 2)
+		}
+	}
+	var m map[string]int64
+	if _, body := get(t, c, base+"/stats"); json.Unmarshal([]byte(body), &m) != nil {
+		t.Fatalf("stats: %q", body)
+	}
+	if m["connections"] != 2 || m["reset_at_accept"] != 1 || m["control_connections"] != 1 {
+		t.Errorf("stats %v, want connections 2, reset_at_accept 1, control_connections 1", m)
 	}
 }
