@@ -412,6 +412,7 @@ func suggest(name string, known []string) []string {
 			d = 0
 		}
 		switch {
+		case d > limit:
 		case d < bestD:
 			best, bestD = []string{k}, d
 		case d == bestD && len(best) < 3:
