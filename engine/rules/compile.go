@@ -321,6 +321,11 @@ func (p patcher) Visit(node *ast.Node) {
 		if d, ok := p.rw.durs[n.Location().From]; ok {
 			ast.Patch(node, &ast.ConstantNode{Value: d})
 		}
+	case *ast.IdentifierNode:
+		// p75 → p().p75: a percentile without a field of its own.
+		if _, ok := extraPercentile(n.Value); ok {
+			ast.Patch(node, pctsRead(&ast.IdentifierNode{Value: pctsField}, n.Value, n.Location()))
+		}
 	case *ast.UnaryNode:
 		if n.Operator != "-" {
 			break
@@ -339,6 +344,18 @@ func (p patcher) Visit(node *ast.Node) {
 			zero.SetLocation(n.Location())
 			ast.Patch(node, &ast.BinaryNode{Operator: "-", Left: zero, Right: n.Node})
 		}
+	case *ast.MemberNode:
+		// service.p75 → service.p().p75.
+		if s, ok := n.Property.(*ast.StringNode); ok && !n.Method {
+			if _, ok := extraPercentile(s.Value); ok {
+				if bp, ok := path(n.Node); ok && len(bp) > 0 && (isLatencyGroup(bp[len(bp)-1]) || bp[len(bp)-1] == "baseline") {
+					prop := &ast.StringNode{Value: pctsField}
+					prop.SetLocation(n.Location())
+					inner := &ast.MemberNode{Node: n.Node, Property: prop}
+					ast.Patch(node, pctsRead(inner, s.Value, n.Location()))
+				}
+			}
+		}
 	case *ast.BuiltinNode:
 		if view := viewOf(n.Name); view != "" && len(n.Arguments) == 1 {
 			ast.Patch(node, rebase(n.Arguments[0], view, n.Location()))
@@ -350,6 +367,16 @@ func (p patcher) Visit(node *ast.Node) {
 			}
 		}
 	}
+}
+
+// pctsRead is the read of percentile name from the Pcts map base.
+func pctsRead(base ast.Node, name string, loc file.Location) ast.Node {
+	base.SetLocation(loc)
+	prop := &ast.StringNode{Value: name}
+	prop.SetLocation(loc)
+	m := &ast.MemberNode{Node: base, Property: prop}
+	m.SetLocation(loc)
+	return m
 }
 
 func viewOf(fn string) string {
@@ -440,6 +467,9 @@ func startOf(n ast.Node) int {
 func path(n ast.Node) (p []string, ok bool) {
 	switch n := n.(type) {
 	case *ast.IdentifierNode:
+		if n.Value == pctsField { // p75 as the patcher rewrote it: p().p75
+			return []string{}, true
+		}
 		return []string{n.Value}, true
 	case *ast.MemberNode:
 		base, ok := path(n.Node)
@@ -449,6 +479,9 @@ func path(n ast.Node) (p []string, ok bool) {
 		s, ok := n.Property.(*ast.StringNode)
 		if !ok {
 			return nil, false
+		}
+		if s.Value == pctsField {
+			return base, true
 		}
 		return append(base, s.Value), true
 	}
@@ -487,7 +520,11 @@ func resolveAt(p []string) (r ref, res resolution, msg string, at int) {
 		}
 	}
 	head := p[0]
-	if _, ok := topLevel[head]; ok {
+	_, known := topLevel[head]
+	if _, ok := extraPercentile(head); ok {
+		known = true
+	}
+	if known {
 		if len(p) > 1 {
 			return r, notFound, fmt.Sprintf("%s is a metric, it has no member %q", head, p[1]), off + 1
 		}
@@ -496,6 +533,9 @@ func resolveAt(p []string) (r ref, res resolution, msg string, at int) {
 	}
 	if !slices.Contains(groups, head) || head == "baseline" {
 		known := append(slices.Clone(topNames), groups...)
+		if hint := percentileHint(head); hint != "" {
+			return r, notFound, fmt.Sprintf("unknown metric %q: %s", head, hint), off
+		}
 		return r, notFound, unknownMsg(head, known, "known metrics: "+strings.Join(topNames, " ")+
 			"; groups: service.* failed.* corrected.* errors_by[code] closes_by[code] server.* client.* target.* baseline.*"), off
 	}
@@ -508,7 +548,11 @@ func resolveAt(p []string) (r ref, res resolution, msg string, at int) {
 		return r, notFound, fmt.Sprintf("%s has no member %q", r, p[2]), off + 2
 	}
 	if names, ok := memberNames[head]; ok {
-		if _, ok := members[head][r.name]; !ok {
+		_, extra := extraPercentile(r.name)
+		if _, ok := members[head][r.name]; !ok && !(extra && isLatencyGroup(head)) {
+			if hint := percentileHint(r.name); hint != "" && isLatencyGroup(head) {
+				return r, notFound, fmt.Sprintf("unknown metric %q: %s", head+"."+r.name, hint), off + 1
+			}
 			return r, notFound, unknownMsg(head+"."+r.name, prefixed(head, names),
 				head+".* has "+strings.Join(names, " ")), off + 1
 		}

@@ -170,6 +170,7 @@ func NewEnv(s *measure.Summary, extra Extras) Env {
 		s = &measure.Summary{}
 	}
 	e := Env{
+		m:        metrics{dists: map[string]*measure.Dist{}},
 		samples:  map[string]int64{},
 		requests: s.Requests,
 		answered: s.Responded,
@@ -207,6 +208,7 @@ func NewEnv(s *measure.Summary, extra Extras) Env {
 		}
 		fillLatency(l, d)
 		e.samples[g] = d.Count()
+		e.m.dists[g] = d
 	}
 	m.ErrorsBy = maps.Clone(s.ErrorsByCode)
 	if m.ErrorsBy == nil {
@@ -419,6 +421,26 @@ func (r *Rule) Eval(env Env) Verdict {
 	return r.eval(&env, r.views([]*Env{&env}))
 }
 
+// ExtraPercentiles returns the percentiles (in percent, ascending,
+// without repeats) that rules read beyond the ones every report shows
+// (50, 90, 95, 99, 99.9), in any group, view or baseline: p75 and
+// median(service.p99.99) give 75 and 99.99. Nil rules are skipped.
+func ExtraPercentiles(rs []*Rule) []float64 {
+	var out []float64
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		for _, x := range r.refs {
+			if q, ok := extraPercentile(x.name); ok && (x.group == "" || isLatencyGroup(x.group)) && !slices.Contains(out, q) {
+				out = append(out, q)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Judge judges the rule on each repeat's environment of one phase. The rule
 // holds only if it holds in every repeat: any Fail is Fail, else any Error
 // is Error, else any Inconclusive is Inconclusive. median(x) and worst(x)
@@ -480,7 +502,8 @@ func (r *Rule) eval(env *Env, views map[ref]viewValue) (v Verdict) {
 		in.Server = map[string]float64{}
 	}
 	if env.baseline != nil {
-		in.Baseline = &env.baseline.m
+		b := env.baseline.m // a copy: percentiles without a field are set into it
+		in.Baseline = &b
 	}
 	missing := map[ref]string{}
 	var observed []string
@@ -500,10 +523,12 @@ func (r *Rule) eval(env *Env, views map[ref]viewValue) (v Verdict) {
 			}
 		case "baseline":
 			if env.baseline != nil {
-				val = x.base().get(&env.baseline.m)
+				val = x.base().get(in.Baseline)
+				setExtra(x, in.Baseline, val)
 			}
 		default:
 			val = x.get(&in.metrics)
+			setExtra(x, &in.metrics, val)
 		}
 		if ok {
 			if n := nonFinite(val); n != "" {
@@ -565,6 +590,16 @@ func (r *Rule) eval(env *Env, views map[ref]viewValue) (v Verdict) {
 		v.Reason = strings.Join(notes, "; ")
 	}
 	return v
+}
+
+// setExtra stores a percentile without a field of its own (p75), computed
+// for this evaluation, where the rule reads it. m is the evaluation's own
+// copy: its Pcts maps start nil, so nothing is shared between
+// evaluations. Other metrics are left alone.
+func setExtra(x ref, m *metrics, v any) {
+	if _, ok := extraPercentile(x.name); ok {
+		x.base().set(m, v)
+	}
 }
 
 // nonFinite returns why a metric value cannot support a verdict because

@@ -57,7 +57,7 @@ func TestRejectedAtValidation(t *testing.T) {
 		{"ceil(p99) > 1s", 1, "ceil is not defined for durations; make a number first, e.g. ceil(p99 / 1ms)"},
 		{`approx("a", 1)`, 8, "approx compares numbers or durations; this is a string"},
 		// Percentile-like names that are not metrics still get a hint.
-		{"p98 < 5ms", 1, `unknown metric "p98"`},
+		{"p9999 < 5ms", 1, `unknown metric "p9999": for the 99.99th percentile write p99.99 (p999 stays p99.9)`},
 	} {
 		wantCompileError(t, c.src, c.col, c.want)
 	}

@@ -56,10 +56,10 @@ func TestCompileErrors(t *testing.T) {
 		{"max(p99, 1s) < 2s", 1, "max is a metric, not a function"},
 		{"(errors > 0 ? p99 : 5) < 1s", 21, "p99 is a duration: write the unit, e.g. 5ms"},
 		// Unknown names, with what is known and the nearest name.
-		{"p98 < 5ms", 1, `unknown metric "p98"; did you mean p90, p95 or p99? (known metrics: p50 p90`},
+		{"p99x < 5ms", 1, `unknown metric "p99x"; did you mean p99 or p999? (known metrics: p50 p90`},
 		{"errorRate < 0.1", 1, "did you mean error_rate?"},
 		{"P99 < 1s", 1, "did you mean p99?"},
-		{"service.p98 < 1s", 9, `unknown metric "service.p98"; did you mean service.p90, service.p95 or service.p99? (service.* has p50`},
+		{"service.p99x < 1s", 9, `unknown metric "service.p99x"; did you mean service.p99 or service.p999? (service.* has p50`},
 		{"servce.errors > 0", 1, "did you mean service?"},
 		{"frobnicate > 0", 1, `unknown metric "frobnicate" (known metrics:`},
 		{"service < 1s", 1, "service is a group, not a metric: write e.g. service.p99"},
