@@ -33,6 +33,9 @@ var arithOps = map[string]string{
 	"+": "op+", "-": "op-", "*": "op*", "/": "op/", "%": "op%", "**": "op**", "^": "op^",
 }
 
+// arithOpts are arithOptions, built once.
+var arithOpts = arithOptions()
+
 // arithOptions returns the expr options that route the arithmetic
 // operators through checkedArith, so that no operation wraps silently or
 // yields a non-finite value. Every operand combination a rule can write

@@ -151,7 +151,7 @@ func compile(src string) (*Rule, *CompileError) {
 		return nil, rw.exprError(err)
 	}
 	r := &Rule{src: src, rw: rw, prog: prog, ops: c.ops}
-	r.top, err = buildClause(checked.Node, checked.Source, cfg, rw)
+	r.top, err = buildClause(checked.Node, checked.Source, cfg, newConfig(rw, false), rw)
 	if err == nil && r.top.op == "" {
 		r.top.text = strings.TrimSpace(src) // one atom: the whole rule
 	}
@@ -195,7 +195,7 @@ func newConfig(rw *rewritten, asBool bool) *conf.Config {
 			opts = append(opts, expr.EnableBuiltin(name))
 		}
 	}
-	opts = append(opts, arithOptions()...)
+	opts = append(opts, arithOpts...)
 	if asBool {
 		opts = append(opts, expr.AsBool())
 	}
@@ -205,7 +205,8 @@ func newConfig(rw *rewritten, asBool bool) *conf.Config {
 	for name := range cfg.Disabled {
 		delete(cfg.Builtins, name)
 	}
-	cfg.Check()
+	// cfg.Check() would verify the operator overloads on every compile,
+	// at a quarter of its cost; TestConfigChecks runs it once.
 	return cfg
 }
 
@@ -219,8 +220,6 @@ var allowedCalls = map[string]struct {
 	usage   string
 }{
 	"abs":    {false, "abs(x)"},
-	"min":    {true, "min(a, b, …)"},
-	"max":    {true, "max(a, b, …)"},
 	"ceil":   {true, "ceil(x)"},
 	"floor":  {true, "floor(x)"},
 	"round":  {true, "round(x)"},
@@ -231,7 +230,8 @@ var allowedCalls = map[string]struct {
 }
 
 // callNames lists allowedCalls for messages, in a fixed order.
-const callNames = "abs, min, max, ceil, floor, round, len, approx, median, worst"
+// (min and max are metrics, so they cannot be functions.)
+const callNames = "abs, ceil, floor, round, len, approx, median, worst"
 
 // DefaultTolerance is the relative tolerance of a ≈ b.
 const DefaultTolerance = 0.05
@@ -660,8 +660,12 @@ func (c *checkState) check(n ast.Node) (unit, *CompileError) {
 		}
 		return 0, c.errAt(n, "only functions can be called: %s", callNames)
 	case *ast.ConditionalNode:
-		if _, err := c.check(n.Cond); err != nil {
+		cu, err := c.check(n.Cond)
+		if err != nil {
 			return 0, err
+		}
+		if cu != boolUnit {
+			return 0, c.errAtStart(n.Cond, "the condition of ?: must be true or false; this is %s", unitPhrase(cu))
 		}
 		a, err := c.check(n.Exp1)
 		if err != nil {
@@ -1140,33 +1144,19 @@ func (c *checkState) checkCall(n ast.Node, name string, args []ast.Node) (unit, 
 		if len(args) != 1 {
 			return 0, c.errAt(n, "len takes one argument, e.g. len(errors_by)")
 		}
-		if _, err := c.check(args[0]); err != nil {
+		if p, ok := path(args[0]); ok && !c.lets[p[0]] {
+			if r, res, _ := resolve(p); res == isGroup && isMapGroup(r.group) {
+				return numberUnit, nil // len(errors_by): how many codes occurred
+			}
+		}
+		u, err := c.check(args[0])
+		if err != nil {
 			return 0, err
 		}
+		if _, list := args[0].(*ast.ArrayNode); u != stringUnit && !list {
+			return 0, c.errAtStart(args[0], "len counts the codes of errors_by, closes_by or server, or a string's characters; this is %s", unitPhrase(u))
+		}
 		return numberUnit, nil
-	case "max", "min":
-		if len(args) == 0 {
-			return 0, c.errAt(n, "%s takes one or more numbers or durations", name)
-		}
-		var first unit
-		for i, a := range args {
-			u, err := c.check(a)
-			if err != nil {
-				return 0, err
-			}
-			if u != numberUnit && u != durationUnit {
-				return 0, c.errAtStart(a, "%s takes numbers or durations; this is %s", name, unitPhrase(u))
-			}
-			if i == 0 {
-				first = u
-			} else if first != u {
-				if first == durationUnit {
-					return 0, c.mixError(n, args[0], a)
-				}
-				return 0, c.mixError(n, a, args[0])
-			}
-		}
-		return first, nil
 	}
 	return 0, c.unknownCall(n, name)
 }
@@ -1301,16 +1291,19 @@ func (c calleeVisitor) Visit(node *ast.Node) {
 
 // buildClause splits a checked tree into its boolean skeleton and compiles
 // each atom on its own.
-func buildClause(n ast.Node, src file.Source, cfg *conf.Config, rw *rewritten) (*clause, error) {
+//
+// cfg compiles atoms (a boolean result), sideCfg the operands of a
+// comparison.
+func buildClause(n ast.Node, src file.Source, cfg, sideCfg *conf.Config, rw *rewritten) (*clause, error) {
 	switch x := n.(type) {
 	case *ast.BinaryNode:
 		op := map[string]string{"and": "and", "&&": "and", "or": "or", "||": "or"}[x.Operator]
 		if op != "" {
-			l, err := buildClause(x.Left, src, cfg, rw)
+			l, err := buildClause(x.Left, src, cfg, sideCfg, rw)
 			if err != nil {
 				return nil, err
 			}
-			r, err := buildClause(x.Right, src, cfg, rw)
+			r, err := buildClause(x.Right, src, cfg, sideCfg, rw)
 			if err != nil {
 				return nil, err
 			}
@@ -1318,7 +1311,7 @@ func buildClause(n ast.Node, src file.Source, cfg *conf.Config, rw *rewritten) (
 		}
 	case *ast.UnaryNode:
 		if x.Operator == "not" || x.Operator == "!" {
-			k, err := buildClause(x.Node, src, cfg, rw)
+			k, err := buildClause(x.Node, src, cfg, sideCfg, rw)
 			if err != nil {
 				return nil, err
 			}
@@ -1344,7 +1337,6 @@ func buildClause(n ast.Node, src file.Source, cfg *conf.Config, rw *rewritten) (
 		}
 	}
 	if l != nil {
-		sideCfg := newConfig(rw, false)
 		lp, errL := compiler.Compile(&parser.Tree{Node: l, Source: src}, sideCfg)
 		rp, errR := compiler.Compile(&parser.Tree{Node: r, Source: src}, sideCfg)
 		if errL == nil && errR == nil {

@@ -33,7 +33,7 @@ func TestRejectedAtValidation(t *testing.T) {
 		{"errors and true", 1, "and joins conditions (true or false); this is a number"},
 		// Builtins outside the allow-list: environment, encoding, unbounded.
 		{"now() > now()", 1, "now() is not available in rules: a rule reads only the phase's metrics"},
-		{`fromJSON("1") == 1`, 1, "fromJSON() is not available in rules; rules can call abs, min, max"},
+		{`fromJSON("1") == 1`, 1, "fromJSON() is not available in rules; rules can call abs, ceil, floor"},
 		{`toBase64("a") == "YQ=="`, 1, "toBase64() is not available"},
 		{`date("2020-01-01") > date("2019-01-01")`, 1, "date() is not available"},
 		{`len(repeat("a", 1000000000)) > 0`, 5, "repeat() is not available"},
@@ -150,3 +150,19 @@ func TestNonFiniteMetricIsInconclusive(t *testing.T) {
 }
 
 func nanValue() float64 { var z float64; return z / z }
+
+// TestConfigChecks runs expr's own consistency check of the operator
+// overloads, which newConfig skips for speed.
+func TestConfigChecks(t *testing.T) {
+	rw, _ := rewrite("p99 < 1s")
+	for _, asBool := range []bool{true, false} {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("newConfig(asBool=%v): %v", asBool, p)
+				}
+			}()
+			newConfig(rw, asBool).Check()
+		}()
+	}
+}
