@@ -27,8 +27,9 @@ const (
 	// Inconclusive: the measurement cannot support a verdict (too few
 	// samples, a metric that was not measured).
 	Inconclusive
-	// Error: the rule could not be evaluated (a runtime error such as a
-	// division by zero). Compile catches everything else.
+	// Error: the rule could not be evaluated. Compile rejects every rule
+	// that could not be, and an undefined value (a division by zero at run
+	// time) is Inconclusive, so Error means a bug; Reason says where.
 	Error
 	// Fail: the rule does not hold.
 	Fail
