@@ -11,6 +11,7 @@ import (
 
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/rules"
 )
 
 // Console writes the human summary of a run: per (repeat, phase) the load,
@@ -107,13 +108,13 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 		c.f("  load          %d connection(s), achieved %s/s, %d requests\n", pr.ConnectionsRequested, rate(s.AchievedRate()), s.Requests)
 	}
 	c.f("  throughput    %s/s (%d ok of %d requests, completed over %s; failures never count)\n", rate(s.Throughput()), s.OK, s.Requests, s.CompletionWindow().Round(time.Millisecond))
-	c.f("  response time %s\n", distLine(&s.Response))
-	c.f("  service time  %s\n", distLine(&s.Service))
+	c.f("  response time %s%s\n", distLine(&s.Response), rulePercentilesLine(&s.Response, c.r.Plan))
+	c.f("  service time  %s%s\n", distLine(&s.Service), rulePercentilesLine(&s.Service, c.r.Plan))
 	if p.Model == engine.Open {
 		c.f("  send lag      %s\n", distLine(&s.SendLag))
 	}
 	if s.Corrected.Count() > 0 {
-		c.f("  CO-corrected  %s\n", distLine(s.Corrected))
+		c.f("  CO-corrected  %s%s\n", distLine(s.Corrected), rulePercentilesLine(s.Corrected, c.r.Plan))
 	}
 	er, _ := s.ErrorRate()
 	c.f("  errors        %d (%.2f %%)%s\n", s.Errors, 100*er, breakdown(s))
@@ -186,16 +187,41 @@ func distLine(d *measure.Dist) string {
 		q    float64
 	}{{"p50", 50}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p99.9", 99.9}} {
 		v, _ := d.Percentile(p.q)
-		mark := ""
-		if float64(d.Count()) < 10/(1-p.q/100)-1e-9 {
-			mark = "*" // too few samples for this percentile to mean much
-		}
-		fmt.Fprintf(&b, "  %s %s%s", p.name, dur(v), mark)
+		fmt.Fprintf(&b, "  %s %s%s", p.name, dur(v), thinMark(d, p.q))
 	}
 	mx, _ := d.Max()
 	mean, _ := d.Mean()
 	fmt.Fprintf(&b, "  max %s  mean %s", dur(mx), dur(mean))
 	return b.String()
+}
+
+// rulePercentilesLine renders the percentiles of d that the plan's rules
+// read beyond distLine's (p75, p99.99: rules.ExtraPercentiles), marked
+// "*" like distLine's when d has fewer than 10/(1 − q/100) samples;
+// "" when the rules read none or d is empty.
+func rulePercentilesLine(d *measure.Dist, pl *engine.Plan) string {
+	if pl == nil || d == nil || d.Count() == 0 {
+		return ""
+	}
+	var rs []*rules.Rule
+	for _, sr := range slices.Concat(pl.Rules, pl.Expect) {
+		rs = append(rs, sr.Rule)
+	}
+	var b strings.Builder
+	for _, q := range rules.ExtraPercentiles(rs) {
+		v, _ := d.Percentile(q)
+		fmt.Fprintf(&b, "  %s %s%s", rules.PercentileName(q), dur(v), thinMark(d, q))
+	}
+	return b.String()
+}
+
+// thinMark is "*" when d has too few samples for percentile q to mean
+// much (fewer than 10/(1 − q/100)), else "".
+func thinMark(d *measure.Dist, q float64) string {
+	if float64(d.Count()) < 10/(1-q/100)-1e-9 {
+		return "*"
+	}
+	return ""
 }
 
 // dur prints a duration with 3 significant decimals in its natural unit.

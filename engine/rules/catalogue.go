@@ -4,9 +4,12 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/runner-dev/runner/engine/measure"
 )
 
 // latency is one latency distribution's statistics, as rules read them.
@@ -20,7 +23,14 @@ type latency struct {
 	Min    time.Duration `expr:"min"`
 	Mean   time.Duration `expr:"mean"`
 	Stddev time.Duration `expr:"stddev"`
+	// Pcts holds the other percentiles a rule reads (p75, p99.99), by
+	// their identifier (percentileIdent), filled when the rule is judged.
+	// The front end rewrites a read of p75 into a read of this map.
+	Pcts map[string]time.Duration `expr:"p()"`
 }
+
+// pctsField is the expr name of latency.Pcts, which no rule can write.
+const pctsField = "p()"
 
 // latencyStats are latency's names in display order, with the percentile
 // each one is (0 for the non-percentile statistics).
@@ -84,6 +94,11 @@ type metrics struct {
 	Server    map[string]float64 `expr:"server"`
 	Client    clientVars         `expr:"client"`
 	Target    targetVars         `expr:"target"`
+
+	// dists are the distributions behind the latency groups ("" is the
+	// response time), for the percentiles of Pcts; nil in tests that set
+	// values directly.
+	dists map[string]*measure.Dist
 }
 
 // root is what a compiled rule runs against: the phase's metrics, the
@@ -184,7 +199,7 @@ func init() {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name := f.Tag.Get("expr")
-		if f.Anonymous || slices.Contains(groups, name) {
+		if f.Anonymous || name == "" || slices.Contains(groups, name) {
 			continue
 		}
 		def := metricDef{unit: unitOfType(f.Type), need: needs[name]}
@@ -239,7 +254,9 @@ func (r ref) String() string {
 	var s string
 	switch {
 	case r.group == "":
-		s = r.name
+		s = displayName(r.name)
+	case isLatencyGroup(r.group):
+		s = r.group + "." + displayName(r.name)
 	case r.name == "":
 		s = r.group
 	case r.group == "errors_by" || r.group == "closes_by" || r.group == "server" && !isIdent(r.name):
@@ -271,6 +288,11 @@ func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"
 
 // def returns r's definition.
 func (r ref) def() metricDef {
+	if r.group == "" || isLatencyGroup(r.group) {
+		if q, ok := extraPercentile(r.name); ok {
+			return metricDef{unit: durationUnit, dir: lowerBetter, need: dist, p: q}
+		}
+	}
 	switch r.group {
 	case "":
 		return topLevel[r.name]
@@ -282,6 +304,95 @@ func (r ref) def() metricDef {
 	return members[r.group][r.name]
 }
 
+// isLatencyGroup reports whether group is a latency distribution's.
+func isLatencyGroup(group string) bool {
+	return group == "service" || group == "failed" || group == "corrected"
+}
+
+// fixedPercentiles are the percentiles with a field of their own, by
+// name.
+var fixedPercentiles = map[string]float64{"p50": 50, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
+
+// maxPercentileDecimals is how many decimal places a percentile may have:
+// measure.Dist.Percentile reads six, and minSamples is exact to six.
+const maxPercentileDecimals = 6
+
+// percentileIdent is the identifier a rule's percentile q reads: the
+// fixed names p50 p90 p95 p99 p999 for theirs, else "p" and q with "_"
+// for the decimal point (p75, p99_99). q is in (0, 100).
+func percentileIdent(q float64) string {
+	for name, f := range fixedPercentiles {
+		if f == q {
+			return name
+		}
+	}
+	return "p" + strings.ReplaceAll(strconv.FormatFloat(q, 'f', -1, 64), ".", "_")
+}
+
+// PercentileName is how reports name percentile q: p50, p75, p99.9,
+// p99.99.
+func PercentileName(q float64) string {
+	if q == 99.9 {
+		return "p99.9"
+	}
+	return displayName(percentileIdent(q))
+}
+
+// displayName renders an identifier as a rule writes it: p99_99 is
+// p99.99; other names are themselves.
+func displayName(name string) string {
+	if _, ok := extraPercentile(name); ok {
+		return strings.ReplaceAll(name, "_", ".")
+	}
+	return name
+}
+
+// extraPercentile reads an identifier made by percentileIdent for a
+// percentile without a field of its own: p1 … p99 (one or two digits, no
+// leading zero) and p<int>_<frac> (p99_99). ok is false for anything
+// else, the fixed names included.
+func extraPercentile(name string) (q float64, ok bool) {
+	if _, fixed := fixedPercentiles[name]; fixed || !strings.HasPrefix(name, "p") {
+		return 0, false
+	}
+	whole, frac, dotted := strings.Cut(name[1:], "_")
+	if !allDigits(whole) || len(whole) > 2 || len(whole) > 1 && whole[0] == '0' ||
+		dotted && (!allDigits(frac) || len(frac) > maxPercentileDecimals || frac[len(frac)-1] == '0') {
+		return 0, false
+	}
+	q, err := strconv.ParseFloat(strings.ReplaceAll(name[1:], "_", "."), 64)
+	if err != nil || !(q > 0 && q < 100) {
+		return 0, false
+	}
+	return q, true
+}
+
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// percentileHint explains a p-name that is no percentile a rule can
+// read (p100, p0, p9999), or returns "".
+func percentileHint(name string) string {
+	if !strings.HasPrefix(name, "p") || !allDigits(name[1:]) {
+		return ""
+	}
+	switch {
+	case strings.TrimLeft(name[1:], "0") == "":
+		return name + " would be the minimum: write min"
+	case name == "p100":
+		return "p100 is the maximum: write max"
+	case strings.HasPrefix(name, "p99") && len(name) > 4:
+		return "for the 99." + name[3:] + "th percentile write p99." + name[3:] + " (p999 stays p99.9)"
+	}
+	return "a percentile is p1 … p99, p999 (99.9), or any pN.N or p(N.N) between 0 and 100, e.g. p75, p99.99"
+}
+
 // base is r without its view.
 func (r ref) base() ref { return ref{group: r.group, name: r.name} }
 
@@ -289,6 +400,9 @@ func (r ref) base() ref { return ref{group: r.group, name: r.name} }
 func (r ref) get(m *metrics) any {
 	switch r.group {
 	case "":
+		if q, ok := extraPercentile(r.name); ok {
+			return extraGet(&m.latency, m.dists[""], r.name, q)
+		}
 		return fieldByTag(reflect.ValueOf(m).Elem(), r.name).Interface()
 	case "errors_by":
 		if r.name == "" {
@@ -307,11 +421,35 @@ func (r ref) get(m *metrics) any {
 		return m.Server[r.name]
 	}
 	g := fieldByTag(reflect.ValueOf(m).Elem(), r.group)
+	if q, ok := extraPercentile(r.name); ok {
+		return extraGet(g.Addr().Interface().(*latency), m.dists[r.group], r.name, q)
+	}
 	return fieldByTag(g, r.name).Interface()
+}
+
+// extraGet returns percentile q (identifier name) of l: its value in
+// l.Pcts, else computed from d (0 when d is nil or empty).
+func extraGet(l *latency, d *measure.Dist, name string, q float64) time.Duration {
+	if v, ok := l.Pcts[name]; ok {
+		return v
+	}
+	v, _ := d.Percentile(q)
+	return v
 }
 
 // set writes v as r's value (without its view) into m.
 func (r ref) set(m *metrics, v any) {
+	if _, ok := extraPercentile(r.name); ok && (r.group == "" || isLatencyGroup(r.group)) {
+		l := &m.latency
+		if r.group != "" {
+			l = fieldByTag(reflect.ValueOf(m).Elem(), r.group).Addr().Interface().(*latency)
+		}
+		if l.Pcts == nil {
+			l.Pcts = map[string]time.Duration{}
+		}
+		l.Pcts[r.name], _ = v.(time.Duration)
+		return
+	}
 	switch r.group {
 	case "":
 		fieldByTag(reflect.ValueOf(m).Elem(), r.name).Set(reflect.ValueOf(v))
@@ -413,6 +551,7 @@ func suggest(name string, known []string) []string {
 			d = 0
 		}
 		switch {
+		case d > limit:
 		case d < bestD:
 			best, bestD = []string{k}, d
 		case d == bestD && len(best) < 3:

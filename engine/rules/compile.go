@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/checker"
 	"github.com/expr-lang/expr/compiler"
 	"github.com/expr-lang/expr/conf"
@@ -27,6 +27,9 @@ type Rule struct {
 	prog *vm.Program
 	top  *clause
 	refs []ref // every metric the rule reads, in order of first appearance
+	// ops are the rule's arithmetic operations by text offset, to say
+	// which one had no defined value at run time.
+	ops map[int]opText
 }
 
 // clause is a node of a rule's boolean skeleton: and, or, not, or an atom
@@ -125,14 +128,18 @@ func compile(src string) (*Rule, *CompileError) {
 	if err != nil {
 		return nil, rw.exprError(err)
 	}
-	c := &checkState{rw: rw, lets: map[string]bool{}}
+	c := &checkState{rw: rw, lets: map[string]bool{}, letUnits: map[string]unit{}, ops: map[int]opText{}}
 	ast.Walk(&tree.Node, letCollector(c.lets))
 	u, cerr := c.check(tree.Node)
 	if cerr != nil {
 		return nil, cerr
 	}
-	if u != boolUnit && u != unknownUnit {
-		return nil, rw.errorAtText(startOf(tree.Node), "a rule must be true or false, e.g. p99 < 20ms; this one is a %s", u)
+	if u != boolUnit {
+		what := "a " + u.String()
+		if u == unknownUnit {
+			what = "not known to be true or false"
+		}
+		return nil, rw.errorAtText(startOf(tree.Node), "a rule must be true or false, e.g. p99 < 20ms; this one is %s", what)
 	}
 	cfg := newConfig(rw, true)
 	checked, err := checker.ParseCheck(rw.text, cfg)
@@ -143,8 +150,8 @@ func compile(src string) (*Rule, *CompileError) {
 	if err != nil {
 		return nil, rw.exprError(err)
 	}
-	r := &Rule{src: src, rw: rw, prog: prog}
-	r.top, err = buildClause(checked.Node, checked.Source, cfg, rw)
+	r := &Rule{src: src, rw: rw, prog: prog, ops: c.ops}
+	r.top, err = buildClause(checked.Node, checked.Source, cfg, newConfig(rw, false), rw)
 	if err == nil && r.top.op == "" {
 		r.top.text = strings.TrimSpace(src) // one atom: the whole rule
 	}
@@ -167,47 +174,64 @@ func (rw *rewritten) exprError(err error) *CompileError {
 }
 
 // newConfig is the expr configuration rules compile with: the typed env,
-// a boolean result (asBool; false for the operands of a comparison), the front end's patches, approx, and the overloads
-// that let durations scale by numbers (p99 * 1.5, p99 / 2) and divide into
+// a boolean result (asBool; false for the operands of a comparison), the
+// front end's patches, approx and abs, only the builtins of allowedCalls,
+// and checked arithmetic (arithOptions) for every operator, which also
+// lets durations scale by numbers (p99 * 1.5, p99 / 2) and divide into
 // ratios (p99 / p50).
 func newConfig(rw *rewritten, asBool bool) *conf.Config {
-	durT := reflect.TypeFor[time.Duration]()
-	var mulTypes, divTypes []any
-	for _, n := range []any{int(0), int64(0), float64(0)} {
-		nt := reflect.TypeOf(n)
-		mulTypes = append(mulTypes,
-			reflect.New(reflect.FuncOf([]reflect.Type{durT, nt}, []reflect.Type{durT}, false)).Interface(),
-			reflect.New(reflect.FuncOf([]reflect.Type{nt, durT}, []reflect.Type{durT}, false)).Interface())
-		divTypes = append(divTypes,
-			reflect.New(reflect.FuncOf([]reflect.Type{durT, nt}, []reflect.Type{durT}, false)).Interface())
-	}
-	divTypes = append(divTypes, new(func(time.Duration, time.Duration) float64))
 	cfg := conf.CreateNew()
 	opts := []expr.Option{
 		expr.Env(root{}),
+		expr.DisableAllBuiltins(),
 		expr.Function("approx", approxFunc,
 			new(func(any, any) bool), new(func(any, any, any) bool)),
-		expr.Function(mulName, mulFunc, mulTypes...),
-		expr.Function(divName, divFunc, divTypes...),
+		expr.Function("abs", absFunc,
+			new(func(int) int64), new(func(int64) int64), new(func(float64) float64), new(func(any) any)),
 		expr.Patch(patcher{rw}),
-		expr.Operator("*", mulName),
-		expr.Operator("/", divName),
 	}
+	for name, c := range allowedCalls {
+		if c.builtin {
+			opts = append(opts, expr.EnableBuiltin(name))
+		}
+	}
+	opts = append(opts, arithOpts...)
 	if asBool {
 		opts = append(opts, expr.AsBool())
 	}
 	for _, opt := range opts {
 		opt(cfg)
 	}
-	cfg.Check()
+	for name := range cfg.Disabled {
+		delete(cfg.Builtins, name)
+	}
+	// cfg.Check() would verify the operator overloads on every compile,
+	// at a quarter of its cost; TestConfigChecks runs it once.
 	return cfg
 }
 
-// The operator overloads' names cannot be written in a rule.
-const (
-	mulName = "duration*"
-	divName = "duration/"
-)
+// allowedCalls are the functions a rule can call; builtin marks expr's
+// own builtins (the others are the front end's). Everything else expr
+// offers (now, date, fromJSON, repeat, map, filter, …) is rejected at
+// compile time: a rule reads only the phase's metrics, and must give the
+// same verdict every time, in bounded time and memory.
+var allowedCalls = map[string]struct {
+	builtin bool
+	usage   string
+}{
+	"abs":    {false, "abs(x)"},
+	"ceil":   {true, "ceil(x)"},
+	"floor":  {true, "floor(x)"},
+	"round":  {true, "round(x)"},
+	"len":    {true, `len(errors_by)`},
+	"approx": {false, "approx(a, b, tol)"},
+	"median": {false, "median(p99)"},
+	"worst":  {false, "worst(p99)"},
+}
+
+// callNames lists allowedCalls for messages, in a fixed order.
+// (min and max are metrics, so they cannot be functions.)
+const callNames = "abs, ceil, floor, round, len, approx, median, worst"
 
 // DefaultTolerance is the relative tolerance of a ≈ b.
 const DefaultTolerance = 0.05
@@ -218,8 +242,9 @@ const DefaultTolerance = 0.05
 //
 // so the tolerance is relative to the larger magnitude, symmetric in a and
 // b, and 0 ≈ 0 holds. a and b are numbers or durations (durations compare
-// in nanoseconds); tol is a fraction ≥ 0. NaN is never approximately
-// anything.
+// in nanoseconds); tol is a fraction ≥ 0 (a computed negative tolerance
+// is undefined: the atom is neither true nor false). NaN is never
+// approximately anything.
 func approxFunc(args ...any) (any, error) {
 	if len(args) < 2 || len(args) > 3 {
 		return nil, fmt.Errorf("approx takes 2 or 3 arguments, got %d", len(args))
@@ -229,8 +254,11 @@ func approxFunc(args ...any) (any, error) {
 	tol := DefaultTolerance
 	if len(args) == 3 {
 		t, ok := toFloat(args[2])
-		if !ok || t < 0 || math.IsNaN(t) {
-			return nil, fmt.Errorf("approx tolerance must be a number ≥ 0, got %v", args[2])
+		if !ok {
+			return nil, fmt.Errorf("approx tolerance must be a number ≥ 0, got %T", args[2])
+		}
+		if t < 0 || math.IsNaN(t) {
+			return nil, undefined("approx tolerance below 0", "")
 		}
 		tol = t
 	}
@@ -275,57 +303,6 @@ func toFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-// scaleDuration returns d·f rounded to the nanosecond, saturated.
-func scaleDuration(d time.Duration, f float64) time.Duration {
-	v := math.Round(float64(d) * f)
-	switch {
-	case math.IsNaN(v):
-		return 0
-	case v >= math.MaxInt64:
-		return math.MaxInt64
-	case v <= math.MinInt64:
-		return math.MinInt64
-	}
-	return time.Duration(v)
-}
-
-func mulFunc(args ...any) (any, error) {
-	if len(args) != 2 {
-		return nil, errors.New("multiplication takes 2 operands")
-	}
-	d, ok := args[0].(time.Duration)
-	f, fok := toFloat(args[1])
-	if !ok {
-		d, ok = args[1].(time.Duration)
-		f, fok = toFloat(args[0])
-	}
-	if !ok || !fok {
-		return nil, fmt.Errorf("cannot multiply %T by %T", args[0], args[1])
-	}
-	return scaleDuration(d, f), nil
-}
-
-func divFunc(args ...any) (any, error) {
-	if len(args) != 2 {
-		return nil, errors.New("division takes 2 operands")
-	}
-	d, ok := args[0].(time.Duration)
-	if !ok {
-		return nil, fmt.Errorf("cannot divide %T by %T", args[0], args[1])
-	}
-	if e, ok := args[1].(time.Duration); ok {
-		return float64(d) / float64(e), nil // a ratio; ±Inf or NaN when e is 0
-	}
-	f, ok := toFloat(args[1])
-	if !ok {
-		return nil, fmt.Errorf("cannot divide %T by %T", args[0], args[1])
-	}
-	if f == 0 {
-		return nil, errors.New("duration divided by zero")
-	}
-	return scaleDuration(d, 1/f), nil
-}
-
 // patcher rewrites the parsed expr tree before type checking: `==` tokens
 // that were `≈` become approx(a, b), duration literals become constants,
 // and median(x) / worst(x) become reads of the cross-repeat views.
@@ -344,11 +321,39 @@ func (p patcher) Visit(node *ast.Node) {
 		if d, ok := p.rw.durs[n.Location().From]; ok {
 			ast.Patch(node, &ast.ConstantNode{Value: d})
 		}
+	case *ast.IdentifierNode:
+		// p75 → p().p75: a percentile without a field of its own.
+		if _, ok := extraPercentile(n.Value); ok {
+			ast.Patch(node, pctsRead(&ast.IdentifierNode{Value: pctsField}, n.Value, n.Location()))
+		}
 	case *ast.UnaryNode:
-		// -20ms: the literal child is already a constant.
-		if k, ok := n.Node.(*ast.ConstantNode); ok && n.Operator == "-" {
+		if n.Operator != "-" {
+			break
+		}
+		switch k := n.Node.(type) {
+		case *ast.ConstantNode:
+			// -20ms: the literal child is already a constant.
 			if d, ok := k.Value.(time.Duration); ok {
 				ast.Patch(node, &ast.ConstantNode{Value: -d})
+			}
+		case *ast.IntegerNode, *ast.FloatNode:
+		default:
+			// -x is 0 - x, so that it goes through checked arithmetic
+			// (the negation of the least int64 overflows).
+			zero := &ast.IntegerNode{Value: 0}
+			zero.SetLocation(n.Location())
+			ast.Patch(node, &ast.BinaryNode{Operator: "-", Left: zero, Right: n.Node})
+		}
+	case *ast.MemberNode:
+		// service.p75 → service.p().p75.
+		if s, ok := n.Property.(*ast.StringNode); ok && !n.Method {
+			if _, ok := extraPercentile(s.Value); ok {
+				if bp, ok := path(n.Node); ok && len(bp) > 0 && (isLatencyGroup(bp[len(bp)-1]) || bp[len(bp)-1] == "baseline") {
+					prop := &ast.StringNode{Value: pctsField}
+					prop.SetLocation(n.Location())
+					inner := &ast.MemberNode{Node: n.Node, Property: prop}
+					ast.Patch(node, pctsRead(inner, s.Value, n.Location()))
+				}
 			}
 		}
 	case *ast.BuiltinNode:
@@ -362,6 +367,16 @@ func (p patcher) Visit(node *ast.Node) {
 			}
 		}
 	}
+}
+
+// pctsRead is the read of percentile name from the Pcts map base.
+func pctsRead(base ast.Node, name string, loc file.Location) ast.Node {
+	base.SetLocation(loc)
+	prop := &ast.StringNode{Value: name}
+	prop.SetLocation(loc)
+	m := &ast.MemberNode{Node: base, Property: prop}
+	m.SetLocation(loc)
+	return m
 }
 
 func viewOf(fn string) string {
@@ -410,6 +425,21 @@ func (l letCollector) Visit(node *ast.Node) {
 type checkState struct {
 	rw   *rewritten
 	lets map[string]bool
+	// letUnits are the units of the let variables checked so far.
+	letUnits map[string]unit
+	// ops are the arithmetic operators by text offset, for the messages
+	// of undefined results at run time.
+	ops map[int]opText
+}
+
+// opText is an arithmetic operation as written: the whole operation and
+// its right operand (the divisor of / and %).
+type opText struct{ whole, right string }
+
+// noteOp records the operation n (binary, or unary minus with a nil left)
+// for run-time messages.
+func (c *checkState) noteOp(n ast.Node, right ast.Node) {
+	c.ops[n.Location().From] = opText{whole: atomText(n, c.rw), right: atomText(right, c.rw)}
 }
 
 func (c *checkState) errAt(n ast.Node, format string, args ...any) *CompileError {
@@ -437,6 +467,9 @@ func startOf(n ast.Node) int {
 func path(n ast.Node) (p []string, ok bool) {
 	switch n := n.(type) {
 	case *ast.IdentifierNode:
+		if n.Value == pctsField { // p75 as the patcher rewrote it: p().p75
+			return []string{}, true
+		}
 		return []string{n.Value}, true
 	case *ast.MemberNode:
 		base, ok := path(n.Node)
@@ -446,6 +479,9 @@ func path(n ast.Node) (p []string, ok bool) {
 		s, ok := n.Property.(*ast.StringNode)
 		if !ok {
 			return nil, false
+		}
+		if s.Value == pctsField {
+			return base, true
 		}
 		return append(base, s.Value), true
 	}
@@ -484,7 +520,11 @@ func resolveAt(p []string) (r ref, res resolution, msg string, at int) {
 		}
 	}
 	head := p[0]
-	if _, ok := topLevel[head]; ok {
+	_, known := topLevel[head]
+	if _, ok := extraPercentile(head); ok {
+		known = true
+	}
+	if known {
 		if len(p) > 1 {
 			return r, notFound, fmt.Sprintf("%s is a metric, it has no member %q", head, p[1]), off + 1
 		}
@@ -493,6 +533,9 @@ func resolveAt(p []string) (r ref, res resolution, msg string, at int) {
 	}
 	if !slices.Contains(groups, head) || head == "baseline" {
 		known := append(slices.Clone(topNames), groups...)
+		if hint := percentileHint(head); hint != "" {
+			return r, notFound, fmt.Sprintf("unknown metric %q: %s", head, hint), off
+		}
 		return r, notFound, unknownMsg(head, known, "known metrics: "+strings.Join(topNames, " ")+
 			"; groups: service.* failed.* corrected.* errors_by[code] closes_by[code] server.* client.* target.* baseline.*"), off
 	}
@@ -505,7 +548,11 @@ func resolveAt(p []string) (r ref, res resolution, msg string, at int) {
 		return r, notFound, fmt.Sprintf("%s has no member %q", r, p[2]), off + 2
 	}
 	if names, ok := memberNames[head]; ok {
-		if _, ok := members[head][r.name]; !ok {
+		_, extra := extraPercentile(r.name)
+		if _, ok := members[head][r.name]; !ok && !(extra && isLatencyGroup(head)) {
+			if hint := percentileHint(r.name); hint != "" && isLatencyGroup(head) {
+				return r, notFound, fmt.Sprintf("unknown metric %q: %s", head+"."+r.name, hint), off + 1
+			}
 			return r, notFound, unknownMsg(head+"."+r.name, prefixed(head, names),
 				head+".* has "+strings.Join(names, " ")), off + 1
 		}
@@ -582,9 +629,18 @@ func (c *checkState) check(n ast.Node) (unit, *CompileError) {
 		switch n.Operator {
 		case "not", "!":
 			return boolUnit, nil
-		case "-":
+		case "-", "+":
+			if u != numberUnit && u != durationUnit {
+				return 0, c.errAt(n, "%s applies to a number; this is %s", n.Operator, unitPhrase(u))
+			}
+			if n.Operator == "+" {
+				break
+			}
 			if u == durationUnit && !c.isDurationLiteral(n.Node) {
 				return 0, c.errAt(n, "a duration cannot be negated; write 0s - %s", c.describe(n.Node))
+			}
+			if _, lit := constNumber(n.Node); !lit {
+				c.noteOp(n, n.Node)
 			}
 		}
 		return u, nil
@@ -600,12 +656,16 @@ func (c *checkState) check(n ast.Node) (unit, *CompileError) {
 			return c.checkCall(n, id.Value, n.Arguments)
 		}
 		if _, err := c.check(n.Callee); err != nil {
+			return 0, err // p99.Hours(): says what to write instead
+		}
+		return 0, c.errAt(n, "only functions can be called: %s", callNames)
+	case *ast.ConditionalNode:
+		cu, err := c.check(n.Cond)
+		if err != nil {
 			return 0, err
 		}
-		return c.checkAll(n.Arguments...)
-	case *ast.ConditionalNode:
-		if _, err := c.check(n.Cond); err != nil {
-			return 0, err
+		if cu != boolUnit {
+			return 0, c.errAtStart(n.Cond, "the condition of ?: must be true or false; this is %s", unitPhrase(cu))
 		}
 		a, err := c.check(n.Exp1)
 		if err != nil {
@@ -625,33 +685,48 @@ func (c *checkState) check(n ast.Node) (unit, *CompileError) {
 		}
 		return unknownUnit, nil
 	case *ast.VariableDeclaratorNode:
-		if _, err := c.check(n.Value); err != nil {
+		u, err := c.check(n.Value)
+		if err != nil {
 			return 0, err
 		}
+		if u == unknownUnit {
+			return 0, c.errAtStart(n.Value, "let holds a number, a duration, true/false or a string; this value is none of them")
+		}
+		c.letUnits[n.Name] = u
 		return c.check(n.Expr)
 	case *ast.SequenceNode:
-		u := unknownUnit
-		for _, x := range n.Nodes {
-			var err *CompileError
-			if u, err = c.check(x); err != nil {
-				return 0, err
-			}
+		// Only the last statement of a sequence would be judged: `p99 <
+		// 1ns; errors == 0` would pass on errors alone.
+		parts := make([]string, len(n.Nodes))
+		for i, x := range n.Nodes {
+			parts[i] = "`" + atomText(x, c.rw) + "`"
 		}
-		return u, nil
+		at := n.Nodes[min(1, len(n.Nodes)-1)]
+		return 0, c.errAtStart(at, "one rule per entry: split this into %d rules, %s (with `;` only the last part would be judged)",
+			len(n.Nodes), strings.Join(parts, " and "))
 	case *ast.ChainNode:
 		return c.check(n.Node)
-	case *ast.SliceNode:
-		return c.checkAll(n.Node, n.From, n.To)
-	case *ast.PredicateNode:
-		return c.checkAll(n.Node)
 	case *ast.ArrayNode:
-		return c.checkAll(n.Nodes...)
-	case *ast.MapNode:
-		return c.checkAll(n.Pairs...)
-	case *ast.PairNode:
-		return c.checkAll(n.Key, n.Value)
+		for _, x := range n.Nodes {
+			u, err := c.check(x)
+			if err != nil {
+				return 0, err
+			}
+			if u == unknownUnit || u == boolUnit {
+				return 0, c.errAtStart(x, "a list holds numbers, durations or strings, e.g. errors in [0, 1]")
+			}
+		}
+		return unknownUnit, nil
+	case *ast.NilNode:
+		return unknownUnit, nil
+	case *ast.SliceNode:
+		return 0, c.errAt(n, "slices are not part of the rule language")
+	case *ast.MapNode, *ast.PairNode:
+		return 0, c.errAtStart(n, "map literals are not part of the rule language; metrics such as errors_by[\"503\"] are read by key")
+	case *ast.PredicateNode, *ast.PointerNode:
+		return 0, c.errAtStart(n, "predicates are not part of the rule language")
 	}
-	return unknownUnit, nil
+	return 0, c.errAtStart(n, "%s is not part of the rule language", atomText(n, c.rw))
 }
 
 // checkAll checks nodes whose units do not matter.
@@ -671,34 +746,17 @@ func (c *checkState) checkAll(nodes ...ast.Node) (unit, *CompileError) {
 func (c *checkState) checkRef(n ast.Node) (unit, *CompileError) {
 	p, ok := path(n)
 	if ok && c.lets[p[0]] {
-		return unknownUnit, nil
+		if len(p) > 1 {
+			return 0, c.errAt(n, "%s is a value, it has no members", p[0])
+		}
+		u, known := c.letUnits[p[0]]
+		if !known {
+			return 0, c.errAt(n, "%s is used before its let", p[0])
+		}
+		return u, nil
 	}
 	if !ok {
-		m := n.(*ast.MemberNode) // identifiers always have a path
-		bp, bok := path(m.Node)
-		if bok && !c.lets[bp[0]] {
-			r, res, msg := resolve(bp)
-			switch {
-			case res == notFound:
-				return 0, c.errAt(m.Node, "%s", msg)
-			case res == isGroup && isMapGroup(r.group) && !m.Method:
-				if _, err := c.check(m.Property); err != nil {
-					return 0, err
-				}
-				return numberUnit, nil
-			case res == isMetric:
-				return 0, c.noMembers(m, r)
-			default:
-				// A group read with a computed name or a method call.
-				group, ex := r.group, groupExample[r.group]
-				if group == "" { // baseline alone
-					group, ex = r.view, groupExample[r.view]
-				} else if r.view == "baseline" {
-					group, ex = "baseline."+group, "baseline."+ex
-				}
-				return 0, c.errAt(m, "%s needs a constant name, e.g. %s", group, ex)
-			}
-		}
+		m := n.(*ast.MemberNode)          // identifiers always have a path
 		if m.Method && c.isView(m.Node) { // median(p99).Hours()
 			if _, err := c.check(m.Node); err != nil {
 				return 0, err
@@ -708,7 +766,34 @@ func (c *checkState) checkRef(n ast.Node) (unit, *CompileError) {
 				return 0, c.noMembers(m, ref{view: viewOf(calleeName(m.Node)), group: r.group, name: r.name})
 			}
 		}
-		return c.checkAll(m.Node, m.Property)
+		bp, bok := path(m.Node)
+		if !bok || c.lets[bp[0]] {
+			return 0, c.errAt(m, "only errors_by, closes_by and server are read by key, e.g. errors_by[\"503\"]")
+		}
+		r, res, msg := resolve(bp)
+		switch {
+		case res == notFound:
+			return 0, c.errAt(m.Node, "%s", msg)
+		case res == isGroup && isMapGroup(r.group) && !m.Method:
+			u, err := c.check(m.Property)
+			if err != nil {
+				return 0, err
+			}
+			if u != stringUnit {
+				return 0, c.errAtStart(m.Property, "%s is read by a string key, e.g. %s", r.group, groupExample[r.group])
+			}
+			return numberUnit, nil
+		case res == isMetric:
+			return 0, c.noMembers(m, r)
+		}
+		// A group read with a computed name or a method call.
+		group, ex := r.group, groupExample[r.group]
+		if group == "" { // baseline alone
+			group, ex = r.view, groupExample[r.view]
+		} else if r.view == "baseline" {
+			group, ex = "baseline."+group, "baseline."+ex
+		}
+		return 0, c.errAt(m, "%s needs a constant name, e.g. %s", group, ex)
 	}
 	r, res, msg, at := resolveAt(p)
 	switch res {
@@ -850,6 +935,11 @@ func (c *checkState) checkBinary(n *ast.BinaryNode) (unit, *CompileError) {
 		return nil
 	}
 	op := n.Operator
+	if _, ok := arithOps[op]; ok {
+		if err := c.checkArith(n, l, r); err != nil {
+			return 0, err
+		}
+	}
 	if op == "==" && c.rw.approx[n.Location().From] {
 		if err := mixed(); err != nil {
 			return 0, err
@@ -866,7 +956,21 @@ func (c *checkState) checkBinary(n *ast.BinaryNode) (unit, *CompileError) {
 		return boolUnit, nil
 	}
 	switch op {
-	case "and", "&&", "or", "||", "in", "matches", "contains", "startsWith", "endsWith":
+	case "..":
+		return 0, c.checkRange(n)
+	case "matches":
+		if _, ok := n.Right.(*ast.StringNode); !ok {
+			return 0, c.errAtStart(n.Right, "matches takes a string literal pattern, e.g. \"^5\"")
+		}
+		return boolUnit, nil
+	case "and", "&&", "or", "||":
+		for i, u := range []unit{l, r} {
+			if u != boolUnit {
+				return 0, c.errAtStart([]ast.Node{n.Left, n.Right}[i], "%s joins conditions (true or false); this is %s", op, unitPhrase(u))
+			}
+		}
+		return boolUnit, nil
+	case "in", "contains", "startsWith", "endsWith":
 		return boolUnit, nil
 	case "==", "!=", "<", ">", "<=", ">=":
 		if err := mixed(); err != nil {
@@ -916,9 +1020,73 @@ func (c *checkState) checkBinary(n *ast.BinaryNode) (unit, *CompileError) {
 	return unknownUnit, nil
 }
 
+// unitPhrase names a unit for messages: "a number", "a value of unknown
+// kind".
+func unitPhrase(u unit) string {
+	if u == unknownUnit {
+		return "a value of unknown kind"
+	}
+	return "a " + u.String()
+}
+
+// maxRange is the most elements a constant range (1..5) may have: ranges
+// are built as lists when the rule runs.
+const maxRange = 1000
+
+// checkRange allows a range only between integer literals, of at most
+// maxRange elements, so that a rule cannot allocate without bound.
+func (c *checkState) checkRange(n *ast.BinaryNode) *CompileError {
+	lo, okL := n.Left.(*ast.IntegerNode)
+	hi, okR := n.Right.(*ast.IntegerNode)
+	if !okL || !okR || c.isDurationLiteral(n.Left) || c.isDurationLiteral(n.Right) {
+		return c.errAt(n, "a range is between two whole numbers written out, e.g. errors in 0..5; for a computed bound compare: a <= x and x <= b")
+	}
+	if int64(hi.Value)-int64(lo.Value) >= maxRange {
+		return c.errAt(n, "a range holds at most %d numbers; compare instead: %d <= x and x <= %d", maxRange, lo.Value, hi.Value)
+	}
+	return nil
+}
+
+// checkArith checks the operands of an arithmetic operator: both numbers
+// or durations (or two strings joined by +), and no constant zero
+// divisor. It records the operation for run-time messages.
+func (c *checkState) checkArith(n *ast.BinaryNode, l, r unit) *CompileError {
+	if n.Operator == "+" && l == stringUnit && r == stringUnit {
+		return nil
+	}
+	for i, u := range []unit{l, r} {
+		if u != numberUnit && u != durationUnit {
+			return c.errAtStart([]ast.Node{n.Left, n.Right}[i], "%s computes with numbers or durations; this is %s", n.Operator, unitPhrase(u))
+		}
+	}
+	if n.Operator == "/" || n.Operator == "%" {
+		if isConstZero(n.Right) {
+			return c.errAtStart(n.Right, "division by zero: the divisor is always 0")
+		}
+	}
+	c.noteOp(n, n.Right)
+	return nil
+}
+
+// isConstZero reports whether n is a literal zero: 0, 0.0, 0s, -0, (0).
+func isConstZero(n ast.Node) bool {
+	switch x := n.(type) {
+	case *ast.IntegerNode:
+		return x.Value == 0
+	case *ast.FloatNode:
+		return x.Value == 0
+	case *ast.UnaryNode:
+		return (x.Operator == "-" || x.Operator == "+") && isConstZero(x.Node)
+	}
+	return false
+}
+
 func (c *checkState) checkCall(n ast.Node, name string, args []ast.Node) (unit, *CompileError) {
 	if _, metric := topLevel[name]; metric && !c.lets[name] {
 		return 0, c.errAt(n, "%s is a metric, not a function", name)
+	}
+	if _, ok := allowedCalls[name]; !ok {
+		return 0, c.unknownCall(n, name)
 	}
 	switch name {
 	case "median", "worst":
@@ -941,7 +1109,12 @@ func (c *checkState) checkCall(n ast.Node, name string, args []ast.Node) (unit, 
 		case us[0] == numberUnit && us[1] == durationUnit:
 			return 0, c.mixError(n, args[1], args[0])
 		}
-		if len(args) == 3 && us[2] != numberUnit && us[2] != unknownUnit {
+		for i := range 2 {
+			if us[i] != numberUnit && us[i] != durationUnit {
+				return 0, c.errAtStart(args[i], "approx compares numbers or durations; this is %s", unitPhrase(us[i]))
+			}
+		}
+		if len(args) == 3 && us[2] != numberUnit {
 			return 0, c.errAt(args[2], "the tolerance of approx is a fraction, e.g. 0.1 for 10 %%")
 		}
 		if len(args) == 3 {
@@ -950,35 +1123,59 @@ func (c *checkState) checkCall(n ast.Node, name string, args []ast.Node) (unit, 
 			}
 		}
 		return boolUnit, nil
-	case "abs":
-		if len(args) == 1 {
-			u, err := c.check(args[0])
-			if err == nil && u == durationUnit {
-				return 0, c.errAt(n, "abs is not defined for durations; compare both ways, e.g. p99 - p50 < 5ms and p50 - p99 < 5ms")
-			}
-			return u, err
+	case "abs", "ceil", "floor", "round":
+		c.ops[n.Location().From] = opText{whole: atomText(n, c.rw)}
+		if len(args) != 1 {
+			return 0, c.errAt(n, "%s takes one number: %s", name, allowedCalls[name].usage)
 		}
-	case "max", "min":
-		if len(args) > 0 {
-			var first unit
-			for i, a := range args {
-				u, err := c.check(a)
-				if err != nil {
-					return 0, err
-				}
-				if i == 0 {
-					first = u
-				} else if (first == durationUnit && u == numberUnit) || (first == numberUnit && u == durationUnit) {
-					if first == durationUnit {
-						return 0, c.mixError(n, args[0], a)
-					}
-					return 0, c.mixError(n, a, args[0])
-				}
-			}
-			return first, nil
+		u, err := c.check(args[0])
+		switch {
+		case err != nil:
+			return 0, err
+		case u == durationUnit && name == "abs":
+			return 0, c.errAt(n, "abs is not defined for durations; compare both ways, e.g. p99 - p50 < 5ms and p50 - p99 < 5ms")
+		case u == durationUnit:
+			return 0, c.errAt(n, "%s is not defined for durations; make a number first, e.g. %s(p99 / 1ms)", name, name)
+		case u != numberUnit:
+			return 0, c.errAtStart(args[0], "%s takes a number; this is %s", name, unitPhrase(u))
 		}
+		return numberUnit, nil
+	case "len":
+		if len(args) != 1 {
+			return 0, c.errAt(n, "len takes one argument, e.g. len(errors_by)")
+		}
+		if p, ok := path(args[0]); ok && !c.lets[p[0]] {
+			if r, res, _ := resolve(p); res == isGroup && isMapGroup(r.group) {
+				return numberUnit, nil // len(errors_by): how many codes occurred
+			}
+		}
+		u, err := c.check(args[0])
+		if err != nil {
+			return 0, err
+		}
+		if _, list := args[0].(*ast.ArrayNode); u != stringUnit && !list {
+			return 0, c.errAtStart(args[0], "len counts the codes of errors_by, closes_by or server, or a string's characters; this is %s", unitPhrase(u))
+		}
+		return numberUnit, nil
 	}
-	return c.checkAll(args...)
+	return 0, c.unknownCall(n, name)
+}
+
+// unknownCall explains a call of a function rules do not offer.
+func (c *checkState) unknownCall(n ast.Node, name string) *CompileError {
+	if _, ok := builtin.Index[name]; !ok {
+		msg := "unknown function " + name
+		if s := suggest(name, strings.Split(callNames, ", ")); len(s) > 0 {
+			msg += "; did you mean " + orList(s) + "?"
+		}
+		return c.errAt(n, "%s (rules can call %s)", msg, callNames)
+	}
+	why := ""
+	switch name {
+	case "now", "date", "timezone", "duration":
+		why = ": a rule reads only the phase's metrics and gives the same verdict every time"
+	}
+	return c.errAt(n, "%s() is not available in rules%s; rules can call %s", name, why, callNames)
 }
 
 func constNumber(n ast.Node) (float64, bool) {
@@ -1094,16 +1291,19 @@ func (c calleeVisitor) Visit(node *ast.Node) {
 
 // buildClause splits a checked tree into its boolean skeleton and compiles
 // each atom on its own.
-func buildClause(n ast.Node, src file.Source, cfg *conf.Config, rw *rewritten) (*clause, error) {
+//
+// cfg compiles atoms (a boolean result), sideCfg the operands of a
+// comparison.
+func buildClause(n ast.Node, src file.Source, cfg, sideCfg *conf.Config, rw *rewritten) (*clause, error) {
 	switch x := n.(type) {
 	case *ast.BinaryNode:
 		op := map[string]string{"and": "and", "&&": "and", "or": "or", "||": "or"}[x.Operator]
 		if op != "" {
-			l, err := buildClause(x.Left, src, cfg, rw)
+			l, err := buildClause(x.Left, src, cfg, sideCfg, rw)
 			if err != nil {
 				return nil, err
 			}
-			r, err := buildClause(x.Right, src, cfg, rw)
+			r, err := buildClause(x.Right, src, cfg, sideCfg, rw)
 			if err != nil {
 				return nil, err
 			}
@@ -1111,7 +1311,7 @@ func buildClause(n ast.Node, src file.Source, cfg *conf.Config, rw *rewritten) (
 		}
 	case *ast.UnaryNode:
 		if x.Operator == "not" || x.Operator == "!" {
-			k, err := buildClause(x.Node, src, cfg, rw)
+			k, err := buildClause(x.Node, src, cfg, sideCfg, rw)
 			if err != nil {
 				return nil, err
 			}
@@ -1137,7 +1337,6 @@ func buildClause(n ast.Node, src file.Source, cfg *conf.Config, rw *rewritten) (
 		}
 	}
 	if l != nil {
-		sideCfg := newConfig(rw, false)
 		lp, errL := compiler.Compile(&parser.Tree{Node: l, Source: src}, sideCfg)
 		rp, errR := compiler.Compile(&parser.Tree{Node: r, Source: src}, sideCfg)
 		if errL == nil && errR == nil {

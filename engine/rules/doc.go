@@ -33,6 +33,27 @@
 //     `(a + 1) ≈ (b * 2)`. Like `==`, it binds looser than unary `not`:
 //     write `not (a ≈ b)`.
 //
+// Any percentile q in (0, 100) reads nearest-rank over the phase's
+// samples: p1 … p99 (whole percents), p999 (99.9), and p99.99 or
+// p(99.99) for any other (up to six decimal places), in every group and
+// view. The front end rewrites p99.99 and p(q) into an identifier
+// (percentileIdent), and the patcher a read of a percentile without a
+// field of its own into a read of latency.Pcts, filled when judged.
+//
+// # Every rule that compiles evaluates
+//
+// Compile rejects what could not be judged deterministically and
+// finitely: sequences (`a; b`, of which expr would judge only b),
+// results that are not booleans, functions outside allowedCalls (now,
+// fromJSON, repeat, map, …), ranges that are not small constants,
+// indexing of lists, map literals, computed regular expressions, and
+// division by a literal zero. Arithmetic runs through checkedArith: a
+// runtime division by zero, an overflow or a non-finite value is an
+// undefinedError, which leaves its atom neither true nor false in the
+// three-valued judgement below, so such a rule is INCONCLUSIVE (or
+// decided by its other atoms), never passed on a wrapped integer or
+// +Inf. FuzzValidRulesNeverError holds Compile to this.
+//
 // Unknown names are compile errors that list what is known and suggest the
 // nearest name. A metric is a plain value, without members or methods:
 // p99.Hours() is an error, and p99 / 1h is p99 in hours. Column numbers
@@ -66,8 +87,11 @@
 // never passed:
 //
 //   - a percentile pN read from fewer than n ≥ 10 / (1 − N/100) samples,
-//     i.e. fewer than ten samples expected above it: p50 needs 20, p90 100,
-//     p95 200, p99 1000, p99.9 10000 (DESIGN.md §4 names the last two);
+//     i.e. fewer than ten samples expected above it: p50 needs 20, p75 40,
+//     p90 100, p95 200, p99 1000, p99.9 10000, p99.99 100000 (DESIGN.md
+//     §4 names p99 and p99.9);
+//   - a condition whose value is undefined (a division by zero at run
+//     time, an overflow), unless the rest of the rule decides it;
 //   - any latency statistic of an empty distribution ("n/a (0 samples)");
 //   - error_rate without requests, littleL without responses, rates of a
 //     phase of no duration, offered_rate in the closed model;

@@ -27,8 +27,9 @@ const (
 	// Inconclusive: the measurement cannot support a verdict (too few
 	// samples, a metric that was not measured).
 	Inconclusive
-	// Error: the rule could not be evaluated (a runtime error such as a
-	// division by zero). Compile catches everything else.
+	// Error: the rule could not be evaluated. Compile rejects every rule
+	// that could not be, and an undefined value (a division by zero at run
+	// time) is Inconclusive, so Error means a bug; Reason says where.
 	Error
 	// Fail: the rule does not hold.
 	Fail
@@ -170,6 +171,7 @@ func NewEnv(s *measure.Summary, extra Extras) Env {
 		s = &measure.Summary{}
 	}
 	e := Env{
+		m:        metrics{dists: map[string]*measure.Dist{}},
 		samples:  map[string]int64{},
 		requests: s.Requests,
 		answered: s.Responded,
@@ -208,6 +210,7 @@ func NewEnv(s *measure.Summary, extra Extras) Env {
 		}
 		fillLatency(l, d)
 		e.samples[g] = d.Count()
+		e.m.dists[g] = d
 	}
 	m.ErrorsBy = maps.Clone(s.ErrorsByCode)
 	if m.ErrorsBy == nil {
@@ -353,7 +356,15 @@ func (r *Rule) views(envs []*Env) map[ref]viewValue {
 				}
 				break
 			}
-			vals = append(vals, b.get(&e.m))
+			v := b.get(&e.m)
+			if note := nonFinite(v); note != "" {
+				vv = viewValue{note: note}
+				if len(envs) > 1 {
+					vv.note = fmt.Sprintf("repeat %d: %s", i+1, note)
+				}
+				break
+			}
+			vals = append(vals, v)
 		}
 		if vv.ok && len(vals) > 0 {
 			slices.SortStableFunc(vals, compareValues)
@@ -410,6 +421,26 @@ func (r *Rule) Eval(env Env) Verdict {
 		return Verdict{Status: Error, Reason: "no rule"}
 	}
 	return r.eval(&env, r.views([]*Env{&env}))
+}
+
+// ExtraPercentiles returns the percentiles (in percent, ascending,
+// without repeats) that rules read beyond the ones every report shows
+// (50, 90, 95, 99, 99.9), in any group, view or baseline: p75 and
+// median(service.p99.99) give 75 and 99.99. Nil rules are skipped.
+func ExtraPercentiles(rs []*Rule) []float64 {
+	var out []float64
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		for _, x := range r.refs {
+			if q, ok := extraPercentile(x.name); ok && (x.group == "" || isLatencyGroup(x.group)) && !slices.Contains(out, q) {
+				out = append(out, q)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Judge judges the rule on each repeat's environment of one phase. The rule
@@ -473,7 +504,8 @@ func (r *Rule) eval(env *Env, views map[ref]viewValue) (v Verdict) {
 		in.Server = map[string]float64{}
 	}
 	if env.baseline != nil {
-		in.Baseline = &env.baseline.m
+		b := env.baseline.m // a copy: percentiles without a field are set into it
+		in.Baseline = &b
 	}
 	missing := map[ref]string{}
 	var observed []string
@@ -493,10 +525,17 @@ func (r *Rule) eval(env *Env, views map[ref]viewValue) (v Verdict) {
 			}
 		case "baseline":
 			if env.baseline != nil {
-				val = x.base().get(&env.baseline.m)
+				val = x.base().get(in.Baseline)
+				setExtra(x, in.Baseline, val)
 			}
 		default:
 			val = x.get(&in.metrics)
+			setExtra(x, &in.metrics, val)
+		}
+		if ok {
+			if n := nonFinite(val); n != "" {
+				ok, note = false, n
+			}
 		}
 		observed = append(observed, x.String()+"="+formatObserved(val, ok, note))
 		if !ok {
@@ -507,38 +546,44 @@ func (r *Rule) eval(env *Env, views map[ref]viewValue) (v Verdict) {
 
 	if len(missing) == 0 {
 		out, err := vm.Run(r.prog, in)
-		if err != nil {
+		switch {
+		case err == nil:
+			if b, _ := out.(bool); b {
+				v.Status = Pass
+				return v
+			}
+		case !isUndefined(err):
 			return Verdict{Status: Error, Observed: v.Observed, Reason: r.runError(err)}
 		}
-		if b, _ := out.(bool); b {
-			v.Status = Pass
-			return v
-		}
-		v.Status = Fail
-		_, why, _ := r.top.judge(in, nil)
-		v.Reason = strings.Join(why, "; ")
-		if v.Reason == "" {
-			v.Reason = "false"
-		}
-		return v
+		// False, or some value undefined (a division by zero): judge
+		// atom by atom below.
 	}
 
-	// Some metric cannot support a verdict: judge with three-valued logic,
-	// so that a rule false (or true) whatever the missing values are still
-	// fails (or passes), and only a truly open question is inconclusive.
-	t, why, err := r.top.judge(in, missing)
+	// Judge with three-valued logic, so that a rule false (or true)
+	// whatever the unavailable or undefined values are still fails (or
+	// passes), and only a truly open question is inconclusive.
+	ctx := &judgeCtx{rule: r, in: in, missing: missing}
+	t, why, err := r.top.judge(ctx)
 	var notes []string
 	for _, x := range r.refs {
 		if note, ok := missing[x]; ok {
 			notes = append(notes, x.String()+": "+note)
 		}
 	}
+	notes = append(notes, ctx.undefined...)
+	whatever := ""
+	if len(notes) > 0 {
+		whatever = " (whatever " + strings.Join(notes, ", ") + ")"
+	}
 	switch {
 	case err != nil:
 		return Verdict{Status: Error, Observed: v.Observed, Reason: r.runError(err)}
 	case t == falseTruth:
 		v.Status = Fail
-		v.Reason = strings.Join(why, "; ") + " (whatever " + strings.Join(notes, ", ") + ")"
+		v.Reason = strings.Join(why, "; ") + whatever
+		if v.Reason == "" {
+			v.Reason = "false"
+		}
 	case t == trueTruth:
 		v.Status = Pass
 		v.Reason = "holds whatever " + strings.Join(notes, ", ")
@@ -547,6 +592,60 @@ func (r *Rule) eval(env *Env, views map[ref]viewValue) (v Verdict) {
 		v.Reason = strings.Join(notes, "; ")
 	}
 	return v
+}
+
+// setExtra stores a percentile without a field of its own (p75), computed
+// for this evaluation, where the rule reads it. m is the evaluation's own
+// copy: its Pcts maps start nil, so nothing is shared between
+// evaluations. Other metrics are left alone.
+func setExtra(x ref, m *metrics, v any) {
+	if _, ok := extraPercentile(x.name); ok {
+		x.base().set(m, v)
+	}
+}
+
+// nonFinite returns why a metric value cannot support a verdict because
+// it is not a finite number (a counter fetched from a target as NaN or
+// +Inf), or "".
+func nonFinite(v any) string {
+	bad := func(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
+	switch x := v.(type) {
+	case float64:
+		if bad(x) {
+			return "not a finite number (" + formatFloat(x) + ")"
+		}
+	case map[string]float64:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if bad(x[k]) {
+				return quote(k) + " is not a finite number (" + formatFloat(x[k]) + ")"
+			}
+		}
+	}
+	return ""
+}
+
+// isUndefined reports whether err is a value without a defined number
+// (see undefinedError), as opposed to a failure to evaluate.
+func isUndefined(err error) bool {
+	var u *undefinedError
+	return errors.As(err, &u)
+}
+
+// undefinedNote says which operation of the rule had no defined value:
+// "division by zero: errors is 0", "integer overflow: requests * 2".
+func (r *Rule) undefinedNote(err error) string {
+	var u *undefinedError
+	errors.As(err, &u)
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		if op, ok := r.ops[fe.From]; ok {
+			if u.kind == "division by zero" {
+				return u.kind + ": " + op.right + " is 0"
+			}
+			return u.kind + ": " + op.whole
+		}
+	}
+	return u.kind
 }
 
 // runError describes an evaluation error at the user's column.
@@ -559,14 +658,23 @@ func (r *Rule) runError(err error) string {
 	return s
 }
 
+// judgeCtx is what judging a rule's clauses reads and collects.
+type judgeCtx struct {
+	rule    *Rule
+	in      root
+	missing map[ref]string // metrics that cannot support a verdict
+	// undefined notes the atoms that computed no defined value.
+	undefined []string
+}
+
 // judge evaluates the clause in three-valued logic: an atom reading a
 // missing metric is unknown; and is false if any side is false, true if
 // both are true; or is true if any side is true, false if both are false.
 // why lists the atoms that made the clause false, as written.
-func (c *clause) judge(in root, missing map[ref]string) (t truth, why []string, err error) {
+func (c *clause) judge(ctx *judgeCtx) (t truth, why []string, err error) {
 	switch c.op {
 	case "not":
-		k, _, err := c.kids[0].judge(in, missing)
+		k, _, err := c.kids[0].judge(ctx)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -581,7 +689,7 @@ func (c *clause) judge(in root, missing map[ref]string) (t truth, why []string, 
 		ts := make([]truth, len(c.kids))
 		var falses []string
 		for i, k := range c.kids {
-			kt, kwhy, err := k.judge(in, missing)
+			kt, kwhy, err := k.judge(ctx)
 			if err != nil {
 				return 0, nil, err
 			}
@@ -610,18 +718,25 @@ func (c *clause) judge(in root, missing map[ref]string) (t truth, why []string, 
 		return unknownTruth, nil, nil
 	}
 	for _, x := range c.refs {
-		if _, ok := missing[x]; ok {
+		if _, ok := ctx.missing[x]; ok {
 			return unknownTruth, nil, nil
 		}
 	}
-	out, err := vm.Run(c.prog, in)
-	if err != nil {
+	out, err := vm.Run(c.prog, ctx.in)
+	switch {
+	case isUndefined(err):
+		note := ctx.rule.undefinedNote(err)
+		if !slices.Contains(ctx.undefined, note) {
+			ctx.undefined = append(ctx.undefined, note)
+		}
+		return unknownTruth, nil, nil
+	case err != nil:
 		return 0, nil, err
 	}
 	if b, _ := out.(bool); b {
 		return trueTruth, nil, nil
 	}
-	return falseTruth, []string{c.text + " is false" + c.difference(in)}, nil
+	return falseTruth, []string{c.text + " is false" + c.difference(ctx.in)}, nil
 }
 
 // difference shows both sides of a false comparison and how far apart

@@ -26,14 +26,14 @@ func phase(n int, step time.Duration, errors int) *measure.Summary {
 }
 
 func ExampleCompile() {
-	for _, src := range []string{"p99 < 20", "p98 < 20ms", "worst(offered_rate) > 100", "p99 < 20ms"} {
+	for _, src := range []string{"p99 < 20", "p99x < 20ms", "worst(offered_rate) > 100", "p99 < 20ms"} {
 		_, err := rules.Compile(src)
 		msg, _, _ := strings.Cut(fmt.Sprint(err), " (known")
 		fmt.Printf("%-26s %s\n", src, msg)
 	}
 	// Output:
 	// p99 < 20                   column 7: p99 is a duration: write the unit, e.g. 20ms
-	// p98 < 20ms                 column 1: unknown metric "p98"; did you mean p90, p95 or p99?
+	// p99x < 20ms                column 1: unknown metric "p99x"; did you mean p99 or p999?
 	// worst(offered_rate) > 100  column 1: offered_rate has no better or worse direction, so worst(offered_rate) means nothing; use median(offered_rate) or a per-repeat rule
 	// p99 < 20ms                 <nil>
 }

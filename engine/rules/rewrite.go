@@ -83,6 +83,15 @@ func rewrite(src string) (*rewritten, *CompileError) {
 			for j < n && isIdentPart(in[j]) {
 				j++
 			}
+			k, ident, msg := scanPercentile(in, i, j)
+			switch {
+			case msg != "":
+				return nil, rw.errorAt(i, "%s", msg)
+			case ident != "":
+				emit([]rune(ident), i, k)
+				i = k
+				continue
+			}
 			copyRunes(i, j)
 			i = j
 		case isDigit(r):
@@ -111,6 +120,65 @@ func rewrite(src string) (*rewritten, *CompileError) {
 	rw.end = append(rw.end, n)
 	rw.text = string(out)
 	return rw, nil
+}
+
+// scanPercentile reads a percentile written p99.99 or p(99.9) at the
+// identifier in[i:j]. It returns the end of what it read and the
+// identifier to emit (percentileIdent), or "" when the identifier is no
+// such form; or a message for a percentile out of (0, 100) and for the
+// front end's own spelling p99_99 written out.
+func scanPercentile(in []rune, i, j int) (end int, ident, msg string) {
+	word := string(in[i:j])
+	if _, ok := extraPercentile(word); ok && strings.Contains(word, "_") {
+		return j, "", fmt.Sprintf("write %s as %s", word, displayName(word))
+	}
+	var num string
+	switch {
+	case word == "p":
+		k := j
+		for k < len(in) && in[k] == ' ' {
+			k++
+		}
+		if k >= len(in) || in[k] != '(' {
+			return j, "", ""
+		}
+		k++
+		start := k
+		for k < len(in) && (isDigit(in[k]) || in[k] == '.' || in[k] == ' ') {
+			k++
+		}
+		if k >= len(in) || in[k] != ')' || strings.TrimSpace(string(in[start:k])) == "" {
+			return j, "", "" // not a plain number: the call check explains
+		}
+		num, end = strings.TrimSpace(string(in[start:k])), k+1
+	case len(word) > 1 && word[0] == 'p' && allDigits(word[1:]) && j+1 < len(in) && in[j] == '.' && isDigit(in[j+1]):
+		k := j + 1
+		for k < len(in) && isDigit(in[k]) {
+			k++
+		}
+		if k < len(in) && (isIdentPart(in[k]) || in[k] == '.') {
+			return j, "", "" // p99.9x: not a percentile; expr says why
+		}
+		num, end = word[1:]+string(in[j:k]), k
+	default:
+		return j, "", ""
+	}
+	written := string(in[i:end])
+	q, err := strconv.ParseFloat(num, 64)
+	_, frac, _ := strings.Cut(num, ".")
+	switch {
+	case err != nil || strings.Contains(num, " "):
+		return end, "", fmt.Sprintf("%s is not a percentile: write e.g. p(99.9)", written)
+	case q == 0:
+		return end, "", fmt.Sprintf("%s would be the minimum: write min", written)
+	case q == 100:
+		return end, "", fmt.Sprintf("%s is the maximum: write max", written)
+	case !(q > 0 && q < 100):
+		return end, "", fmt.Sprintf("%s: a percentile is between 0 and 100, e.g. p(99.9)", written)
+	case len(frac) > maxPercentileDecimals:
+		return end, "", fmt.Sprintf("%s: a percentile has at most %d decimal places", written, maxPercentileDecimals)
+	}
+	return end, percentileIdent(q), ""
 }
 
 func isDigit(r rune) bool      { return '0' <= r && r <= '9' }
