@@ -251,11 +251,7 @@ func Little(pr *PhaseResult) LittleCheck {
 		if s.Responded > 0 {
 			lag = s.WaitSum / time.Duration(s.Responded)
 		}
-		who := "for a free connection or in-flight slot: the target (or too few connections × in-flight) could not take the load"
-		if pr.LateArrivals > 0 && s.SendWindow() <= s.Elapsed {
-			who = "for a free connection, or for a load generator that fell behind its schedule (see schedule-lateness)"
-		}
-		parts = append(parts, fmt.Sprintf("on average %.2f answered requests waited in the client before their send (mean send lag %s) %s", wait, lag.Round(time.Microsecond), who))
+		parts = append(parts, fmt.Sprintf("on average %.2f answered requests waited in the client before their send (mean send lag %s): %s", wait, lag.Round(time.Microsecond), waitCause(pr)))
 	}
 	if un > littleFloor {
 		parts = append(parts, fmt.Sprintf("%.2f were in flight at the target without ever getting a response (timeouts, resets, cut at the end: in the in-flight mean, not in W)", un))
@@ -265,6 +261,28 @@ func Little(pr *PhaseResult) LittleCheck {
 	}
 	c.why = strings.Join(parts, "; ")
 	return c
+}
+
+// waitCause says why arrivals of an open phase waited in the client. With
+// the in-flight slots (connections × in-flight) mostly in use, they waited
+// for a free slot: the target (or too few slots) could not take the load.
+// With most slots idle on average the phase's figures cannot tell a target
+// that slowed down for a while (and filled every slot then) from a load
+// generator too slow to hand arrivals out; it says both, with the client's
+// CPU. Lateness the pacer measured itself is named too.
+func waitCause(pr *PhaseResult) string {
+	s, p := pr.Summary, pr.Phase
+	slots := float64(p.Connections * max(p.Inflight, 1))
+	var why string
+	if in := s.InflightMean(); in >= 0.5*slots {
+		why = fmt.Sprintf("they waited for a free connection or in-flight slot (on average %.1f of %.0f in use): the target (or too few connections × in-flight) could not take the load", in, slots)
+	} else {
+		why = fmt.Sprintf("only %.1f of the %.0f in-flight slots were in use on average, so either the target slowed down for a while and filled them then, or the load generator could not hand the arrivals out fast enough (client CPU %.0f %% of its %d core(s))", in, slots, 100*pr.ClientCPU/float64(runnerCores()), runnerCores())
+	}
+	if pr.LateArrivals > 0 {
+		why += fmt.Sprintf("; the load generator itself dispatched %d arrivals late while slots were free (see schedule-lateness)", pr.LateArrivals)
+	}
+	return why
 }
 
 // shortfallCause says why an open phase sent fewer requests per second
@@ -282,12 +300,12 @@ func shortfallCause(pr *PhaseResult) string {
 	}
 	if s.SendWindow() > s.Elapsed {
 		mx, _ := s.SendLag.Max()
-		parts = append(parts, fmt.Sprintf("arrivals waited for a free connection (send lag up to %s) and went out in the drain, until %s after the phase's end: the target (or too few connections × in-flight) could not take the load", mx.Round(time.Millisecond), (s.SendWindow()-s.Elapsed).Round(time.Millisecond)))
+		parts = append(parts, fmt.Sprintf("arrivals waited in the client (send lag up to %s) and went out in the drain, until %s after the phase's end: %s", mx.Round(time.Millisecond), (s.SendWindow()-s.Elapsed).Round(time.Millisecond), waitCause(pr)))
 	}
 	if n := s.LeftOver(); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d arrivals were left over when the drain ran out", n))
 	}
-	if pr.LateArrivals > 0 {
+	if pr.LateArrivals > 0 && s.SendWindow() <= s.Elapsed {
 		parts = append(parts, fmt.Sprintf("the load generator dispatched %d arrivals late (%s)", pr.LateArrivals, stallCause(pr)))
 	}
 	if len(parts) == 0 {

@@ -315,6 +315,7 @@ type phaseRun struct {
 
 	lateness time.Duration // max scheduler lateness; written by the pacer only
 	late     int64         // arrivals dispatched later than LatenessLimit; pacer only
+	busy     atomic.Int64  // open model, queue mode: arrivals handed to a worker and not yet done
 }
 
 const shards = 16
@@ -787,6 +788,7 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 		if ph.p.Drop {
 			select {
 			case out <- at:
+				ph.busy.Add(1)
 			default:
 				// Every slot busy at the intended start. After a late
 				// dispatch the slots met a burst of the generator's making.
@@ -799,12 +801,28 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 		}
 		select {
 		case out <- at:
+			ph.busy.Add(1) // counted by the pacer, so never behind a handoff
+			continue
+		default:
+		}
+		// No worker took it at once. If one was idle, it is not running:
+		// the generator cannot hand arrivals out (CPU, scheduler), and a
+		// wait past the lateness limit is the generator's, not the target's.
+		idle := ph.busy.Load() < int64(ph.p.Connections*ph.p.Inflight)
+		t0 := time.Now()
+		select {
+		case out <- at:
+			ph.busy.Add(1)
 		case <-ph.drained:
 			ph.unsent(sched, i)
 			return
 		case <-ph.hard.Done():
 			ph.unsent(sched, i)
 			return
+		}
+		if w := time.Since(t0); idle && w > LatenessLimit {
+			ph.lateness = max(ph.lateness, w)
+			ph.late++
 		}
 	}
 }
@@ -886,9 +904,11 @@ func (ph *phaseRun) openWorker(w, k int, in <-chan time.Duration) {
 				} else {
 					ph.rec.LeftOver(w, time.Since(ph.start)-at)
 				}
+				ph.busy.Add(-1)
 				continue
 			}
 			ph.send(w, k, at, false)
+			ph.busy.Add(-1) // the pacer counted it in
 		case <-ph.hard.Done():
 			return
 		}
