@@ -31,20 +31,22 @@ func Censoring(pl *Plan, pr *PhaseResult) string {
 	var why []string
 	if n := s.LeftOver(); n > 0 && !readsMetric(pl, p.Name, "left_over") {
 		lo, _ := s.LeftOverBound.Min()
-		why = append(why, fmt.Sprintf("%d of %d arrivals were left over when the drain (%s after the phase's end) ran out (%d never sent, %d cut in flight): their response times are censored, each at least %s, and no latency figure holds them",
-			n, s.Arrivals, p.Grace, s.LeftOverUnsent, s.CancelledAtEnd, lo.Round(time.Millisecond)))
+		why = append(why, fmt.Sprintf("%d of %d arrivals were left over (%d never sent by the drain's bound, the timeout %s after the phase's end; %d cut in flight): their response times are censored, each at least %s, and no latency figure holds them (accept them explicitly with a rule on left_over alone, e.g. left_over == 0, or lengthen the timeout)",
+			n, s.Arrivals, s.LeftOverUnsent, p.Grace, s.CancelledAtEnd, lo.Round(time.Millisecond)))
 	}
 	if s.Dropped > 0 && !p.Drop && !readsMetric(pl, p.Name, "dropped") {
-		why = append(why, fmt.Sprintf("%d of %d arrivals were dropped in a phase that queues them", s.Dropped, s.Arrivals))
+		// Not made by this runner (queue mode sends or leaves over), but
+		// a saved result of an earlier one is judged again the same way.
+		why = append(why, fmt.Sprintf("%d of %d arrivals were dropped in a phase that queues them (accept them with a rule on dropped alone)", s.Dropped, s.Arrivals))
 	}
-	if len(why) == 0 {
-		return ""
-	}
-	return strings.Join(why, "; ") + " (accept them explicitly with a rule that reads left_over or dropped, e.g. left_over == 0, or lengthen the timeout that bounds the drain)"
+	return strings.Join(why, "; ")
 }
 
 // readsMetric reports whether a rule of the plan that applies to phase
-// reads metric name itself (or its median or worst across repeats).
+// bounds metric name explicitly: it reads that metric and nothing else
+// (itself, or its median or worst across repeats), e.g. left_over == 0.
+// A rule that merely mentions it (`p50 < 1s or left_over == 0`) does not
+// accept what it counts: it can pass whatever the count.
 func readsMetric(pl *Plan, phase, name string) bool {
 	if pl == nil {
 		return false
@@ -53,10 +55,13 @@ func readsMetric(pl *Plan, phase, name string) bool {
 		if sr.Phase != "" && sr.Phase != phase {
 			continue
 		}
-		for _, m := range sr.Rule.Metrics() {
-			if m == name || m == "median("+name+")" || m == "worst("+name+")" {
-				return true
-			}
+		ms := sr.Rule.Metrics()
+		only := len(ms) > 0
+		for _, m := range ms {
+			only = only && (m == name || m == "median("+name+")" || m == "worst("+name+")")
+		}
+		if only {
+			return true
 		}
 	}
 	return false
@@ -133,12 +138,45 @@ func GeneratorFault(pr *PhaseResult) string {
 	return "the load generator was the bottleneck (" + strings.Join(why, "; ") + ", " + stallCause(pr) + ")"
 }
 
-// timeSensitive reports whether a metric a rule reads (as Rule.Metrics
-// spells it: "p99", "median(p99)", "service.p75", "throughput") is a time
-// or a rate, which a stalled generator distorts: its own delay is inside
-// response times (counted from the intended start) and stretches the
-// windows of rates. Counts (errors, ok, errors_by[…]) are not.
-func timeSensitive(metric string) bool {
+// TimeoutCensoring says why the latency figures of a measured (repeat,
+// phase) are censored by timeouts: a request that timed out is known only
+// to have taken at least its timeout, and latency statistics cover the ok
+// requests alone, so a rule on p99 or max could pass on the requests that
+// were fast enough while the slowest are missing. "" when no request
+// timed out, or when a rule of the phase bounds timeouts, errors or
+// error_rate alone (the scenario then judges them explicitly).
+func TimeoutCensoring(pl *Plan, pr *PhaseResult) string {
+	if pr == nil || pr.Phase == nil || pr.Summary == nil || pr.Phase.Warmup || pr.Interrupted || pr.Summary.Timeouts == 0 {
+		return ""
+	}
+	for _, m := range []string{"timeouts", "errors", "error_rate"} {
+		if readsMetric(pl, pr.Phase.Name, m) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%d requests timed out: each took at least the timeout and is in no latency figure (add a rule on timeouts, errors or error_rate to judge them)", pr.Summary.Timeouts)
+}
+
+// latencyStat reports whether a metric a rule reads is a latency statistic
+// of this run (a percentile, min, max, mean or stddev of a distribution;
+// not the baseline's).
+func latencyStat(metric string) bool {
+	g, m := bareMetric(metric)
+	return g != "baseline" && timeSensitive(metric) && !isRate(m)
+}
+
+func isRate(m string) bool {
+	switch m {
+	case "throughput", "achieved_rate", "completed_rate", "littleL", "inflight_mean":
+		return true
+	}
+	return false
+}
+
+// bareMetric splits a metric as Rule.Metrics spells it ("median(p99)",
+// "service.p75", `errors_by["503"]`) into its group ("" for none) and its
+// name, without the view.
+func bareMetric(metric string) (group, name string) {
 	m := metric
 	for _, view := range []string{"median(", "worst("} {
 		if strings.HasPrefix(m, view) && strings.HasSuffix(m, ")") {
@@ -147,14 +185,30 @@ func timeSensitive(metric string) bool {
 	}
 	if g, rest, ok := strings.Cut(m, "."); ok {
 		switch g {
-		case "client", "target", "server":
-			return false
-		case "service", "failed", "corrected", "baseline":
-			m = rest // service.p99, failed.max, baseline.p99
+		case "service", "failed", "corrected", "baseline", "client", "target", "server":
+			return g, rest
 		}
 	}
+	return "", m
+}
+
+// timeSensitive reports whether a metric a rule reads (as Rule.Metrics
+// spells it: "p99", "median(p99)", "service.p75", "throughput") is a time
+// or a rate, which a stalled generator distorts: its own delay is inside
+// response times (counted from the intended start) and stretches the
+// windows of rates. Counts (errors, ok, errors_by[…]) are not.
+func timeSensitive(metric string) bool {
+	g, m := bareMetric(metric)
+	switch g {
+	case "", "service", "failed", "corrected", "baseline":
+	default:
+		return false // client.*, target.*, server.*
+	}
 	switch m {
-	case "max", "min", "mean", "stddev", "throughput", "achieved_rate", "completed_rate", "littleL", "inflight_mean":
+	case "max", "min", "mean", "stddev":
+		return true
+	}
+	if isRate(m) {
 		return true
 	}
 	return len(m) > 1 && m[0] == 'p' && (m[1] == '(' || (m[1] >= '0' && m[1] <= '9'))

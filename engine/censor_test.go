@@ -75,6 +75,15 @@ func TestNoPassOnCensoredData(t *testing.T) {
 		if hasWarning(Checks(pl, res), "censored") {
 			t.Error("censored warning although a rule reads left_over")
 		}
+
+		// A rule that merely mentions left_over accepts nothing: it can
+		// pass whatever the count.
+		d = &fake.Driver{Service: constService(9 * time.Millisecond), Serial: true}
+		pl = withRules(t, ph, 300*time.Millisecond, "p50 < 1h or left_over == 0")
+		res = run(t, d, pl, 300*time.Millisecond)
+		if got := statuses(Judge(pl, res)); got["p50 < 1h or left_over == 0"] != rules.Inconclusive {
+			t.Errorf("a rule mentioning left_over among others: %v, want INCONCLUSIVE", got)
+		}
 	})
 }
 
@@ -137,6 +146,43 @@ func TestTimeSensitive(t *testing.T) {
 			t.Errorf("timeSensitive(%q) = %v, want %v", c.m, got, c.want)
 		}
 	}
+	for _, c := range []struct {
+		m    string
+		want bool
+	}{{"p99", true}, {"p99.99", true}, {"service.max", true}, {"median(mean)", true},
+		{"throughput", false}, {"baseline.p99", false}, {"errors", false}} {
+		if got := latencyStat(c.m); got != c.want {
+			t.Errorf("latencyStat(%q) = %v, want %v", c.m, got, c.want)
+		}
+	}
+}
+
+// Timeouts censor latency: a rule on p50 holds on the requests that were
+// fast enough, while the ones that timed out are in no latency figure; it
+// is INCONCLUSIVE unless a rule bounds errors, timeouts or error_rate.
+func TestTimeoutsCensorLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ph := schema.Phase{Name: "steady", Closed: &schema.Closed{Connections: 2}, Duration: dur("1s")}
+		slow := func(seq uint64) time.Duration {
+			if seq%5 == 0 {
+				return time.Hour // times out
+			}
+			return 10 * time.Millisecond
+		}
+		pl := withRules(t, ph, 100*time.Millisecond, "p50 < 1h", "requests > 0")
+		res := run(t, &fake.Driver{Service: slow}, pl, 100*time.Millisecond)
+		if res.Phases[0].Summary.Timeouts == 0 {
+			t.Fatal("no timeouts")
+		}
+		if got := statuses(Judge(pl, res)); got["p50 < 1h"] != rules.Inconclusive || got["requests > 0"] != rules.Pass {
+			t.Errorf("with timeouts: %v, want p50 INCONCLUSIVE, requests PASS", got)
+		}
+		pl = withRules(t, ph, 100*time.Millisecond, "p50 < 1h", "timeouts < 1000")
+		res = run(t, &fake.Driver{Service: slow}, pl, 100*time.Millisecond)
+		if got := statuses(Judge(pl, res)); got["p50 < 1h"] != rules.Pass {
+			t.Errorf("timeouts judged explicitly: %v, want p50 PASS", got)
+		}
+	})
 }
 
 // Client-side failures in any phase make the run the client's failure.
@@ -152,4 +198,38 @@ func TestClientFailure(t *testing.T) {
 			t.Errorf("%q lacks %q", got, want)
 		}
 	}
+}
+
+// A Poisson phase bounded by its count lasts as long as its own draw:
+// all n arrivals come, whichever seed, even where the draw runs past the
+// plan's expected span Λ⁻¹(n) by more than the drain.
+func TestPoissonCountBoundSendsEveryArrival(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for seed := int64(1); seed <= 6; seed++ {
+			ph := schema.Phase{Open: &schema.Open{Rate: constRate(20), Connections: 2, Arrivals: "poisson", Seed: seed}, Requests: 40}
+			d := &fake.Driver{Service: constService(time.Millisecond)}
+			pl := onePhase(t, ph, 50*time.Millisecond)
+			s := run(t, d, pl, 50*time.Millisecond).Phases[0].Summary
+			last := pl.Phases[0].Schedule(1).At(39)
+			if s.Arrivals != 40 || s.OK != 40 || s.LeftOver() != 0 || s.Elapsed != last+1 {
+				t.Errorf("seed %d: arrivals %d ok %d left over %d elapsed %s; want 40/40/0 over %s", seed, s.Arrivals, s.OK, s.LeftOver(), s.Elapsed, last+1)
+			}
+		}
+	})
+}
+
+// Left-over bounds of a Poisson draw are each arrival's own: now minus
+// its intended start (the schedule walked forward, never back).
+func TestPoissonLeftOverBounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ph := schema.Phase{Open: &schema.Open{Rate: constRate(200), Connections: 1, Arrivals: "poisson", Seed: 3}, Duration: dur("1s")}
+		d := &fake.Driver{Service: constService(20 * time.Millisecond), Serial: true}
+		pl := onePhase(t, ph, 200*time.Millisecond)
+		s := run(t, d, pl, 200*time.Millisecond).Phases[0].Summary
+		lo, _ := s.LeftOverBound.Min()
+		hi, _ := s.LeftOverBound.Max()
+		if s.LeftOverUnsent < 50 || lo < 200*time.Millisecond || hi <= lo+500*time.Millisecond {
+			t.Fatalf("left over %d, bounds %s … %s: want many, each ≥ the 200 ms drain, spread over the window", s.LeftOverUnsent, lo, hi)
+		}
+	})
 }

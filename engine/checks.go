@@ -103,6 +103,12 @@ func Checks(pl *Plan, res *Result) []Warning {
 				why = fmt.Sprintf("; %d were accepted and then closed by the server", pr.ConnectionsClosedEarly)
 			}
 			at("connections-missing", "%d of %d connections established: the requested concurrency was not reached%s", pr.ConnectionsEstablished, pr.ConnectionsRequested, why)
+			// The load that ran is not the load planned: a pass would be
+			// a pass of another test, unless a rule bounds exactly this.
+			if !p.Warmup && !pr.Interrupted && !readsMetric(pl, p.Name, "connections_established") {
+				ws[len(ws)-1].Invalidates = true
+				ws[len(ws)-1].Message += " (a run that would pass is inconclusive: a rule on connections_established alone accepts it)"
+			}
 		}
 		if why := Censoring(pl, pr); why != "" {
 			at("censored", "%s", why)
@@ -131,7 +137,7 @@ func Checks(pl *Plan, res *Result) []Warning {
 			at("schedule-lateness", "the load generator dispatched %d of %d arrivals more than %s late (up to %s) while connections were free (%s): it fell behind its own schedule, so the run measures the generator, not the target", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Microsecond), stallCause(pr))
 			ws[len(ws)-1].Invalidates = true
 		case pr.LatenessMax > LatenessLimit:
-			at("schedule-lateness", "the load generator stalled: it dispatched %d of %d arrivals more than %s late (up to %s) while connections were free (%s). The delay is the generator's, not the target's, and is inside those requests' response times (it can only raise them); at most 1 %% of the arrivals and fewer than %d, it does not invalidate the run", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Microsecond), stallCause(pr), minLateArrivals)
+			at("schedule-lateness", "the load generator stalled: it dispatched %d of %d arrivals more than %s late (up to %s) while connections were free (%s). The delay is the generator's, not the target's, and is inside those requests' response times (it can only raise them); with 1 %% of the arrivals or fewer, or fewer than %d, it does not invalidate the run", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Microsecond), stallCause(pr), minLateArrivals)
 		}
 		// getrusage counts in scheduler ticks: over a phase shorter than a
 		// second the ratio is noise (it can exceed the machine).
@@ -256,6 +262,9 @@ func Little(pr *PhaseResult) LittleCheck {
 	if un > littleFloor {
 		parts = append(parts, fmt.Sprintf("%.2f were in flight at the target without ever getting a response (timeouts, resets, cut at the end: in the in-flight mean, not in W)", un))
 	}
+	if un > wait && len(parts) == 2 {
+		parts[0], parts[1] = parts[1], parts[0] // the larger part first
+	}
 	if len(parts) == 0 {
 		parts = append(parts, "neither the client's wait nor unanswered requests explain it: requests cut short at the phase's edges weigh too much in so short a window")
 	}
@@ -274,13 +283,15 @@ func waitCause(pr *PhaseResult) string {
 	s, p := pr.Summary, pr.Phase
 	slots := float64(p.Connections * max(p.Inflight, 1))
 	var why string
-	if in := s.InflightMean(); in >= 0.5*slots {
+	if g := GeneratorFault(pr); g != "" {
+		why = g + ": the wait is the generator's, not the target's"
+	} else if in := s.InflightMean(); in >= 0.5*slots {
 		why = fmt.Sprintf("they waited for a free connection or in-flight slot (on average %.1f of %.0f in use): the target (or too few connections × in-flight) could not take the load", in, slots)
 	} else {
 		why = fmt.Sprintf("only %.1f of the %.0f in-flight slots were in use on average, so either the target slowed down for a while and filled them then, or the load generator could not hand the arrivals out fast enough (client CPU %.0f %% of its %d core(s))", in, slots, 100*pr.ClientCPU/float64(runnerCores()), runnerCores())
 	}
-	if pr.LateArrivals > 0 {
-		why += fmt.Sprintf("; the load generator itself dispatched %d arrivals late while slots were free (see schedule-lateness)", pr.LateArrivals)
+	if pr.LateArrivals > 0 && GeneratorFault(pr) == "" {
+		why += fmt.Sprintf("; the load generator itself dispatched %d arrivals late while slots were free (see the warning on its schedule)", pr.LateArrivals)
 	}
 	return why
 }

@@ -129,13 +129,14 @@ func judgeAll(pl *Plan, res *Result, rs []*ScopedRule, bases map[string]*rules.E
 			}
 			var envs []rules.Env
 			var reps []int
-			var censored, generator []string // per judged repeat: why, or ""
+			var censored, generator, timedOut []string // per judged repeat: why, or ""
 			for _, pr := range res.Phases {
 				if pr.Phase.Index == p.Index && !pr.Interrupted {
 					envs = append(envs, Env(pr).WithBaseline(bases[p.Name]))
 					reps = append(reps, pr.Repeat)
 					censored = append(censored, Censoring(pl, pr))
 					generator = append(generator, GeneratorFault(pr))
+					timedOut = append(timedOut, TimeoutCensoring(pl, pr))
 				}
 			}
 			rr := RuleResult{Source: sr.Source, Phase: p.Name, RepeatNumbers: reps}
@@ -145,7 +146,7 @@ func judgeAll(pl *Plan, res *Result, rs []*ScopedRule, bases map[string]*rules.E
 			} else {
 				j := rules.Judge(sr.Rule, envs)
 				rr.Status, rr.Repeats, rr.Reason = j.Status, j.Repeats, j.Reason
-				if measured && overlay(&rr, sr.Rule, censored, generator) {
+				if measured && overlay(&rr, sr.Rule, censored, generator, timedOut) {
 					var all []rules.Status
 					var why []string
 					for k, v := range rr.Repeats {
@@ -175,6 +176,8 @@ func judgeAll(pl *Plan, res *Result, rs []*ScopedRule, bases map[string]*rules.E
 //     the arrivals that were measured, and the missing ones are the
 //     longest waits. A FAIL stays a FAIL: what was measured already
 //     breaks the rule, and the missing arrivals could only add to it.
+//   - a PASS of a rule on a latency statistic where requests timed out
+//     (TimeoutCensoring) is INCONCLUSIVE: the slowest are missing.
 //   - on a repeat whose generator was the bottleneck (GeneratorFault), a
 //     PASS is INCONCLUSIVE, and so is a FAIL of a rule that reads a time
 //     or a rate (timeSensitive): the generator's own delay is inside those
@@ -182,10 +185,11 @@ func judgeAll(pl *Plan, res *Result, rs []*ScopedRule, bases map[string]*rules.E
 //     counts (errors == 0) stays: the target answered what it answered.
 //
 // It reports whether it changed any verdict.
-func overlay(rr *RuleResult, r *rules.Rule, censored, generator []string) bool {
-	timed := false
+func overlay(rr *RuleResult, r *rules.Rule, censored, generator, timedOut []string) bool {
+	timed, latency := false, false
 	for _, m := range r.Metrics() {
 		timed = timed || timeSensitive(m)
+		latency = latency || latencyStat(m)
 	}
 	changed := false
 	for k := range rr.Repeats {
@@ -203,6 +207,10 @@ func overlay(rr *RuleResult, r *rules.Rule, censored, generator []string) bool {
 			v.Status = rules.Inconclusive
 			v.Reason = "censored: " + censored[k]
 			changed = true
+		case latency && k < len(timedOut) && timedOut[k] != "" && v.Status == rules.Pass:
+			v.Status = rules.Inconclusive
+			v.Reason = "censored: " + timedOut[k]
+			changed = true
 		}
 	}
 	return changed
@@ -218,13 +226,13 @@ func JudgePhase(pl *Plan, pr *PhaseResult) string {
 	}
 	var st []rules.Status
 	env := []rules.Env{Env(pr)}
-	censored, generator := []string{Censoring(pl, pr)}, []string{GeneratorFault(pr)}
+	censored, generator, timedOut := []string{Censoring(pl, pr)}, []string{GeneratorFault(pr)}, []string{TimeoutCensoring(pl, pr)}
 	for i, sr := range append(append([]*ScopedRule(nil), pl.Rules...), pl.Expect...) {
 		if sr.Phase == "" || sr.Phase == pr.Phase.Name {
 			j := rules.Judge(sr.Rule, env)
 			rr := RuleResult{Repeats: j.Repeats}
 			if i < len(pl.Rules) { // reconciliation is not overlaid (see JudgeAgainst)
-				overlay(&rr, sr.Rule, censored, generator)
+				overlay(&rr, sr.Rule, censored, generator, timedOut)
 			}
 			for _, v := range rr.Repeats {
 				st = append(st, v.Status)

@@ -409,7 +409,7 @@ func (pl *Plan) Describe() string {
 		if p.Requests > 0 {
 			bound = append(bound, fmt.Sprintf("%d requests", p.Requests))
 		}
-		fmt.Fprintf(&b, "    bound        %s (then in-flight requests get a grace of %s)\n", strings.Join(bound, " or "), p.Grace)
+		fmt.Fprintf(&b, "    bound        %s (then the drain: arrivals still waiting are sent for up to %s, the timeout, and each sent request ends by its own timeout)\n", strings.Join(bound, " or "), p.Grace)
 		switch {
 		case p.ExpectedRequests >= 0:
 			fmt.Fprintf(&b, "    expected     %d requests", p.ExpectedRequests)
@@ -426,7 +426,7 @@ func (pl *Plan) Describe() string {
 	}
 	rep, tot := pl.ExpectedTotal()
 	if rep >= 0 {
-		fmt.Fprintf(&b, "expected time: %s per repeat, %s in all (plus dialling and end-of-phase grace)\n", rep, tot)
+		fmt.Fprintf(&b, "expected time: %s per repeat, %s in all (plus dialling and each phase's drain: up to twice the timeout)\n", rep, tot)
 	} else {
 		b.WriteString("expected time: depends on the target\n")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -297,6 +298,7 @@ type phaseRun struct {
 	// (drivers.DeadlineKeeper), so requests run on hard directly.
 	keepsDeadline bool
 
+	window   time.Duration // the phase's own length in this repeat (phaseWindow)
 	stop     chan struct{} // closed: the phase's time is up, no new arrival comes due
 	drained  chan struct{} // closed: the drain's bound passed, no queued arrival is sent
 	stopOnce sync.Once
@@ -341,7 +343,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		before, counterErr = r.Counters(ctx)
 	}
 
-	window := p.Window()
+	window := phaseWindow(p, rep)
 	rec := measure.NewRecorder(shards, measure.Options{ExpectedInterval: p.ExpectedInterval, Duration: p.Duration + p.Grace, Window: window})
 	first := p.Connections
 	if len(p.Steps) > 0 {
@@ -376,7 +378,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	hard, hardStop := context.WithCancelCause(ctx)
 	defer hardStop(nil)
 	ph := &phaseRun{
-		r: r, p: p, repeat: rep, pool: pool, seq: seq, rec: rec, timeout: timeout,
+		r: r, p: p, repeat: rep, pool: pool, seq: seq, rec: rec, timeout: timeout, window: window,
 		keepsDeadline: keepsDeadline(r.Driver),
 		stop:          make(chan struct{}), drained: make(chan struct{}), hard: hard, hardStop: hardStop,
 		dials: newDialLog(r.Log, p.Name, 0), live: make([]atomic.Bool, p.Connections),
@@ -483,7 +485,9 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	// lasts until its last request ended.
 	elapsed := wallElapsed
 	interrupted := ctx.Err() != nil
-	if window > 0 && !interrupted && !ph.byCount.Load() {
+	if window > 0 && !ph.byCount.Load() && (!interrupted || wallElapsed > window) {
+		// An interruption during the drain came after the phase's own
+		// time: its length is still its window.
 		elapsed = window
 	}
 	cpu, gcMax := usage.since(wallElapsed)
@@ -855,32 +859,56 @@ func (ph *phaseRun) unsent(sched Schedule, i int64) {
 		due = now
 	}
 	interrupted := ph.r.interrupted(ph.hard)
-	w := ph.p.Window()
-	if !interrupted && w > 0 {
-		// The drain ran out: every arrival of the window came due.
+	w := ph.window
+	if w > 0 && (!interrupted || due > w) {
+		// Every arrival of the window came due.
 		due = w
 	}
-	if w > 0 {
-		due = min(due, w)
-	}
-	n := Due(sched, due, i+1) - i
+	last := int64(math.MaxInt64) // one past the last arrival the count allows
 	if r := ph.p.Requests; r > 0 {
-		n = min(n, r-i)
+		last = r
 	}
-	n = max(n, 1)
-	ph.rec.AddArrivals(n - 1)
 	if interrupted {
+		n := max(min(Due(sched, due, i+1), last)-i, 1)
+		ph.rec.AddArrivals(n - 1)
 		ph.rec.AddCancelled(n)
 		return
 	}
-	// Each was still waiting now: its response time is at least now −
-	// intended. Past a long walk the smallest bound any arrival of the
-	// window can have, now − window, stands in for the rest.
-	walk := min(n, maxBoundWalk)
-	for j := int64(0); j < walk; j++ {
-		ph.rec.LeftOver(int(j), now-sched.At(i+j))
+	// Left over: each was still waiting now, so its response time is at
+	// least now − intended. The schedule is walked forward (a Poisson
+	// draw cannot go back); past a long walk the smallest bound any
+	// arrival of the window can have, now − due, stands in for the rest.
+	j := i
+	for ; j < last && j-i < maxBoundWalk; j++ {
+		at := sched.At(j)
+		if j > i && at >= due {
+			break
+		}
+		ph.rec.LeftOver(int(j-i), now-at)
 	}
-	ph.rec.LeftOverN(0, now-due, n-walk)
+	rest := int64(0)
+	if j-i == maxBoundWalk {
+		rest = max(min(Due(sched, due, j), last)-j, 0)
+		ph.rec.LeftOverN(0, now-due, rest)
+	}
+	ph.rec.AddArrivals(j - i - 1 + rest)
+}
+
+// phaseWindow is the phase's own length in a repeat: PhasePlan.Window,
+// except for an open phase of Poisson arrivals bounded by its count, whose
+// n arrivals span their own draw, up to just after arrival n − 1 (the
+// plan's Λ⁻¹(n) is only its expectation: a draw that runs later would
+// otherwise lose its last arrivals at the window's end).
+func phaseWindow(p *PhasePlan, repeat int) time.Duration {
+	w := p.Window()
+	if p.Model != Open || p.Arrivals != "poisson" || p.Requests <= 0 {
+		return w
+	}
+	last := p.Schedule(repeat).At(p.Requests-1) + 1
+	if p.Duration > 0 && last >= p.Duration {
+		return p.Duration
+	}
+	return last
 }
 
 // maxBoundWalk bounds how many left-over arrivals unsent walks the

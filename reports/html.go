@@ -353,7 +353,13 @@ func phaseRows(prs []*engine.PhaseResult, spread *engine.PhaseSpread) []metricRo
 
 	open := prs[0].Phase.Model == engine.Open
 	group("load")
-	row("elapsed", "", nil, func(pr *engine.PhaseResult) string { return pr.Summary.Elapsed.Round(time.Millisecond).String() })
+	row("elapsed (+ drain)", "", nil, func(pr *engine.PhaseResult) string {
+		s := pr.Summary.Elapsed.Round(time.Millisecond).String()
+		if d := pr.Summary.Drain(); d > 0 && !pr.Interrupted {
+			s += " + " + d.Round(time.Millisecond).String()
+		}
+		return s
+	})
 	if open {
 		row("offered /s", "", nil, func(pr *engine.PhaseResult) string {
 			off, _ := engine.Offered(pr)
@@ -365,9 +371,9 @@ func phaseRows(prs []*engine.PhaseResult, spread *engine.PhaseSpread) []metricRo
 		})
 	}
 	row("achieved /s", "achieved_rate", rate, func(pr *engine.PhaseResult) string { return rate(pr.Summary.AchievedRate()) })
-	row("arrivals = requests + dropped + unsent", "", nil, func(pr *engine.PhaseResult) string {
+	row("arrivals = requests + dropped + left over unsent + cancelled unsent", "", nil, func(pr *engine.PhaseResult) string {
 		s := pr.Summary
-		return fmt.Sprintf("%d = %d + %d + %d", s.Arrivals, s.Requests, s.Dropped, s.CancelledUnsent)
+		return fmt.Sprintf("%d = %d + %d + %d + %d", s.Arrivals, s.Requests, s.Dropped, s.LeftOverUnsent, s.CancelledUnsent)
 	})
 	row("connections requested / established", "", nil, func(pr *engine.PhaseResult) string {
 		return fmt.Sprintf("%d / %d", pr.ConnectionsRequested, pr.ConnectionsEstablished)
@@ -419,8 +425,9 @@ func phaseRows(prs []*engine.PhaseResult, spread *engine.PhaseSpread) []metricRo
 	row("by class", "", nil, func(pr *engine.PhaseResult) string { return orNone(counts(pr.Summary.ErrorsByClass)) })
 	row("by code", "", nil, func(pr *engine.PhaseResult) string { return orNone(counts(pr.Summary.ErrorsByCode)) })
 	row("dropped", "dropped", num, func(pr *engine.PhaseResult) string { return fmt.Sprint(pr.Summary.Dropped) })
-	row("cancelled (sent)", "", nil, func(pr *engine.PhaseResult) string {
-		return fmt.Sprint(pr.Summary.Cancelled - pr.Summary.CancelledUnsent)
+	row("left over (censored)", "", nil, func(pr *engine.PhaseResult) string { return fmt.Sprint(pr.Summary.LeftOver()) })
+	row("cancelled (sent, interrupted)", "", nil, func(pr *engine.PhaseResult) string {
+		return fmt.Sprint(pr.Summary.Cancelled - pr.Summary.CancelledUnsent - pr.Summary.CancelledAtEnd)
 	})
 	group("little's law")
 	row("λ·W", "little_l", l2, func(pr *engine.PhaseResult) string { return l2(engine.Little(pr).L) })

@@ -160,17 +160,23 @@ func invalidatingWarnings(r *Run) []engine.Warning {
 // keep it from a pass, one phrase per kind: censored figures (arrivals
 // left over or dropped) or a load generator that was the bottleneck.
 func invalidReason(r *Run) string {
-	var censored, generator bool
+	var censored, missing, generator bool
 	for _, w := range invalidatingWarnings(r) {
-		if w.Code == "censored" {
+		switch w.Code {
+		case "censored":
 			censored = true
-		} else {
+		case "connections-missing":
+			missing = true
+		default:
 			generator = true
 		}
 	}
 	var why []string
 	if censored {
-		why = append(why, "arrivals were left over or dropped, so the figures censor the longest waits")
+		why = append(why, "arrivals were left over (the figures censor the longest waits)")
+	}
+	if missing {
+		why = append(why, "the requested concurrency was not reached")
 	}
 	if generator {
 		why = append(why, "the load generator was the bottleneck")

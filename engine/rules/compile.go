@@ -605,6 +605,24 @@ var groupExample = map[string]string{
 	"server": "server.<counter>", "client": "client.cpu", "target": "target.cpu", "baseline": "baseline.p99",
 }
 
+// usesName reports whether the identifier name occurs in n.
+func usesName(n ast.Node, name string) bool {
+	v := &nameVisitor{name: name}
+	ast.Walk(&n, v)
+	return v.found
+}
+
+type nameVisitor struct {
+	name  string
+	found bool
+}
+
+func (v *nameVisitor) Visit(node *ast.Node) {
+	if id, ok := (*node).(*ast.IdentifierNode); ok && id.Value == v.name {
+		v.found = true
+	}
+}
+
 // check infers the unit of n and checks names, views and units.
 func (c *checkState) check(n ast.Node) (unit, *CompileError) {
 	switch n := n.(type) {
@@ -691,6 +709,10 @@ func (c *checkState) check(n ast.Node) (unit, *CompileError) {
 		}
 		if u == unknownUnit {
 			return 0, c.errAtStart(n.Value, "let holds a number, a duration, true/false or a string; this value is none of them")
+		}
+		if !usesName(n.Expr, n.Name) {
+			// `let x = p99 < 1ns; errors == 0` would judge errors alone.
+			return 0, c.errAtStart(n.Value, "let %s is never used: its value would not be judged; write one rule per entry", n.Name)
 		}
 		c.letUnits[n.Name] = u
 		return c.check(n.Expr)

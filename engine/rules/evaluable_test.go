@@ -16,6 +16,7 @@ func TestRejectedAtValidation(t *testing.T) {
 		want string
 	}{
 		// A sequence would be judged on its last statement only.
+		{"let x = p99 < 1ns; errors == 0", 9, "let x is never used"},
 		{"p99 < 1ns; errors == 0", 12, "one rule per entry: split this into 2 rules, `p99 < 1ns` and `errors == 0`"},
 		{"errors == 0; p99 < 1ns; ok > 0", 14, "split this into 3 rules"},
 		// Constant zero divisors.
