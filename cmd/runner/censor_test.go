@@ -72,7 +72,7 @@ func TestTruth_SingleWorkerQueueDrains(t *testing.T) {
 			const ms = 1.0
 			idle := jsonNum(t, ph, "server", "worker_idle_us") / 1000
 			t.Logf("worker idle %.3f ms (the target's record)", idle)
-			R := queueChain(t, ph, 100*ms)
+			R := queueChain(t, ph, 1500, 100*ms)
 			delta := R(0) - 10
 			for _, c := range []struct {
 				name string
