@@ -233,3 +233,22 @@ func TestPoissonLeftOverBounds(t *testing.T) {
 		}
 	})
 }
+
+// Lengths near the range of a time.Duration are refused by the plan, so
+// that no sum of them (the recorder's phase plus drain) can overflow
+// (issue 12: a timeout of 2562047h crashed the run).
+func TestCompileBoundsLengths(t *testing.T) {
+	ph := schema.Phase{Open: &schema.Open{Rate: constRate(1), Connections: 1}, Duration: dur("1s")}
+	sc := &schema.Scenario{Version: 1, Name: "t", File: "t.yaml", Phases: []schema.Phase{ph}, Repeats: 1}
+	if _, err := Compile(sc, Limits{Timeout: 2562047 * time.Hour}); err == nil || !strings.Contains(err.Error(), "driver timeout") {
+		t.Errorf("huge timeout: %v", err)
+	}
+	sc.Phases[0].Duration = schema.Duration(MaxTime + time.Second)
+	if _, err := Compile(sc, Limits{Timeout: time.Second}); err == nil || !strings.Contains(err.Error(), "phases[0].duration") {
+		t.Errorf("huge duration: %v", err)
+	}
+	sc.Phases[0].Duration = schema.Duration(MaxTime)
+	if _, err := Compile(sc, Limits{Timeout: MaxTime}); err != nil {
+		t.Errorf("the longest allowed: %v", err)
+	}
+}

@@ -174,6 +174,9 @@ type Limits struct {
 // scenario file, the line and column where known, and the key path.
 func Compile(sc *schema.Scenario, lim Limits) (*Plan, error) {
 	var errs []error
+	if lim.Timeout > MaxTime {
+		errs = append(errs, fmt.Errorf("%s: driver timeout %s: at most %s (it also bounds each phase's drain)", sc.File, lim.Timeout, MaxTime))
+	}
 	maxInflight := max(lim.MaxInflight, 1)
 	pl := &Plan{Scenario: sc, Repeats: max(sc.Repeats, 1)}
 	for i, ph := range sc.Phases {
@@ -188,6 +191,14 @@ func Compile(sc *schema.Scenario, lim Limits) (*Plan, error) {
 		if p.Inflight > maxInflight && lim.MaxInflight >= 0 {
 			hint := cmp.Or(lim.InflightHint, "use more connections instead")
 			errs = append(errs, fmt.Errorf("%s: phases[%d].open.inflight: the driver carries at most %d request(s) per connection at a time; found %d (%s)", sc.File, i, maxInflight, p.Inflight, hint))
+		}
+		for _, c := range []struct {
+			key string
+			d   time.Duration
+		}{{"duration", p.Duration}, {"think_time", p.ThinkTime}, {"ramp (its staircase's length)", rampLength(p)}} {
+			if c.d > MaxTime {
+				errs = append(errs, fmt.Errorf("%s: phases[%d].%s: %s is longer than the most a phase can last, %s", sc.File, i, c.key, c.d, MaxTime))
+			}
 		}
 		pl.MaxConnections = max(pl.MaxConnections, p.Connections)
 		pl.Phases = append(pl.Phases, p)
@@ -221,6 +232,22 @@ func Compile(sc *schema.Scenario, lim Limits) (*Plan, error) {
 		return nil, err
 	}
 	return pl, nil
+}
+
+// MaxTime bounds every length a plan holds: a phase's duration, its think
+// time and staircase, and the request timeout (which also bounds the
+// drain). 1000 h (about six weeks) is far beyond any load test, and keeps
+// every sum of them (a phase plus twice its timeout, offsets of arrivals)
+// far inside a time.Duration, whose range is 292 years.
+const MaxTime = 1000 * time.Hour
+
+// rampLength is how long a staircase runs, from its first stair to one
+// step after its top (0 for a phase without one).
+func rampLength(p PhasePlan) time.Duration {
+	if len(p.Steps) == 0 {
+		return 0
+	}
+	return p.Steps[len(p.Steps)-1].At
 }
 
 // maxSteps bounds a staircase, so that a typo cannot make the plan huge.

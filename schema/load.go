@@ -55,6 +55,13 @@ type Options struct {
 
 // LoadWith is Load with options.
 func LoadWith(path string, o Options) (*Scenario, error) {
+	// A named pipe or a device would block (opening a FIFO waits for a
+	// writer) or never end: a scenario is a regular file.
+	if st, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("load scenario: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("load scenario: %s: not a regular file (%s)", path, st.Mode().Type())
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("load scenario: %w", err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 )
 
 // Exit codes (DESIGN.md §5). A failed rule wins over inconclusive.
@@ -20,8 +21,29 @@ const (
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(runGuarded(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// runGuarded is run with a panic turned into exit 3 ("could not
+// complete"), the stack on stderr: the Go runtime would exit a panic
+// with 2, which a CI gate reads as "invalid scenario, nothing was sent".
+// A panic is a bug of runner's; it never passes, fails or is inconclusive.
+func runGuarded(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(stderr, "runner: internal error (a bug; please report it): %v\n%s", p, debug.Stack())
+			code = exitCouldNotRun
+		}
+	}()
+	if beforeRun != nil {
+		beforeRun()
+	}
+	return run(ctx, args, stdout, stderr)
+}
+
+// beforeRun, when non-nil, is called by runGuarded first; tests make it
+// panic.
+var beforeRun func()
 
 // run is main without the process: tests call it with their own
 // arguments and writers and read the exit code.

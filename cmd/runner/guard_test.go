@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// A panic (a bug of runner's) exits 3, never the Go runtime's 2, which a
+// CI gate would read as "invalid scenario, nothing was sent" (issue 12).
+func TestPanicExitsCouldNotRun(t *testing.T) {
+	beforeRun = func() { panic("boom") }
+	defer func() { beforeRun = nil }()
+	var out, errb bytes.Buffer
+	if code := runGuarded(context.Background(), []string{"version"}, &out, &errb); code != exitCouldNotRun {
+		t.Fatalf("exit %d, want %d", code, exitCouldNotRun)
+	}
+	if !strings.Contains(errb.String(), "internal error") || !strings.Contains(errb.String(), "boom") {
+		t.Errorf("stderr %q lacks the panic", errb.String())
+	}
+}
+
+// A timeout or duration near the range of a time.Duration is refused
+// before any traffic (it used to validate, then crash the run).
+func TestHugeLengthsRefused(t *testing.T) {
+	for _, c := range []struct{ name, yaml, want string }{
+		{"timeout", "driver: {http: {path: /, timeout: 2562047h}}\nphases:\n  - {open: {rate: 1/s}, duration: 1s}\n", "driver timeout"},
+		{"duration", "driver: {http: {path: /}}\nphases:\n  - {open: {rate: 1/s}, duration: 2562047h}\n", "phases[0].duration"},
+	} {
+		file := scenario(t, c.name+".yaml", "version: 1\nname: huge\ntarget: {url: \"http://127.0.0.1:1\"}\n"+c.yaml)
+		for _, cmd := range []string{"validate", "run"} {
+			code, _, stderr := cli(t, cmd, file)
+			if code != exitInvalid || !strings.Contains(stderr, c.want) {
+				t.Errorf("%s %s: exit %d, stderr %q; want %d and %q", cmd, c.name, code, stderr, exitInvalid, c.want)
+			}
+		}
+	}
+}
