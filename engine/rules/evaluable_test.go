@@ -167,3 +167,24 @@ func TestConfigChecks(t *testing.T) {
 		}()
 	}
 }
+
+// Rules are bounded in size and nesting before they are compiled: 120,000
+// nested parentheses took the compiler 53 s (issue 12).
+func TestRuleSizeAndDepthBounded(t *testing.T) {
+	huge := strings.Repeat("(", 120000) + "p99 < 1s" + strings.Repeat(")", 120000)
+	if _, err := Compile(huge); err == nil || !strings.Contains(err.Error(), "rule of 240008 bytes: at most 8192") {
+		t.Errorf("huge rule: %v", err)
+	}
+	deep := strings.Repeat("(", 4000) + "p99 < 1s" + strings.Repeat(")", 4000)
+	if _, err := Compile(deep); err == nil || !strings.Contains(err.Error(), "nested 4000 deep: at most 64") {
+		t.Errorf("deep rule: %v", err)
+	}
+	long := "p99 < 1s" + strings.Repeat(" and errors == 0", 1000)
+	if _, err := Compile(long); err == nil || !strings.Contains(err.Error(), "at most 8192") {
+		t.Errorf("long rule: %v", err)
+	}
+	ok := strings.Repeat("(", 64) + "p99 < 1s" + strings.Repeat(")", 64)
+	if _, err := Compile(ok); err != nil {
+		t.Errorf("64 levels: %v", err)
+	}
+}
