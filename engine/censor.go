@@ -126,10 +126,11 @@ func GeneratorFault(pr *PhaseResult) string {
 	if s.DroppedLate > 0 {
 		why = append(why, fmt.Sprintf("%d arrivals dropped after a late dispatch", s.DroppedLate))
 	}
-	if pr.LateArrivals*100 > s.Arrivals && pr.LateArrivals >= minLateArrivals {
+	if tooLate(pr) {
 		why = append(why, fmt.Sprintf("%d of %d arrivals dispatched more than %s late (up to %s) while connections were free", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Millisecond)))
 	}
-	if cores := float64(runnerCores()); pr.ClientCPU > 0.9*cores && pr.Wall >= time.Second {
+	if cpuSaturated(pr) {
+		cores := float64(runnerCores())
 		why = append(why, fmt.Sprintf("client CPU at %.0f %% of its %d core(s)", 100*pr.ClientCPU/cores, int(cores)))
 	}
 	if len(why) == 0 {
@@ -190,6 +191,20 @@ func bareMetric(metric string) (group, name string) {
 		}
 	}
 	return "", m
+}
+
+// tooLate reports whether the pacer dispatched more than 1 % of a phase's
+// arrivals, and at least minLateArrivals, over LatenessLimit late while
+// connections were free: the generator fell behind its own schedule.
+func tooLate(pr *PhaseResult) bool {
+	return pr.LateArrivals*100 > pr.Summary.Arrivals && pr.LateArrivals >= minLateArrivals
+}
+
+// cpuSaturated reports whether the load generator's CPU was above 90 % of
+// the cores it may use over a phase of a second or more (getrusage counts
+// in ticks: over a shorter phase the ratio is noise).
+func cpuSaturated(pr *PhaseResult) bool {
+	return pr.ClientCPU > 0.9*float64(runnerCores()) && pr.Wall >= time.Second
 }
 
 // timeSensitive reports whether a metric a rule reads (as Rule.Metrics

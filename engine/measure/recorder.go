@@ -247,8 +247,8 @@ func addSat(a, b time.Duration) time.Duration {
 
 // AddArrivals books n scheduled arrivals. Book one per arrival in the open
 // model and one per request in the closed model, so that
-// Arrivals == Requests + Dropped + CancelledUnsent always holds
-// (DESIGN.md §3).
+// Arrivals == Requests + Dropped + CancelledUnsent + LeftOverUnsent always
+// holds.
 func (r *Recorder) AddArrivals(n int64) { r.arrivals.Add(n) }
 
 // AddDropped books n arrivals dropped because every connection was at its
