@@ -104,11 +104,30 @@ func fcExecUnder(t *testing.T, dir, name, yaml string, wrap ...string) *fcRun {
 
 // fcRunScenario runs a scenario in a fresh directory and checks its exit
 // code.
+//
+// A run that the runner itself declares INCONCLUSIVE because the load
+// generator was the bottleneck (its schedule fell behind or its CPU was
+// saturated: on a shared machine, another process took its core) measured
+// the generator, not the truth under test; unless INCONCLUSIVE is what the
+// test wants, it is repeated, twice at most, and the last run decides.
 func fcRunScenario(t *testing.T, name, yaml string, wantCode int) *fcRun {
 	t.Helper()
-	r := fcExec(t, t.TempDir(), name, yaml)
+	var r *fcRun
+	for attempt := 1; ; attempt++ {
+		r = fcExec(t, t.TempDir(), name, yaml)
+		if attempt == 3 || wantCode == exitInconclusive || !r.generatorBound() {
+			break
+		}
+		t.Logf("%s: run %d was inconclusive because the load generator was the bottleneck; again", name, attempt)
+	}
 	r.expect(t, wantCode)
 	return r
+}
+
+// generatorBound reports whether the run ended INCONCLUSIVE because the
+// load generator was the bottleneck, as its console verdict says.
+func (r *fcRun) generatorBound() bool {
+	return r.code == exitInconclusive && strings.Contains(r.stdout, "the load generator was the bottleneck")
 }
 
 func (r *fcRun) expect(t *testing.T, code int) {
@@ -700,11 +719,12 @@ reconcile:
 	// machine; more than ten in the 1000 requests, or a pacer that fell
 	// behind, can happen on two shared cores and is not this case's point
 	// (warmup samples in the verdict would put p99 near 300 ms on every
-	// run). So a run that fails or is inconclusive is repeated once.
+	// run). So a run that fails or is inconclusive is repeated, twice at
+	// most; each one logs how late the target itself was (late_max_us).
 	var r *fcRun
 	for attempt := 1; ; attempt++ {
 		r = fcExec(t, t.TempDir(), "b11", head+"assert: [p99 < 20ms]\n")
-		if r.code == exitPass || attempt == 2 || r.code != exitFail && r.code != exitInconclusive {
+		if r.code == exitPass || attempt == 3 || r.code != exitFail && r.code != exitInconclusive {
 			break
 		}
 		tail := r.stdout
@@ -821,9 +841,15 @@ assert: [p999 < 5s, p99 < 5s]
 	// 10 to 30 ms measured, 45 ms with both cores busy elsewhere. It is
 	// still the exact sample min, never below 4 ms.
 	//
-	// A stall of the machine on one of the few requests that decide a
-	// percentile moves it out of range; a wrong rank or bucketing does so
-	// on every run. So a run out of range is repeated, twice at most.
+	// On top of every ceiling comes what the target itself recorded as its
+	// own delay in writing a response after it was due (late_max_us, from
+	// its counters): on a busy machine the target's wake-up can take a few
+	// milliseconds, and it is in the measured response time although it is
+	// neither the scheduled service time nor an error of ours.
+	//
+	// A stall of the client on one of the few requests that decide a
+	// percentile still moves it out of range; a wrong rank or bucketing does
+	// so on every run. So a run out of range is repeated, twice at most.
 	rank := func(name string, k int) fcRange {
 		return fcRange{name, time.Duration(4*k) * ms, fcReported(time.Duration(4*(k+1))*ms) - 1}
 	}
@@ -843,6 +869,7 @@ assert: [p999 < 5s, p99 < 5s]
 		if n := fcCount(t, ph, "ok"); n != 1006 {
 			t.Fatalf("ok = %d, want 1006", n)
 		}
+		late := time.Duration(jsonNum(t, ph, "server", "late_max_us")) * time.Microsecond
 		d := r.dist(t, 0, "response")
 		mn, _ := d.Min()
 		mx, _ := d.Max()
@@ -850,11 +877,11 @@ assert: [p999 < 5s, p99 < 5s]
 			"min": mn, "p50": fcPct(t, d, 50), "p90": fcPct(t, d, 90), "p95": fcPct(t, d, 95),
 			"p99": fcPct(t, d, 99), "p999": fcPct(t, d, 99.9), "max": mx,
 		}
-		t.Logf("B19 run %d: min %s p50 %s p90 %s p95 %s p99 %s p999 %s max %s", attempt, got["min"], got["p50"], got["p90"], got["p95"], got["p99"], got["p999"], got["max"])
+		t.Logf("B19 run %d: min %s p50 %s p90 %s p95 %s p99 %s p999 %s max %s; target late by up to %s", attempt, got["min"], got["p50"], got["p90"], got["p95"], got["p99"], got["p999"], got["max"], late)
 		var off []string
 		for _, c := range truth {
-			if v := got[c.name]; v < c.want || v > c.top {
-				off = append(off, fmt.Sprintf("%s = %s, want within [%s, %s]", c.name, v, c.want, c.top))
+			if v := got[c.name]; v < c.want || v > c.top+late {
+				off = append(off, fmt.Sprintf("%s = %s, want within [%s, %s] (target late by up to %s)", c.name, v, c.want, c.top+late, late))
 			}
 		}
 		if len(off) == 0 {

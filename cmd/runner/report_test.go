@@ -159,7 +159,9 @@ phases:
 `)
 	dir := t.TempDir()
 	code, _, errOut := cli(t, "run", "--log-format", "json", "--json", filepath.Join(dir, "r.json"), "--tsv", filepath.Join(dir, "r.tsv"), file)
-	if code != exitPass {
+	// No rules: the run passes, or is inconclusive when a busy machine
+	// stalled the generator; either way it ran and logged its progress.
+	if code != exitPass && code != exitInconclusive {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 	var lines int

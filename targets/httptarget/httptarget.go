@@ -171,7 +171,10 @@ func (cfg Config) validate() error {
 // by CloseAfter), reset_at_accept (connections reset by ResetAfterConns,
 // not in connections), worker_idle_us (with Workers 1 only: how long the
 // single worker waited with nothing queued after its first request, in
-// µs). Counters are atomic and start at zero.
+// µs), late_max_us (the most any counted response was written after the
+// instant it was due, in µs: the target's own wake-up and write delay,
+// the part of a measured response time that is neither the scheduled
+// service time nor the client's). Counters are atomic and start at zero.
 func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -244,6 +247,7 @@ type target struct {
 	controlConnections atomic.Int64
 	closedByServer     atomic.Int64
 	resetAtAccept      atomic.Int64
+	lateMaxUs          atomic.Int64 // late_max_us, see recordLate
 }
 
 // connInfo is one connection's state, reached from its requests' context.
@@ -311,7 +315,7 @@ func (t *target) serveCounted(w nethttp.ResponseWriter, r *nethttp.Request, ci *
 		t.closedByServer.Add(1)
 	}
 	io.Copy(io.Discard, r.Body)
-	t.hold(r.Context(), t.delay(r))
+	due := t.hold(r.Context(), t.delay(r))
 	status := nethttp.StatusOK
 	if e := t.cfg.ErrorEvery; e > 0 && n%int64(e) == 0 {
 		status = t.cfg.ErrorStatus
@@ -326,6 +330,7 @@ func (t *target) serveCounted(w nethttp.ResponseWriter, r *nethttp.Request, ci *
 		h.Set("Content-Length", "0")
 		w.WriteHeader(status)
 	}
+	t.recordLate(due)
 	t.status[status].Add(1)
 	if status >= 200 && status <= 299 {
 		t.ok.Add(1)
@@ -341,6 +346,7 @@ func (t *target) stats() []byte {
 		"control_connections": t.controlConnections.Load(),
 		"closed_by_server":    t.closedByServer.Load(),
 		"reset_at_accept":     t.resetAtAccept.Load(),
+		"late_max_us":         t.lateMaxUs.Load(),
 	}
 	if t.cfg.Workers == 1 {
 		t.truth.mu.Lock()

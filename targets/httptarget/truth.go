@@ -87,15 +87,35 @@ const forever = 24 * time.Hour
 
 // hold keeps a counted request that arrived now until its response may
 // leave: after its delay d, behind the requests ahead of it (Workers 1),
-// and never inside a stall; or until ctx is done.
-func (t *target) hold(ctx context.Context, d time.Duration) {
+// and never inside a stall; or until ctx is done. It returns the instant
+// the response was due, zero for a delay of forever.
+func (t *target) hold(ctx context.Context, d time.Duration) time.Time {
 	now := time.Now()
 	if d >= forever {
 		t.due(now, 0) // sets the stall clock's origin, if it is the first
 		wait(ctx, d)
+		return time.Time{}
+	}
+	due := t.due(now, d)
+	wait(ctx, time.Until(due))
+	return due
+}
+
+// recordLate books how long after its due instant a response was written
+// (late_max_us): the target's own delay in waking up and writing, which
+// no client can see apart from the target's service time. A truth test
+// adds it to its tolerance, since a response can leave no earlier.
+func (t *target) recordLate(due time.Time) {
+	if due.IsZero() {
 		return
 	}
-	wait(ctx, time.Until(t.due(now, d)))
+	late := time.Since(due).Microseconds()
+	for {
+		cur := t.lateMaxUs.Load()
+		if late <= cur || t.lateMaxUs.CompareAndSwap(cur, late) {
+			return
+		}
+	}
 }
 
 // due returns the instant the response to a counted request that arrived

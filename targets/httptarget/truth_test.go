@@ -174,3 +174,20 @@ func TestStall_Served(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordLate_KeepsTheWorst: late_max_us is the most any response left
+// after its due instant, in µs; a forever delay (zero due) is not booked.
+func TestRecordLate_KeepsTheWorst(t *testing.T) {
+	var tg target
+	now := time.Now()
+	tg.recordLate(now.Add(-5 * time.Millisecond))
+	tg.recordLate(now.Add(-1 * time.Millisecond))
+	tg.recordLate(time.Time{})
+	got := tg.lateMaxUs.Load()
+	if got < 5000 || got > 5000+int64(time.Minute/time.Microsecond) {
+		t.Errorf("late_max_us = %d, want at least 5000 (the worst)", got)
+	}
+	if tg.recordLate(now.Add(time.Hour)); tg.lateMaxUs.Load() != got {
+		t.Errorf("a response due in the future changed late_max_us to %d", tg.lateMaxUs.Load())
+	}
+}
