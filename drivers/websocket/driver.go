@@ -119,7 +119,7 @@ func New(cfg schema.WebSocket, baseURL, dir string) (*Driver, error) {
 			tr.TLSClientConfig = conf
 			d.insecure = cfg.TLS != nil && cfg.TLS.InsecureSkipVerify
 		}
-		d.opts.HTTPClient = &nethttp.Client{Transport: tr, Timeout: d.timeout}
+		d.opts.HTTPClient = &nethttp.Client{Transport: &guardTransport{base: tr, maxMsg: d.maxMsg}, Timeout: d.timeout}
 	}
 	if len(cfg.Headers) > 0 {
 		d.opts.HTTPHeader = nethttp.Header{}
