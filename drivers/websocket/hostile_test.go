@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha1"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"io"
 	"net"
+	nethttp "net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -25,12 +28,17 @@ import (
 // completes the handshake, reads the client's first message, calls send,
 // then reads the client's frames until its close frame, whose status
 // code it reports on the channel (0 when none came within 5 s). All is
-// stopped and waited for when the test ends.
-func hostile(t *testing.T, send func(c net.Conn)) (string, <-chan int) {
+// stopped and waited for when the test ends. With conf it speaks TLS
+// (wss://).
+func hostile(t *testing.T, conf *tls.Config, send func(c net.Conn)) (string, <-chan int) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	scheme := "ws://"
+	if conf != nil {
+		ln, scheme = tls.NewListener(ln, conf), "wss://"
 	}
 	closes := make(chan int, 16)
 	var (
@@ -90,7 +98,7 @@ func hostile(t *testing.T, send func(c net.Conn)) (string, <-chan int) {
 		mu.Unlock()
 		wg.Wait()
 	})
-	return "ws://" + ln.Addr().String(), closes
+	return scheme + ln.Addr().String(), closes
 }
 
 // handshake reads the upgrade request and accepts it (RFC 6455 §4.2.2).
@@ -187,7 +195,7 @@ func TestIssue12_WSHugeFrameRefusedFromHeader(t *testing.T) {
 	for i := range chunk {
 		chunk[i] = 'a'
 	}
-	url, _ := hostile(t, func(c net.Conn) {
+	url, _ := hostile(t, nil, func(c net.Conn) {
 		if _, err := c.Write(header2G); err != nil {
 			return
 		}
@@ -216,7 +224,7 @@ func TestIssue12_WSHugeFrameRefusedFromHeader(t *testing.T) {
 	}
 
 	t.Run("fragments", func(t *testing.T) {
-		url, closes := hostile(t, func(c net.Conn) {
+		url, closes := hostile(t, nil, func(c net.Conn) {
 			msg := append([]byte{0x01, 60}, strings.Repeat("a", 60)...)     // text, not final
 			msg = append(append(msg, 0x80, 10), strings.Repeat("b", 10)...) // continuation, final
 			c.Write(msg)
@@ -241,7 +249,7 @@ func TestIssue12_WSHugeFrameRefusedFromHeader(t *testing.T) {
 // connection is closed with 1009; it used to wait for the payload and
 // end as a timeout.
 func TestIssue12_WSHugeFrameThenSilenceIsTooBig(t *testing.T) {
-	url, closes := hostile(t, func(c net.Conn) { c.Write(header2G) })
+	url, closes := hostile(t, nil, func(c net.Conn) { c.Write(header2G) })
 	d := newDriver(t, schema.WebSocket{}, url)
 	c, err := d.Dial(context.Background())
 	if err != nil {
@@ -256,6 +264,29 @@ func TestIssue12_WSHugeFrameThenSilenceIsTooBig(t *testing.T) {
 	}
 	if s := d.Strays(); len(s.Closes) != 0 {
 		t.Errorf("our own close counted as a server close: %v", s.Closes)
+	}
+}
+
+// TestIssue12_WSHugeFrameOverTLS: the frame headers are read after
+// TLS (wss://): a 2^31 declaration is too-big there too.
+func TestIssue12_WSHugeFrameOverTLS(t *testing.T) {
+	cert := httptest.NewUnstartedServer(nethttp.NotFoundHandler())
+	cert.StartTLS() // only for its certificate
+	conf := cert.TLS.Clone()
+	cert.Close()
+	conf.NextProtos = nil
+	url, closes := hostile(t, conf, func(c net.Conn) { c.Write(header2G) })
+	d := newDriver(t, schema.WebSocket{TLS: &schema.TLS{InsecureSkipVerify: true}}, url)
+	c, err := d.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if o := do(c, 1, 3*time.Second); o.Class != drivers.BadFrame || o.Code != "too-big" {
+		t.Errorf("%v %q %v, want bad-frame too-big", o.Class, o.Code, o.Err)
+	}
+	if code := closeCode(t, closes); code != 1009 {
+		t.Errorf("close code %d, want 1009", code)
 	}
 }
 
@@ -274,7 +305,7 @@ func TestIssue12_WSInvalidUTF8Text(t *testing.T) {
 		{"binary", []byte{0x82, 2, 0xff, 0xfe}, drivers.OK, "", 1000},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			url, closes := hostile(t, func(nc net.Conn) { nc.Write(c.frame) })
+			url, closes := hostile(t, nil, func(nc net.Conn) { nc.Write(c.frame) })
 			d := newDriver(t, schema.WebSocket{}, url)
 			conn, err := d.Dial(context.Background())
 			if err != nil {
@@ -296,7 +327,7 @@ func TestIssue12_WSInvalidUTF8Text(t *testing.T) {
 // protocol error (RFC 6455 §5.1): bad-frame masked-frame, closed with
 // 1002. The library read it as a reply, its payload still masked.
 func TestIssue12_WSMaskedServerFrame(t *testing.T) {
-	url, closes := hostile(t, func(c net.Conn) {
+	url, closes := hostile(t, nil, func(c net.Conn) {
 		key := [4]byte{1, 2, 3, 4}
 		frame := append([]byte{0x81, 0x80 | 5}, key[:]...)
 		for i, b := range []byte("hello") {
