@@ -6,7 +6,10 @@
 //
 // It is built on github.com/coder/websocket. A connection carries up to
 // MaxInflight messages at once; one goroutine per connection reads the
-// replies.
+// replies. Under the library, frameGuard (guard.go) reads the server's
+// frame headers: a message past max_message and a masked frame are
+// refused before their payload is read; a text reply that is not UTF-8
+// is refused after it. Each fails the connection as bad-frame.
 package websocket
 
 import (
