@@ -31,7 +31,10 @@ const (
 	// fields and the blank line, interim 1xx responses included. A larger
 	// one ends the request as bad-frame and closes the connection, so a
 	// hostile or broken server cannot make the client buffer it (the same
-	// default as net/http's Server.MaxHeaderBytes).
+	// default as net/http's Server.MaxHeaderBytes). A line longer than
+	// the 16 KiB read buffer is kept only when its value is read
+	// (Content-Length, Transfer-Encoding, Connection, or any field when
+	// the success rule reads headers); others are read past, not kept.
 	MaxHeaderBytes = 1 << 20
 	// userAgent is sent unless the scenario sets its own User-Agent header.
 	userAgent = "runner"

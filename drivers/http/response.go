@@ -18,7 +18,12 @@ import (
 // Transfer-Encoding and Connection, and builds the header map only when
 // the rule asks for it. Chunked bodies go through net/http/httputil's
 // chunked reader. Every read is bounded by the countingReader limit
-// (MaxHeaderBytes) while the head is read.
+// (MaxHeaderBytes) while the head is read. Lines are parsed in the
+// connection's 16 KiB read buffer; a longer one is built whole only when
+// its value is read (a framing field, or any field when the success rule
+// reads headers), else its first 16 KiB are checked and the rest is read
+// past (issue 12: a 100 MB status line was copied into a slice grown to
+// the 1 MiB cap for every request, ~300 MiB RSS at 16 connections).
 
 // errMalformed is the error of a response whose head breaks HTTP/1.x
 // framing: Do books it as bad-frame (short-read when the peer then
@@ -61,20 +66,35 @@ func readResponseHead(br *bufio.Reader, r *response, wantHeaders bool) error {
 		clear(r.headers)
 	}
 	line, err := readLine(br, MaxHeaderBytes)
-	if err != nil {
+	long := err == errLongLine
+	if err != nil && !long {
 		return err
 	}
+	// The status code is in the line's first bytes: a longer reason
+	// phrase is read past, never kept.
 	if err := r.parseStatus(line); err != nil {
 		return err
+	}
+	if long {
+		if _, err := skipLine(br, false, MaxHeaderBytes-len(line)); err != nil {
+			return err
+		}
 	}
 	connKeepAlive := false
 	for {
 		line, err := readLine(br, MaxHeaderBytes)
+		kept := true
+		if err == errLongLine {
+			line, kept, err = longField(br, line, wantHeaders)
+		}
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 		if err != nil {
 			return err
+		}
+		if !kept {
+			continue // a long field nothing reads, skipped
 		}
 		if len(line) == 0 {
 			break
@@ -159,23 +179,23 @@ func (r *response) parseStatus(line []byte) error {
 	return nil
 }
 
+// errLongLine is readLine's answer for a line longer than br's buffer:
+// the line it returns is only the first bufferful (no line end), valid
+// until the next read from br, and the rest is still unread. The caller
+// skips the rest (skipLine), or reads it whole (wholeLine) when it needs
+// it: a hostile line is never built only to be thrown away (issue 12).
+var errLongLine = errors.New("line longer than the read buffer")
+
 // readLine returns the next line without its CRLF (or bare LF). The slice
-// is valid until the next read from br. A line longer than br's buffer is
-// read whole through a copy, up to max bytes: a longer one is
-// errHeaderTooLarge (the head is also bounded by the countingReader
-// limit; a trailer section only by this).
+// is valid until the next read from br. A line longer than br's buffer
+// is errLongLine, returned with its first bufferful.
 func readLine(br *bufio.Reader, max int) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
-		long := append([]byte(nil), line...)
-		for err == bufio.ErrBufferFull {
-			if len(long) > max {
-				return nil, errHeaderTooLarge
-			}
-			line, err = br.ReadSlice('\n')
-			long = append(long, line...)
+		if len(line) > max {
+			return nil, errHeaderTooLarge
 		}
-		line = long
+		return line, errLongLine
 	}
 	if len(line) > max {
 		return nil, errHeaderTooLarge
@@ -191,6 +211,96 @@ func readLine(br *bufio.Reader, max int) ([]byte, error) {
 		line = line[:n-1]
 	}
 	return line, nil
+}
+
+// wholeLine reads the rest of the long line whose first bufferful is
+// prefix (readLine's errLongLine) and returns the whole line without its
+// line end, built in a new slice, up to max bytes: a longer one is
+// errHeaderTooLarge (the head is also bounded by the countingReader
+// limit; a trailer section only by this).
+func wholeLine(br *bufio.Reader, prefix []byte, max int) ([]byte, error) {
+	long := append([]byte(nil), prefix...)
+	err := bufio.ErrBufferFull
+	for err == bufio.ErrBufferFull {
+		if len(long) > max {
+			return nil, errHeaderTooLarge
+		}
+		var line []byte
+		line, err = br.ReadSlice('\n')
+		long = append(long, line...)
+	}
+	if len(long) > max {
+		return nil, errHeaderTooLarge
+	}
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	long = long[:len(long)-1]
+	if n := len(long); n > 0 && long[n-1] == '\r' {
+		long = long[:n-1]
+	}
+	return long, nil
+}
+
+// skipLine reads past the rest of a long line (after readLine's
+// errLongLine) without keeping it, and returns the number of bytes it
+// read: more than budget is errHeaderTooLarge. In a name (a header field
+// whose name did not fit in the first bufferful) it checks, as it goes,
+// that the name ends at a ':' and holds no blank.
+func skipLine(br *bufio.Reader, name bool, budget int) (int, error) {
+	n := 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		n += len(chunk)
+		if n > budget {
+			return n, errHeaderTooLarge
+		}
+		if name {
+			colon := bytes.IndexByte(chunk, ':')
+			head := chunk
+			if colon >= 0 {
+				head, name = chunk[:colon], false
+			}
+			if bytes.ContainsAny(head, " \t\r\n") {
+				return n, malformed("header line with a name longer than the read buffer and no ':' after it")
+			}
+		}
+		switch err {
+		case nil:
+			return n, nil
+		case bufio.ErrBufferFull:
+		case io.EOF:
+			return n, io.ErrUnexpectedEOF
+		default:
+			return n, err
+		}
+	}
+}
+
+// longField handles a header line longer than br's buffer, of which
+// prefix (readLine's errLongLine) is the first bufferful. The line is
+// read whole (up to the head's limit) only when something reads its
+// value: Content-Length, Transfer-Encoding and Connection for framing,
+// any field when the success rule reads headers; kept says so. Any
+// other is skipped, checked only as a field line (a name, a ':').
+func longField(br *bufio.Reader, prefix []byte, wantHeaders bool) (line []byte, kept bool, err error) {
+	if prefix[0] == ' ' || prefix[0] == '\t' {
+		return nil, false, malformed("obsolete line folding in header %q", clip(prefix))
+	}
+	name, _, ok := bytes.Cut(prefix, []byte{':'})
+	if wantHeaders || ok && (asciiEqualFold(name, "Content-Length") ||
+		asciiEqualFold(name, "Transfer-Encoding") || asciiEqualFold(name, "Connection")) {
+		line, err = wholeLine(br, prefix, MaxHeaderBytes)
+		return line, true, err
+	}
+	if len(name) == 0 || bytes.ContainsAny(name, " \t") {
+		return nil, false, malformed("header line %q", clip(prefix))
+	}
+	_, err = skipLine(br, !ok, MaxHeaderBytes-len(prefix))
+	return nil, false, err
 }
 
 // parseLength parses a Content-Length value; "n, n, …" (a repeated field
@@ -288,16 +398,23 @@ func readTrailer(br *bufio.Reader) error {
 	budget := MaxHeaderBytes
 	for {
 		line, err := readLine(br, budget)
+		n := len(line) + 2
+		if err == errLongLine {
+			// Nothing reads a trailer: a long line is skipped, not kept.
+			var rest int
+			rest, err = skipLine(br, false, budget-len(line))
+			n, line = len(line)+rest, nil
+		}
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 		if err != nil {
 			return err
 		}
-		if len(line) == 0 {
+		if len(line) == 0 && n == 2 {
 			return nil
 		}
-		if budget -= len(line) + 2; budget <= 0 {
+		if budget -= n; budget <= 0 {
 			return errHeaderTooLarge
 		}
 	}

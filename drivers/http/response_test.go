@@ -95,6 +95,9 @@ func TestResponse_AgreesWithNetHTTP(t *testing.T) {
 		{"bare LF", "HTTP/1.1 200 OK\nContent-Length: 2\n\nok", false, false},
 		{"repeated equal length", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok", false, false},
 		{"header longer than the buffer", "HTTP/1.1 200 OK\r\nX-Long: " + long + "\r\nContent-Length: 2\r\n\r\nok", false, false},
+		{"reason longer than the buffer", "HTTP/1.1 200 " + long + "\r\nContent-Length: 2\r\n\r\nok", false, false},
+		{"name longer than the buffer", "HTTP/1.1 200 OK\r\nX-" + long + ": 1\r\nContent-Length: 2\r\n\r\nok", false, false},
+		{"framing field longer than the buffer", "HTTP/1.1 200 OK\r\nConnection: " + strings.Repeat("x, ", 100) + "close\r\nContent-Length: 2\r\n\r\nok", false, true},
 		{"mixed-case names", "HTTP/1.1 200 OK\r\ncontent-LENGTH: 3\r\nconnection: Close\r\n\r\nabc", false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -119,6 +122,7 @@ func TestResponse_AgreesWithNetHTTP(t *testing.T) {
 // TestResponse_Malformed: framing we cannot trust is an error, never a
 // guess: bad-frame (errMalformed) or short (io.ErrUnexpectedEOF).
 func TestResponse_Malformed(t *testing.T) {
+	long := strings.Repeat("x", 300) // longer than parseOurs's buffer
 	for _, c := range []struct {
 		name, raw string
 		want      error
@@ -135,6 +139,12 @@ func TestResponse_Malformed(t *testing.T) {
 		{"no colon", "HTTP/1.1 200 OK\r\nContent-Length 2\r\n\r\nok", errMalformed},
 		{"space in name", "HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok", errMalformed},
 		{"folded line", "HTTP/1.1 200 OK\r\nX-A: 1\r\n  2\r\n\r\n", errMalformed},
+		{"long name without colon", "HTTP/1.1 200 OK\r\nX-" + long + "\r\n\r\n", errMalformed},
+		{"long name with a blank", "HTTP/1.1 200 OK\r\nX-" + long + " Y: 1\r\n\r\n", errMalformed},
+		{"long folded line", "HTTP/1.1 200 OK\r\nX-A: 1\r\n " + long + "\r\n\r\n", errMalformed},
+		{"long status, bad code", "HTTP/1.1 2000 " + long + "\r\n\r\n", errMalformed},
+		{"long status cut", "HTTP/1.1 200 " + long, io.ErrUnexpectedEOF},
+		{"long field cut", "HTTP/1.1 200 OK\r\nX-A: " + long, io.ErrUnexpectedEOF},
 		{"cut in head", "HTTP/1.1 200 OK\r\nContent-Le", io.ErrUnexpectedEOF},
 		{"cut status", "HTTP/1.1 2", io.ErrUnexpectedEOF},
 		{"short body", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", io.ErrUnexpectedEOF},

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"github.com/expr-lang/expr/vm"
@@ -109,8 +109,11 @@ var errReleased = relink.ErrReleased
 // the connection is closed on our side); Cancelled when ctx is cancelled
 // or the connection released; EOF with code "close-NNNN" when the server
 // closed the connection first (1006 when it dropped it without a close
-// frame); BadFrame "too-big" when a reply exceeded max_message; Connect
-// when re-opening the link failed; Reset when a write failed otherwise.
+// frame); BadFrame when a reply failed the connection (we close it):
+// "too-big" when it exceeded max_message (refused from its frame header,
+// 1009), "masked-frame" when the server masked a frame (1002),
+// "invalid-utf8" when a text reply is not UTF-8 (1007); Connect when
+// re-opening the link failed; Reset when a write failed otherwise.
 //
 // A message is a request once it is on the wire: when the link turns
 // out to be closing as it is written (the server's close frame arrived
@@ -427,7 +430,10 @@ func (c *conn) read(l *link) {
 	d := c.d
 	var buf []byte
 	for {
-		b, err := readMessage(l.ws, buf)
+		typ, b, err := readMessage(l.ws, buf)
+		if err == nil && typ == websocket.MessageText && !utf8.Valid(b) {
+			err = errNotUTF8
+		}
 		if err != nil {
 			c.ended(l, err)
 			return
@@ -475,6 +481,11 @@ func (c *conn) read(l *link) {
 	}
 }
 
+// errNotUTF8 fails a link whose server sent a text message that is not
+// UTF-8 (RFC 6455 §8.1).
+var errNotUTF8 = &frameError{Code: "invalid-utf8", Status: websocket.StatusInvalidFramePayloadData,
+	Msg: "a text reply that is not valid UTF-8 (RFC 6455 §8.1): the connection was closed on our side with 1007"}
+
 // decode decodes a reply from JSON (objects map[string]any, arrays
 // []any, numbers float64). It is apart from read so that only a reply
 // decoded costs the allocation of its value's box.
@@ -494,6 +505,7 @@ func (c *conn) ended(l *link, err error) {
 		close(l.gone)
 		return
 	}
+	var refused *frameError
 	switch s := websocket.CloseStatus(err); {
 	case s != -1:
 		code := strconv.Itoa(int(s))
@@ -501,7 +513,12 @@ func (c *conn) ended(l *link, err error) {
 		if !ours {
 			c.d.counts.CountClose(code)
 		}
-	case strings.Contains(err.Error(), "read limited at"):
+	case errors.As(err, &refused):
+		// A reply that fails the connection (frameGuard, or not UTF-8):
+		// we close it, with the code that says why.
+		l.end = drivers.Outcome{Class: drivers.BadFrame, Code: refused.Code, Err: refused}
+		closeBounded(l.ws, refused.Status, refused.Code)
+	case errors.Is(err, websocket.ErrMessageTooBig):
 		// Our read limit: the library closed the connection with 1009.
 		l.end = drivers.Outcome{Class: drivers.BadFrame, Code: "too-big", Err: fmt.Errorf("a reply larger than max_message (%d bytes): the connection was closed on our side with 1009", c.d.maxMsg)}
 	case l.stalled.Load():
@@ -525,17 +542,24 @@ func (c *conn) Close() error {
 		return nil
 	}
 	l.ours.Store(true)
+	closeBounded(l.ws, websocket.StatusNormalClosure, "")
+	return nil
+}
+
+// closeBounded starts a close handshake with code and reason on ws, in
+// the background, and returns at once; after closeWait the socket is
+// closed regardless.
+func closeBounded(ws *websocket.Conn, code websocket.StatusCode, reason string) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		l.ws.Close(websocket.StatusNormalClosure, "")
+		ws.Close(code, reason)
 	}()
 	go func() {
 		select {
 		case <-done:
 		case <-time.After(closeWait):
-			l.ws.CloseNow()
+			ws.CloseNow()
 		}
 	}()
-	return nil
 }

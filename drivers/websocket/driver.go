@@ -6,7 +6,10 @@
 //
 // It is built on github.com/coder/websocket. A connection carries up to
 // MaxInflight messages at once; one goroutine per connection reads the
-// replies.
+// replies. Under the library, frameGuard (guard.go) reads the server's
+// frame headers: a message past max_message and a masked frame are
+// refused before their payload is read; a text reply that is not UTF-8
+// is refused after it. Each fails the connection as bad-frame.
 package websocket
 
 import (
@@ -119,7 +122,7 @@ func New(cfg schema.WebSocket, baseURL, dir string) (*Driver, error) {
 			tr.TLSClientConfig = conf
 			d.insecure = cfg.TLS != nil && cfg.TLS.InsecureSkipVerify
 		}
-		d.opts.HTTPClient = &nethttp.Client{Transport: tr, Timeout: d.timeout}
+		d.opts.HTTPClient = &nethttp.Client{Transport: &guardTransport{base: tr, maxMsg: d.maxMsg}, Timeout: d.timeout}
 	}
 	if len(cfg.Headers) > 0 {
 		d.opts.HTTPHeader = nethttp.Header{}

@@ -13,12 +13,14 @@ import (
 const maxKeptBuffer = 64 << 10
 
 // readMessage reads the next data message of ws into buf (emptied
-// first, grown as needed) and returns it. The read limit (max_message)
-// is the library's: a longer message ends in its error.
-func readMessage(ws *websocket.Conn, buf []byte) ([]byte, error) {
-	_, r, err := ws.Reader(context.Background())
+// first, grown as needed) and returns its type and bytes. A message
+// longer than max_message is refused from its frame header (frameGuard)
+// or, failing that, by the library's read limit: either ends in an
+// error.
+func readMessage(ws *websocket.Conn, buf []byte) (websocket.MessageType, []byte, error) {
+	typ, r, err := ws.Reader(context.Background())
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	buf = buf[:0]
 	for {
@@ -30,9 +32,9 @@ func readMessage(ws *websocket.Conn, buf []byte) ([]byte, error) {
 		switch err {
 		case nil:
 		case io.EOF:
-			return buf, nil
+			return typ, buf, nil
 		default:
-			return nil, err
+			return 0, nil, err
 		}
 	}
 }
