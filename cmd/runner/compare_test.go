@@ -51,6 +51,7 @@ func compareRow(t *testing.T, out, metric string) string {
 // delays 1 ms, one that delays 5 ms, and one that delays 5 ms driven by
 // twice the connections, then compares the reports.
 func TestCompare(t *testing.T) {
+	t.Parallel() // its runs wait on the target's delay, not on the CPU
 	dir := t.TempDir()
 	// 6 repeats a side: with 3 a side the smallest possible p is 0.1 and
 	// no change could be called significant; 6 a side (smallest p 0.002)
