@@ -101,7 +101,8 @@ results lost because an output file failed during the run), 4 inconclusive
 outcome wins: 3, then 1, then 4.
 
 Ctrl-C stops the load at once, writes what was measured (marked interrupted)
-and exits 3; a second Ctrl-C exits immediately.`,
+and exits 3, wherever it lands (while the target starts, after the last
+phase); a second Ctrl-C exits immediately.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			tuneGC()
@@ -205,6 +206,13 @@ and exits 3; a second Ctrl-C exits immediately.`,
 					break
 				}
 			}
+			if ctx.Err() != nil && worst != exitCouldNotRun && worst != exitInvalid {
+				// The signal came after the last results were written and
+				// printed: they stand as written, but the first signal
+				// exits 3 wherever it lands.
+				fmt.Fprintf(stderr, "runner: %v after the results were written (they stand as written); exit %d\n", context.Cause(ctx), exitCouldNotRun)
+				worst = exitCouldNotRun
+			}
 			*code = worst
 			return nil
 		},
@@ -262,7 +270,7 @@ func interruptible(parent context.Context, stderr io.Writer) (context.Context, f
 		select {
 		case s := <-ch:
 			fmt.Fprintf(stderr, "runner: %s: stopping the load and writing what was measured (again to force)\n", s)
-			cancel(fmt.Errorf("interrupted by %s", s))
+			cancel(fmt.Errorf("interrupted by %s", signalName(s)))
 		case <-done:
 			return
 		}
@@ -287,6 +295,15 @@ func interruptible(parent context.Context, stderr io.Writer) (context.Context, f
 		close(done)
 		cancel(nil)
 	}
+}
+
+// signalName is SIGINT or SIGTERM rather than Go's "interrupt" or
+// "terminated".
+func signalName(s os.Signal) string {
+	if n, ok := s.(syscall.Signal); ok && unix.SignalName(n) != "" {
+		return unix.SignalName(n)
+	}
+	return s.String()
 }
 
 // newRunID names a run: UTC time plus random bits, sortable and unique
@@ -351,6 +368,18 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	tsvPath, jsonPath := outputPaths(rep, f)
 
 	fail := func(format string, a ...any) int {
+		if ctx.Err() != nil {
+			// A signal before the first phase (while the spawned target
+			// was starting, say) is what stopped the run: interrupted,
+			// not a failure of the target's ("context canceled").
+			rep.Result.Interrupted = true
+			rep.Outcome, rep.ExitCode = "interrupted", exitCouldNotRun
+			fmt.Fprintf(stderr, "runner: %s: %v before the first phase; nothing was sent\n", sc.File, context.Cause(ctx))
+			if err := finish(rep, jsonPath); err != nil {
+				fmt.Fprintln(stderr, "runner:", err)
+			}
+			return exitCouldNotRun
+		}
 		rep.Error = fmt.Sprintf(format, a...)
 		rep.Outcome, rep.ExitCode = "could-not-run", exitCouldNotRun
 		fmt.Fprintln(stderr, "runner:", rep.Error)
@@ -459,6 +488,13 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	rep.Result.Interrupted = res.Interrupted
 	rep.Result.ServerAtStart = res.ServerAtStart
 	rep.Ended = time.Now()
+	if holdAt != nil {
+		holdAt(ctx, "after-run")
+	}
+	// A signal after the last phase (in its counters' fetch, while
+	// judging) interrupts the run all the same: every phase was measured
+	// and is judged, but the outcome is interrupted (exit 3).
+	signalledLate(ctx, rep)
 	if proc != nil && proc.Exited() {
 		runErr = errors.Join(runErr, errors.New("the spawned target exited during the run"))
 	}
@@ -490,17 +526,15 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		lost = append(lost, tsvErr)
 		resultsLost(rep, tsvErr) // before the final JSON, which then says so
 	}
-	if err := finish(rep, jsonPath); err != nil {
-		lost = append(lost, err)
-		resultsLost(rep, err)
+	lost, written := writeResults(rep, jsonPath, f, lost)
+	if holdAt != nil {
+		holdAt(ctx, "written")
 	}
-	var written []string
-	for _, o := range extraOutputs(rep, f) {
-		if err := writeAtomically(o[1], func(w io.Writer) error { return renderers[o[0]](w, rep) }); err != nil {
-			lost = append(lost, fmt.Errorf("%s report %s: %w", o[0], o[1], err))
-			continue
-		}
-		written = append(written, o[0]+" "+o[1])
+	if signalledLate(ctx, rep) && rep.Error == "" {
+		// The signal came while the results were written: they are
+		// written again, whole, with the outcome it makes.
+		rep.Outcome, rep.ExitCode = outcome(rep)
+		lost, written = writeResults(rep, jsonPath, f, nil)
 	}
 	if err := stepSummary(rep); err != nil {
 		fmt.Fprintf(stderr, "runner: GITHUB_STEP_SUMMARY: %v\n", err)
@@ -527,6 +561,42 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	}
 	return rep.ExitCode
 }
+
+// writeResults writes the final JSON report and the other reports of a
+// judged run, and returns the failures appended to lost and the reports
+// written ("md path"). A JSON report that cannot be written marks the run
+// as having lost results (exit 3).
+func writeResults(rep *reports.Run, jsonPath string, f runFlags, lost []error) ([]error, []string) {
+	if err := finish(rep, jsonPath); err != nil {
+		lost = append(lost, err)
+		resultsLost(rep, err)
+	}
+	var written []string
+	for _, o := range extraOutputs(rep, f) {
+		if err := writeAtomically(o[1], func(w io.Writer) error { return renderers[o[0]](w, rep) }); err != nil {
+			lost = append(lost, fmt.Errorf("%s report %s: %w", o[0], o[1], err))
+			continue
+		}
+		written = append(written, o[0]+" "+o[1])
+	}
+	return lost, written
+}
+
+// signalledLate marks rep interrupted when ctx was cancelled (the first
+// SIGINT or SIGTERM) although no phase was: the signal came after the
+// last phase had ended. It reports whether it marked it now.
+func signalledLate(ctx context.Context, rep *reports.Run) bool {
+	if ctx.Err() == nil || rep.Result.Interrupted {
+		return false
+	}
+	rep.Result.Interrupted = true
+	return true
+}
+
+// holdAt, when set (by tests), is called at named points of runOne:
+// "after-run" when the last phase has ended, "written" when the results
+// have been written. A test holds the run there to send it a signal.
+var holdAt func(ctx context.Context, point string)
 
 // progressLogEvery is how often a run without a terminal logs progress;
 // tests shorten it.
