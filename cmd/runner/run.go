@@ -162,6 +162,11 @@ phase); a second Ctrl-C exits immediately.`,
 				fmt.Fprintf(stderr, "runner run: --log-level: %v\n", err)
 				return exitError(exitInvalid)
 			}
+			if !f.quiet && isTerminal(stderr) {
+				// Log lines and messages clear the live progress line
+				// before they are written on the same terminal.
+				stderr = &liveTerm{w: stderr}
+			}
 			var log zerolog.Logger
 			switch f.logFormat {
 			case "console":
@@ -450,11 +455,9 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		tsvErr     error // the last failed TSV append: rows were lost
 		jsonWarned bool
 	)
-	live := !f.quiet && isTerminal(stderr)
+	term, _ := stderr.(*liveTerm)
 	r.OnPhase = func(pr *engine.PhaseResult) {
-		if live {
-			fmt.Fprint(stderr, "\r\033[K") // the progress line gives way
-		}
+		term.clear() // the progress line gives way
 		rep.Result.Phases = append(rep.Result.Phases, pr)
 		// A snapshot until the final write replaces it: if it is all that
 		// is left (a forced exit), it must not read as a finished run.
@@ -602,9 +605,11 @@ var holdAt func(ctx context.Context, point string)
 // tests shorten it.
 var progressLogEvery = 5 * time.Second
 
-// progress returns the engine's progress callback: on a terminal a live
-// line on stderr, rewritten in place every second; otherwise (CI) an
-// info log line every progressLogEvery. nil with --quiet.
+// progress returns the engine's progress callback: on a terminal (stderr
+// a *liveTerm) a live line on stderr, rewritten in place every second;
+// otherwise (CI) an info log line every progressLogEvery, its durations
+// with their units (elapsed=11s of=30s; "of" only for a phase of planned
+// length). nil with --quiet.
 func progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Progress) {
 	if f.quiet {
 		return nil
@@ -617,8 +622,8 @@ func progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Prog
 		rate := float64(p.Requests) / max(p.Elapsed.Seconds(), 1e-9)
 		return fmt.Sprintf("repeat %d · %s · %s · %.1f req/s · in flight %d · errors %d · p99 so far %s", p.Repeat, p.Phase, el, rate, p.InFlight, p.Errors, p99Text(p))
 	}
-	if isTerminal(stderr) {
-		return func(p engine.Progress) { fmt.Fprintf(stderr, "\r\033[K%s", line(p)) }
+	if term, ok := stderr.(*liveTerm); ok {
+		return func(p engine.Progress) { term.progress(line(p)) }
 	}
 	var last time.Duration
 	var phase string
@@ -630,11 +635,62 @@ func progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Prog
 			return
 		}
 		last = p.Elapsed
-		log.Info().Int("repeat", p.Repeat).Str("phase", p.Phase).Dur("elapsed", p.Elapsed).Dur("total", p.Total).
-			Int64("requests", p.Requests).Int64("errors", p.Errors).Int64("inflight", p.InFlight).
+		ev := log.Info().Int("repeat", p.Repeat).Str("phase", p.Phase).Str("elapsed", p.Elapsed.Round(100*time.Millisecond).String())
+		if p.Total > 0 {
+			ev = ev.Str("of", p.Total.String())
+		}
+		ev.Int64("requests", p.Requests).Int64("errors", p.Errors).Int64("inflight", p.InFlight).
 			Str("p99", p99Text(p)).Msg("progress")
 	}
 }
+
+// liveTerm is the terminal on stderr, shared by the live progress line
+// and every other line written there (log lines, messages). The progress
+// line is drawn without a newline, so a line written while it shows
+// clears it first (\r ESC[K) rather than being glued to its end; the
+// progress line is drawn again at its next update. It is safe for
+// concurrent use.
+type liveTerm struct {
+	mu    sync.Mutex
+	w     io.Writer
+	shown bool // a progress line is on the screen
+}
+
+// Write writes b on the terminal, the progress line cleared first.
+func (t *liveTerm) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clearLocked()
+	return t.w.Write(b)
+}
+
+// progress draws line in place of the previous progress line.
+func (t *liveTerm) progress(line string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.w, "\r\033[K%s", line)
+	t.shown = true
+}
+
+// clear removes the progress line, if one shows; a nil t does nothing.
+func (t *liveTerm) clear() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clearLocked()
+}
+
+func (t *liveTerm) clearLocked() {
+	if t.shown {
+		io.WriteString(t.w, "\r\033[K")
+		t.shown = false
+	}
+}
+
+// Terminal reports that a liveTerm is a terminal.
+func (t *liveTerm) Terminal() bool { return true }
 
 func p99Text(p engine.Progress) string {
 	if !p.P99OK {
@@ -644,8 +700,12 @@ func p99Text(p engine.Progress) string {
 }
 
 // isTerminal reports whether w is a terminal (a progress line can be
-// rewritten in place there).
+// rewritten in place there): a writer that says so with a Terminal
+// method (tests inject one), or a file that is a terminal device.
 func isTerminal(w io.Writer) bool {
+	if t, ok := w.(interface{ Terminal() bool }); ok {
+		return t.Terminal()
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
