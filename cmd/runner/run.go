@@ -274,14 +274,14 @@ func interruptible(parent context.Context, stderr io.Writer) (context.Context, f
 	go func() {
 		select {
 		case s := <-ch:
-			fmt.Fprintf(stderr, "runner: %s: stopping the load and writing what was measured (again to force)\n", s)
+			fmt.Fprintf(stderr, "runner: %s: stopping the load and writing what was measured (again to force)\n", signalName(s))
 			cancel(fmt.Errorf("interrupted by %s", signalName(s)))
 		case <-done:
 			return
 		}
 		select {
 		case s := <-ch:
-			fmt.Fprintf(stderr, "runner: %s again: exiting now\n", s)
+			fmt.Fprintf(stderr, "runner: %s again: exiting now\n", signalName(s))
 			held := false
 			for end := time.Now().Add(forceWait); !held && time.Now().Before(end); {
 				if held = outputs.TryLock(); !held {
