@@ -340,6 +340,9 @@ func (c *consoleWriter) verdict() {
 	switch {
 	case r.Error != "":
 		c.f("\nverdict: COULD NOT RUN: %s\n", r.Error)
+	case r.Result != nil && r.Result.Interrupted && len(r.Result.Phases) > 0 && !slices.ContainsFunc(r.Result.Phases, func(pr *engine.PhaseResult) bool { return pr.Interrupted }):
+		// The signal came after the last phase had ended.
+		c.f("\nverdict: INTERRUPTED after the last phase (every phase measured and written; nothing judged as passed)\n")
 	case r.Result != nil && r.Result.Interrupted:
 		c.f("\nverdict: INTERRUPTED (partial results written; nothing judged as passed)\n")
 	case r.Outcome == "inconclusive" && r.Verdict != nil && r.Verdict.Status.String() == "pass":

@@ -163,7 +163,7 @@ func (l *loader) load(data []byte) *Scenario {
 		if errors.Is(err, io.EOF) {
 			l.errorf(nil, "", "empty file; expected a scenario with version, target, driver and phases")
 		} else {
-			l.syntaxError(err)
+			l.syntaxError(err, data)
 		}
 		return nil
 	}
@@ -171,7 +171,7 @@ func (l *loader) load(data []byte) *Scenario {
 	switch err := dec.Decode(&extra); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		l.syntaxError(err)
+		l.syntaxError(err, data)
 	default:
 		l.errorf(&extra, "", "a second YAML document; a scenario file holds exactly one")
 	}
@@ -206,11 +206,15 @@ func (l *loader) load(data []byte) *Scenario {
 // hold: a byte that is not UTF-8, or a control character other than tab,
 // line feed and carriage return (YAML 1.2 §5.1). It returns its line and
 // column (1-based, the column in characters) and what is wrong with it.
-// A file that starts with a UTF-16 byte order mark is left to the YAML
-// parser, which reads UTF-16.
+//
+// A scenario file is UTF-8. A UTF-16 file is refused: at 1:1 when it
+// starts with a UTF-16 byte order mark (FF FE or FE FF, which the YAML
+// parser would otherwise decode), at its first NUL byte when it does not
+// (its ASCII characters come with one each). A UTF-8 byte order mark (EF BB BF), which some editors
+// write, is accepted and skipped.
 func badText(data []byte) (line, col int, msg string, bad bool) {
 	if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
-		return 0, 0, "", false
+		return 1, 1, "UTF-16 text (it starts with a UTF-16 byte order mark); a scenario file is UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8", true
 	}
 	line, col = 1, 1
 	// The parser skips a UTF-8 byte order mark, and does not count it.
@@ -219,6 +223,9 @@ func badText(data []byte) (line, col int, msg string, bad bool) {
 		switch {
 		case r == utf8.RuneError && size <= 1:
 			return line, col, fmt.Sprintf("invalid UTF-8: byte 0x%02x; a scenario file is UTF-8 text", data[i]), true
+		case r == 0:
+			// UTF-16 without a byte order mark: "v\0e\0…" or "\0v\0e…".
+			return line, col, "NUL byte: the file looks like UTF-16 (or binary); a scenario file is UTF-8 text: convert it, e.g. iconv -f UTF-16 -t UTF-8", true
 		case !yamlPrintable(r):
 			what, escape := "character", fmt.Sprintf(`\u%04X`, r)
 			if r <= 0xff {
@@ -311,11 +318,25 @@ func yamlPrintable(r rune) bool {
 		0xa0 <= r && r <= 0xd7ff || 0xe000 <= r && r <= 0xfffd || 0x10000 <= r && r <= 0x10ffff
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var (
+	yamlLine      = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	unknownAnchor = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
+)
 
-// syntaxError turns a YAML parser error into a problem with a line number.
-func (l *loader) syntaxError(err error) {
+// syntaxError turns a YAML parser error on data into a problem with a
+// line number. yaml.v3 names no line for an alias to an unknown anchor
+// (`*nope`): the alias is found in the text.
+func (l *loader) syntaxError(err error, data []byte) {
 	msg := err.Error()
+	if m := unknownAnchor.FindStringSubmatch(msg); m != nil {
+		e := &Error{File: l.file, Msg: fmt.Sprintf("invalid YAML: unknown anchor %q: *%s refers to no &%s defined before it", m[1], m[1], m[1])}
+		if line, col, ok := aliasAt(data, m[1]); ok {
+			e.Line, e.Col = line, col
+			e.Path = pathAt(blankAlias(data, line, col, m[1]), line, col)
+		}
+		l.add(e)
+		return
+	}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		text := m[2]
@@ -878,4 +899,49 @@ func found(n *yaml.Node) string {
 		return "an alias to nothing"
 	}
 	return "nothing"
+}
+
+// aliasAt finds the first alias `*name` in data outside comments and
+// quoted strings, and returns its line and column (1-based, in
+// characters, as the parser counts them: a UTF-8 byte order mark is not
+// counted); ok is false when there is none.
+func aliasAt(data []byte, name string) (line, col int, ok bool) {
+	alias := "*" + name
+	for i, text := range strings.Split(string(bytes.TrimPrefix(data, bom(data))), "\n") {
+		var quote rune
+		prev := ' '
+	scan:
+		for j, r := range text {
+			switch {
+			case quote != 0:
+				if r == quote {
+					quote = 0
+				}
+			case r == '"' || r == '\'':
+				quote = r
+			case r == '#' && (prev == ' ' || prev == '\t'):
+				break scan // the rest of the line is a comment
+			case r == '*' && strings.ContainsRune(" \t[{,:?", prev) && strings.HasPrefix(text[j:], alias):
+				if rest := text[j+len(alias):]; rest == "" || strings.ContainsAny(rest[:1], " \t\r,]}") {
+					return i + 1, utf8.RuneCountInString(text[:j]) + 1, true
+				}
+			}
+			prev = r
+		}
+	}
+	return 0, 0, false
+}
+
+// blankAlias returns a copy of data with the alias `*name` at line:col
+// (as aliasAt found it) replaced by U+FFFD padded to its width, so that
+// the file parses and pathAt can name the key whose value it is.
+func blankAlias(data []byte, line, col int, name string) []byte {
+	lines := strings.Split(string(bytes.TrimPrefix(data, bom(data))), "\n")
+	text := []rune(lines[line-1])
+	for k := range utf8.RuneCountInString(name) + 1 {
+		text[col-1+k] = ' '
+	}
+	text[col-1] = utf8.RuneError
+	lines[line-1] = string(text)
+	return []byte(strings.Join(lines, "\n"))
 }

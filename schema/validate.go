@@ -94,6 +94,7 @@ func (l *loader) validateTarget(t *Target, d Driver) {
 	if l.ok("target.url") {
 		u, err := url.Parse(t.URL)
 		switch {
+		case l.refuseNonPrinting("target.url", t.URL):
 		case err != nil || u.Scheme == "" || u.Host == "":
 			l.failf("target.url", "expected a URL such as http://127.0.0.1:8080, found %s", l.show("target.url", t.URL))
 		case !slices.Contains(schemesOf(d), u.Scheme):
@@ -235,6 +236,7 @@ func (l *loader) validateWebSocket(w *WebSocket, t Target) {
 		if l.ok(p+".tls.ca_file") && w.TLS.CAFile == "" {
 			l.failf(p+".tls.ca_file", "expected a PEM file name, found an empty string")
 		}
+		l.checkServerName(p+".tls.server_name", w.TLS.ServerName)
 		if u, err := url.Parse(t.URL); t.Serve != "" || err == nil && u.Scheme == "ws" {
 			l.failf(p+".tls", "tls applies only to wss:// targets")
 		}
@@ -318,6 +320,7 @@ func (l *loader) validateHTTP(h *HTTP, t Target) {
 		if l.ok(p+".tls.ca_file") && h.TLS.CAFile == "" {
 			l.failf(p+".tls.ca_file", "expected a PEM file name, found an empty string")
 		}
+		l.checkServerName(p+".tls.server_name", h.TLS.ServerName)
 		if u, err := url.Parse(t.URL); t.Serve != "" || err == nil && u.Scheme == "http" {
 			l.failf(p+".tls", "tls applies only to https:// targets")
 		}
@@ -342,14 +345,52 @@ func (l *loader) checkHeaders(p string, headers map[string]string) {
 	}
 }
 
-// checkPath checks a request path: origin form, one line, no spaces.
+// checkPath checks a request path: origin form, one line, no spaces, no
+// character that does not print.
 func (l *loader) checkPath(path, v string) {
 	switch {
 	case !strings.HasPrefix(v, "/"):
 		l.failf(path, "expected a path starting with \"/\", e.g. /hello; found %s", l.show(path, v))
 	case strings.IndexFunc(v, func(r rune) bool { return r == ' ' || unicode.IsControl(r) }) >= 0:
 		l.failf(path, "path contains a space or a control character; percent-encode it (space is %%20)")
+	case l.refuseNonPrinting(path, v):
 	}
+}
+
+// checkServerName checks a TLS server name, a host name: one that holds
+// a character that does not print is refused.
+func (l *loader) checkServerName(path, v string) {
+	if l.ok(path) {
+		l.refuseNonPrinting(path, v)
+	}
+}
+
+// nonPrinting returns the first character of v that does not print
+// (unicode.IsPrint is false: a control or format character such as
+// U+FEFF or U+200B, a space other than U+0020, an unassigned code point)
+// and its 1-based position in characters; ok is false when every
+// character prints.
+func nonPrinting(v string) (r rune, at int, ok bool) {
+	for _, c := range v {
+		at++
+		if !unicode.IsPrint(c) {
+			return c, at, true
+		}
+	}
+	return 0, 0, false
+}
+
+// refuseNonPrinting reports the value v at path when it holds a character
+// that does not print, and tells whether it did. Such a character is
+// invisible in an editor and in messages, yet it is part of the value: in
+// a host it becomes a DNS lookup of another name (one that leaves the
+// loopback), in a path another resource.
+func (l *loader) refuseNonPrinting(path, v string) bool {
+	r, at, bad := nonPrinting(v)
+	if bad {
+		l.failf(path, "character %d is %U, which does not print (an invisible, control or format character, often pasted along); remove it, or percent-encode it in a path", at, r)
+	}
+	return bad
 }
 
 // checkName checks a scenario or phase name, which goes into TSV rows and

@@ -21,6 +21,7 @@ const asMain = "RUNNER_TEST_AS_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(asMain) == "1" {
+		setTestHooks(os.Args[1:])
 		os.Exit(runGuarded(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Setenv(asMain, "1")

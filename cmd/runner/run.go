@@ -101,7 +101,8 @@ results lost because an output file failed during the run), 4 inconclusive
 outcome wins: 3, then 1, then 4.
 
 Ctrl-C stops the load at once, writes what was measured (marked interrupted)
-and exits 3; a second Ctrl-C exits immediately.`,
+and exits 3, wherever it lands (while the target starts, after the last
+phase); a second Ctrl-C exits immediately.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			tuneGC()
@@ -161,6 +162,11 @@ and exits 3; a second Ctrl-C exits immediately.`,
 				fmt.Fprintf(stderr, "runner run: --log-level: %v\n", err)
 				return exitError(exitInvalid)
 			}
+			if !f.quiet && isTerminal(stderr) {
+				// Log lines and messages clear the live progress line
+				// before they are written on the same terminal.
+				stderr = &liveTerm{w: stderr}
+			}
 			var log zerolog.Logger
 			switch f.logFormat {
 			case "console":
@@ -204,6 +210,13 @@ and exits 3; a second Ctrl-C exits immediately.`,
 				if ctx.Err() != nil {
 					break
 				}
+			}
+			if ctx.Err() != nil && worst != exitCouldNotRun && worst != exitInvalid {
+				// The signal came after the last results were written and
+				// printed: they stand as written, but the first signal
+				// exits 3 wherever it lands.
+				fmt.Fprintf(stderr, "runner: %v after the results were written (they stand as written); exit %d\n", context.Cause(ctx), exitCouldNotRun)
+				worst = exitCouldNotRun
 			}
 			*code = worst
 			return nil
@@ -261,14 +274,14 @@ func interruptible(parent context.Context, stderr io.Writer) (context.Context, f
 	go func() {
 		select {
 		case s := <-ch:
-			fmt.Fprintf(stderr, "runner: %s: stopping the load and writing what was measured (again to force)\n", s)
-			cancel(fmt.Errorf("interrupted by %s", s))
+			fmt.Fprintf(stderr, "runner: %s: stopping the load and writing what was measured (again to force)\n", signalName(s))
+			cancel(fmt.Errorf("interrupted by %s", signalName(s)))
 		case <-done:
 			return
 		}
 		select {
 		case s := <-ch:
-			fmt.Fprintf(stderr, "runner: %s again: exiting now\n", s)
+			fmt.Fprintf(stderr, "runner: %s again: exiting now\n", signalName(s))
 			held := false
 			for end := time.Now().Add(forceWait); !held && time.Now().Before(end); {
 				if held = outputs.TryLock(); !held {
@@ -287,6 +300,15 @@ func interruptible(parent context.Context, stderr io.Writer) (context.Context, f
 		close(done)
 		cancel(nil)
 	}
+}
+
+// signalName is SIGINT or SIGTERM rather than Go's "interrupt" or
+// "terminated".
+func signalName(s os.Signal) string {
+	if n, ok := s.(syscall.Signal); ok && unix.SignalName(n) != "" {
+		return unix.SignalName(n)
+	}
+	return s.String()
 }
 
 // newRunID names a run: UTC time plus random bits, sortable and unique
@@ -351,6 +373,18 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	tsvPath, jsonPath := outputPaths(rep, f)
 
 	fail := func(format string, a ...any) int {
+		if ctx.Err() != nil {
+			// A signal before the first phase (while the spawned target
+			// was starting, say) is what stopped the run: interrupted,
+			// not a failure of the target's ("context canceled").
+			rep.Result.Interrupted = true
+			rep.Outcome, rep.ExitCode = "interrupted", exitCouldNotRun
+			fmt.Fprintf(stderr, "runner: %s: %v before the first phase; nothing was sent\n", sc.File, context.Cause(ctx))
+			if err := finish(rep, jsonPath); err != nil {
+				fmt.Fprintln(stderr, "runner:", err)
+			}
+			return exitCouldNotRun
+		}
 		rep.Error = fmt.Sprintf(format, a...)
 		rep.Outcome, rep.ExitCode = "could-not-run", exitCouldNotRun
 		fmt.Fprintln(stderr, "runner:", rep.Error)
@@ -421,11 +455,9 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		tsvErr     error // the last failed TSV append: rows were lost
 		jsonWarned bool
 	)
-	live := !f.quiet && isTerminal(stderr)
+	term, _ := stderr.(*liveTerm)
 	r.OnPhase = func(pr *engine.PhaseResult) {
-		if live {
-			fmt.Fprint(stderr, "\r\033[K") // the progress line gives way
-		}
+		term.clear() // the progress line gives way
 		rep.Result.Phases = append(rep.Result.Phases, pr)
 		// A snapshot until the final write replaces it: if it is all that
 		// is left (a forced exit), it must not read as a finished run.
@@ -459,6 +491,13 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	rep.Result.Interrupted = res.Interrupted
 	rep.Result.ServerAtStart = res.ServerAtStart
 	rep.Ended = time.Now()
+	if holdAt != nil {
+		holdAt(ctx, "after-run")
+	}
+	// A signal after the last phase (in its counters' fetch, while
+	// judging) interrupts the run all the same: every phase was measured
+	// and is judged, but the outcome is interrupted (exit 3).
+	signalledLate(ctx, rep)
 	if proc != nil && proc.Exited() {
 		runErr = errors.Join(runErr, errors.New("the spawned target exited during the run"))
 	}
@@ -490,17 +529,15 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		lost = append(lost, tsvErr)
 		resultsLost(rep, tsvErr) // before the final JSON, which then says so
 	}
-	if err := finish(rep, jsonPath); err != nil {
-		lost = append(lost, err)
-		resultsLost(rep, err)
+	lost, written := writeResults(rep, jsonPath, f, lost)
+	if holdAt != nil {
+		holdAt(ctx, "written")
 	}
-	var written []string
-	for _, o := range extraOutputs(rep, f) {
-		if err := writeAtomically(o[1], func(w io.Writer) error { return renderers[o[0]](w, rep) }); err != nil {
-			lost = append(lost, fmt.Errorf("%s report %s: %w", o[0], o[1], err))
-			continue
-		}
-		written = append(written, o[0]+" "+o[1])
+	if signalledLate(ctx, rep) && rep.Error == "" {
+		// The signal came while the results were written: they are
+		// written again, whole, with the outcome it makes.
+		rep.Outcome, rep.ExitCode = outcome(rep)
+		lost, written = writeResults(rep, jsonPath, f, nil)
 	}
 	if err := stepSummary(rep); err != nil {
 		fmt.Fprintf(stderr, "runner: GITHUB_STEP_SUMMARY: %v\n", err)
@@ -528,13 +565,51 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	return rep.ExitCode
 }
 
+// writeResults writes the final JSON report and the other reports of a
+// judged run, and returns the failures appended to lost and the reports
+// written ("md path"). A JSON report that cannot be written marks the run
+// as having lost results (exit 3).
+func writeResults(rep *reports.Run, jsonPath string, f runFlags, lost []error) ([]error, []string) {
+	if err := finish(rep, jsonPath); err != nil {
+		lost = append(lost, err)
+		resultsLost(rep, err)
+	}
+	var written []string
+	for _, o := range extraOutputs(rep, f) {
+		if err := writeAtomically(o[1], func(w io.Writer) error { return renderers[o[0]](w, rep) }); err != nil {
+			lost = append(lost, fmt.Errorf("%s report %s: %w", o[0], o[1], err))
+			continue
+		}
+		written = append(written, o[0]+" "+o[1])
+	}
+	return lost, written
+}
+
+// signalledLate marks rep interrupted when ctx was cancelled (the first
+// SIGINT or SIGTERM) although no phase was: the signal came after the
+// last phase had ended. It reports whether it marked it now.
+func signalledLate(ctx context.Context, rep *reports.Run) bool {
+	if ctx.Err() == nil || rep.Result.Interrupted {
+		return false
+	}
+	rep.Result.Interrupted = true
+	return true
+}
+
+// holdAt, when set (by tests), is called at named points of runOne:
+// "after-run" when the last phase has ended, "written" when the results
+// have been written. A test holds the run there to send it a signal.
+var holdAt func(ctx context.Context, point string)
+
 // progressLogEvery is how often a run without a terminal logs progress;
 // tests shorten it.
 var progressLogEvery = 5 * time.Second
 
-// progress returns the engine's progress callback: on a terminal a live
-// line on stderr, rewritten in place every second; otherwise (CI) an
-// info log line every progressLogEvery. nil with --quiet.
+// progress returns the engine's progress callback: on a terminal (stderr
+// a *liveTerm) a live line on stderr, rewritten in place every second;
+// otherwise (CI) an info log line every progressLogEvery, its durations
+// with their units (elapsed=11s of=30s; "of" only for a phase of planned
+// length). nil with --quiet.
 func progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Progress) {
 	if f.quiet {
 		return nil
@@ -547,8 +622,8 @@ func progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Prog
 		rate := float64(p.Requests) / max(p.Elapsed.Seconds(), 1e-9)
 		return fmt.Sprintf("repeat %d · %s · %s · %.1f req/s · in flight %d · errors %d · p99 so far %s", p.Repeat, p.Phase, el, rate, p.InFlight, p.Errors, p99Text(p))
 	}
-	if isTerminal(stderr) {
-		return func(p engine.Progress) { fmt.Fprintf(stderr, "\r\033[K%s", line(p)) }
+	if term, ok := stderr.(*liveTerm); ok {
+		return func(p engine.Progress) { term.progress(line(p)) }
 	}
 	var last time.Duration
 	var phase string
@@ -560,11 +635,62 @@ func progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Prog
 			return
 		}
 		last = p.Elapsed
-		log.Info().Int("repeat", p.Repeat).Str("phase", p.Phase).Dur("elapsed", p.Elapsed).Dur("total", p.Total).
-			Int64("requests", p.Requests).Int64("errors", p.Errors).Int64("inflight", p.InFlight).
+		ev := log.Info().Int("repeat", p.Repeat).Str("phase", p.Phase).Str("elapsed", p.Elapsed.Round(100*time.Millisecond).String())
+		if p.Total > 0 {
+			ev = ev.Str("of", p.Total.String())
+		}
+		ev.Int64("requests", p.Requests).Int64("errors", p.Errors).Int64("inflight", p.InFlight).
 			Str("p99", p99Text(p)).Msg("progress")
 	}
 }
+
+// liveTerm is the terminal on stderr, shared by the live progress line
+// and every other line written there (log lines, messages). The progress
+// line is drawn without a newline, so a line written while it shows
+// clears it first (\r ESC[K) rather than being glued to its end; the
+// progress line is drawn again at its next update. It is safe for
+// concurrent use.
+type liveTerm struct {
+	mu    sync.Mutex
+	w     io.Writer
+	shown bool // a progress line is on the screen
+}
+
+// Write writes b on the terminal, the progress line cleared first.
+func (t *liveTerm) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clearLocked()
+	return t.w.Write(b)
+}
+
+// progress draws line in place of the previous progress line.
+func (t *liveTerm) progress(line string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.w, "\r\033[K%s", line)
+	t.shown = true
+}
+
+// clear removes the progress line, if one shows; a nil t does nothing.
+func (t *liveTerm) clear() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clearLocked()
+}
+
+func (t *liveTerm) clearLocked() {
+	if t.shown {
+		io.WriteString(t.w, "\r\033[K")
+		t.shown = false
+	}
+}
+
+// Terminal reports that a liveTerm is a terminal.
+func (t *liveTerm) Terminal() bool { return true }
 
 func p99Text(p engine.Progress) string {
 	if !p.P99OK {
@@ -574,8 +700,12 @@ func p99Text(p engine.Progress) string {
 }
 
 // isTerminal reports whether w is a terminal (a progress line can be
-// rewritten in place there).
+// rewritten in place there): a writer that says so with a Terminal
+// method (tests inject one), or a file that is a terminal device.
 func isTerminal(w io.Writer) bool {
+	if t, ok := w.(interface{ Terminal() bool }); ok {
+		return t.Terminal()
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
