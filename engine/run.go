@@ -553,7 +553,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		}
 	}
 	r.Log.Info().Int("repeat", rep).Str("phase", p.Name).Int64("requests", pr.Summary.Requests).
-		Str("elapsed", elapsed.String()).Bool("interrupted", interrupted).Msg("phase end")
+		Str("elapsed", elapsed.Round(time.Millisecond).String()).Bool("interrupted", interrupted).Msg("phase end")
 	return pr, nil
 }
 
