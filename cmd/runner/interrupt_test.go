@@ -148,12 +148,17 @@ assert:
   - errors == 0
 `
 
+// interruptBound is how soon after the signal an interrupted run must
+// exit: below the scenario's 10 s request timeout, which bounds the
+// end-of-phase grace a runner that ignored the signal would wait out.
+const interruptBound = 7 * time.Second
+
 // notPassed matches a console that calls the run or a rule PASS (the
 // per-repeat lines under a rule may say a finished repeat passed).
 var notPassed = regexp.MustCompile(`(?m)^(verdict: PASS|  PASS )`)
 
 // B25 (a)–(c), scaled down: the run is interrupted during repeat 1, phase 2.
-// It exits 3 within 2 s; the TSV has its header once, the finished
+// It exits 3 well within the 10 s grace; the TSV has its header once, the finished
 // (repeat, phase) as one complete row and at most one row noted
 // interrupted; the JSON parses and says interrupted; requests in flight
 // end as cancelled, not ok; the console never says PASS; the spawned
@@ -178,18 +183,15 @@ func TestInterrupt_B25_ResultFilesComplete(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			// The 2 s bound is wall-clock time across three processes
-			// under the race detector; a busy machine can starve them.
-			// A runner that really waits for something (the 10 s grace,
-			// the phase's end, the next repeat) misses it every time, so
-			// one more attempt tells the two apart.
-			took := interruptOnce(t, tc.signals, tc.gap, tc.graceful)
-			if took > 2*time.Second {
-				t.Logf("exited %s after the signal; once more in case the machine was busy", took)
-				took = interruptOnce(t, tc.signals, tc.gap, tc.graceful)
-			}
-			if took > 2*time.Second {
-				t.Errorf("exited %s after the signal, want within 2 s", took)
+			// What the runner must not wait for: the phase's end and the
+			// next repeat show in the files (one complete TSV row, the
+			// second phase noted interrupted; checked by interruptOnce),
+			// and the end-of-phase grace (the 10 s request timeout) in the
+			// time to exit. The bound sits below that grace, not near
+			// the usual 0.1 s: three processes under the race detector
+			// on a busy machine take a few seconds now and then.
+			if took := interruptOnce(t, tc.signals, tc.gap, tc.graceful); took >= interruptBound {
+				t.Errorf("exited %s after the signal, want within %s (below the 10 s grace)", took, interruptBound)
 			}
 		})
 	}
