@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,6 +119,23 @@ func TestUnwritableOutputs_LostDuringRunExit3(t *testing.T) {
 		}
 		if strings.Contains(out, "verdict: PASS") {
 			t.Errorf("lost results printed PASS:\n%s", out)
+		}
+	})
+
+	t.Run("markdown", func(t *testing.T) {
+		// Issue 12: a lost Markdown (JUnit, HTML, HDR) report used to be
+		// a line on stderr and exit 0. It is written before the final
+		// JSON, which says so.
+		md := filepath.Join(t.TempDir(), "r.md")
+		old := renderers["md"]
+		renderers["md"] = func(io.Writer, *reports.Run) error { return errors.New("no space left on device") }
+		defer func() { renderers["md"] = old }()
+		code, out, stderr := cli(t, "run", "--log-level", "disabled", "--json", js, "--markdown", md, p)
+		if code != exitCouldNotRun || !strings.Contains(stderr, "results lost: markdown report "+md) {
+			t.Fatalf("exit %d, want 3 naming %s\nstdout:\n%s\nstderr:\n%s", code, md, out, stderr)
+		}
+		if rep := readJSON(t, js); rep["exit_code"].(float64) != exitCouldNotRun || !strings.Contains(rep["error"].(string), md) {
+			t.Errorf("JSON report: exit_code %v, error %q", rep["exit_code"], rep["error"])
 		}
 	})
 }
