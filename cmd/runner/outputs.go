@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/runner-dev/runner/reports"
@@ -72,13 +74,42 @@ type planned struct {
 	locks []*reports.OutputLock
 }
 
+// heldLocks are the output locks this process holds, for a forced exit
+// (a second Ctrl-C) to release: the kernel would release the flocks, but
+// the lock files would be left beside the results.
+var heldLocks struct {
+	sync.Mutex
+	locks []*reports.OutputLock
+}
+
+// hold records l among the locks held.
+func hold(l *reports.OutputLock) {
+	heldLocks.Lock()
+	defer heldLocks.Unlock()
+	heldLocks.locks = append(heldLocks.locks, l)
+}
+
 // release gives back every output lock of runs.
 func release(runs []planned) {
+	heldLocks.Lock()
+	defer heldLocks.Unlock()
 	for _, p := range runs {
 		for _, l := range p.locks {
 			l.Release()
+			heldLocks.locks = slices.DeleteFunc(heldLocks.locks, func(h *reports.OutputLock) bool { return h == l })
 		}
 	}
+}
+
+// releaseHeld gives back every output lock this process holds; a forced
+// exit calls it last.
+func releaseHeld() {
+	heldLocks.Lock()
+	defer heldLocks.Unlock()
+	for _, l := range heldLocks.locks {
+		l.Release()
+	}
+	heldLocks.locks = nil
 }
 
 // preflight checks, before any traffic, every file the scenarios of one
@@ -168,6 +199,7 @@ func preflight(reps []planned, f runFlags, stderr io.Writer) (ok bool) {
 			}
 			locked[o.expanded] = true
 			p.locks = append(p.locks, l)
+			hold(l)
 		}
 	}
 	return true

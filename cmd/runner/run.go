@@ -261,6 +261,7 @@ func interruptible(parent context.Context, stderr io.Writer) (context.Context, f
 					time.Sleep(5 * time.Millisecond)
 				}
 			}
+			releaseHeld() // the kernel would drop the flocks, but not the files
 			forceExit(exitCouldNotRun)
 			if held {
 				outputs.Unlock()
