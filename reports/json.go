@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // WriteJSON writes the run as indented JSON to path atomically: to a
@@ -43,25 +45,38 @@ func WriteJSON(path string, r *Run) error {
 // its directory could be made (if need be) and take a new file. It
 // creates nothing. Every error names path.
 func CheckJSON(path string) error {
-	if err := checkTarget(path); err != nil {
+	return CheckOutput("json", path)
+}
+
+// CheckOutput tells, before any traffic, whether a report that is
+// written whole (JSON, Markdown, HTML, JUnit, HDR log: through a
+// temporary file renamed over path, with path's lock file beside it)
+// could be written at path: it is not an existing directory or other
+// non-regular file; every directory MkdirAll would make, path's own name,
+// its temporary file's and its lock file's names fit the file system's
+// name length limit; and the nearest existing directory takes a new
+// file. It creates nothing. Every error starts with what (the flag's
+// name: "json", "markdown", …) and names path.
+func CheckOutput(what, path string) error {
+	if err := checkTarget(what, path); err != nil {
 		return err
 	}
-	return checkDir(path, "json")
+	return checkDir(path, what, wholeExtra)
 }
 
 // checkTarget refuses a path that exists and is not a regular file
-// (after symbolic links).
-func checkTarget(path string) error {
+// (after symbolic links); what starts the error.
+func checkTarget(what, path string) error {
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return fmt.Errorf("json %s: %w", path, pathless(err))
+		return fmt.Errorf("%s %s: %w", what, path, pathless(err))
 	case st.IsDir():
-		return fmt.Errorf("json %s: is a directory", path)
+		return fmt.Errorf("%s %s: is a directory", what, path)
 	case !st.Mode().IsRegular():
-		return fmt.Errorf("json %s: is %s, not a regular file; refusing to replace it", path, fileKind(st.Mode()))
+		return fmt.Errorf("%s %s: is %s, not a regular file; refusing to replace it", what, path, fileKind(st.Mode()))
 	}
 	return nil
 }
@@ -79,13 +94,27 @@ func fileKind(m fs.FileMode) string {
 	return "a special file"
 }
 
+// tempPrefix and tempSuffix frame the name of WriteJSON's temporary
+// file: "." + the report's name + ".tmp-" + up to 10 random digits.
+const tempPrefix, tempSuffix = ".", ".tmp-"
+
+// wholeExtra is how many bytes the longest file made beside a report
+// written whole adds to the report's own name: its temporary file's
+// (tempPrefix, tempSuffix and os.CreateTemp's up to 10 digits), which is
+// longer than its lock file's (lockSuffix).
+const wholeExtra = len(tempPrefix) + len(tempSuffix) + 10
+
 // checkDir proves that path's directory can be made and take a new file,
 // without making it: it finds the nearest existing directory on the way
-// (path's own, or the ancestor MkdirAll would start from), creates a
-// temporary file there and removes it. what ("tsv", "json") starts the
+// (path's own, or the ancestor MkdirAll would start from), checks that
+// every directory name still to be made, and path's name plus extra bytes
+// (the longest name of a file made beside it), fit that file system's
+// name length limit and the whole path fits PATH_MAX, then creates a
+// temporary file there and removes it. what ("tsv", "json", …) starts the
 // error, which names path.
-func checkDir(path, what string) error {
+func checkDir(path, what string, extra int) error {
 	dir := filepath.Dir(path)
+	var toMake []string // the directories MkdirAll would make, deepest first
 	for {
 		st, err := os.Stat(dir)
 		if err == nil {
@@ -98,7 +127,23 @@ func checkDir(path, what string) error {
 		if !errors.Is(err, fs.ErrNotExist) || parent == dir {
 			return fmt.Errorf("%s %s: %w", what, path, pathless(err))
 		}
+		toMake = append(toMake, filepath.Base(dir))
 		dir = parent
+	}
+	limit := nameMax(dir)
+	for _, name := range toMake {
+		if len(name) > limit {
+			return fmt.Errorf("%s %s: the directory name %q is %d bytes, over the file system's limit of %d", what, path, name, len(name), limit)
+		}
+	}
+	if base := filepath.Base(path); len(base)+extra > limit {
+		if extra == 0 {
+			return fmt.Errorf("%s %s: its name is %d bytes, over the file system's limit of %d", what, path, len(base), limit)
+		}
+		return fmt.Errorf("%s %s: its name is %d bytes; with the %d its temporary file adds, over the file system's limit of %d (at most %d)", what, path, len(base), extra, limit, limit-extra)
+	}
+	if n := len(path) + extra; n >= unix.PathMax {
+		return fmt.Errorf("%s %s: the path is %d bytes (with the %d its temporary file adds), over the limit of %d", what, path, len(path), extra, unix.PathMax-1)
 	}
 	f, err := os.CreateTemp(dir, ".runner-check-*")
 	if err != nil {
@@ -109,15 +154,25 @@ func checkDir(path, what string) error {
 	return nil
 }
 
+// nameMax is the longest file name, in bytes, the file system holding
+// dir accepts (255 when it cannot be read).
+func nameMax(dir string) int {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil || st.Namelen <= 0 {
+		return 255
+	}
+	return int(st.Namelen)
+}
+
 func writeAtomic(path string, b []byte) error {
-	if err := checkTarget(path); err != nil {
+	if err := checkTarget("json", path); err != nil {
 		return err
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("json %s: %w", path, pathless(err))
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	f, err := os.CreateTemp(dir, tempPrefix+filepath.Base(path)+tempSuffix+"*")
 	if err != nil {
 		return fmt.Errorf("json %s: cannot create a file in %s: %w", path, dir, pathless(err))
 	}

@@ -209,7 +209,7 @@ func CheckTSV(path string) error {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		// Prove that it can be created without creating it: a concurrent
 		// run may create it and append rows meanwhile.
-		return checkDir(path, "tsv")
+		return checkDir(path, "tsv", 0)
 	}
 	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
 		// A pipe or device would swallow the rows (a FIFO opened for

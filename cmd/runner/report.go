@@ -80,8 +80,8 @@ unreadable or foreign file or an unknown format.`,
 				}
 				return nil
 			}
-			if err := reports.CheckJSON(out); err != nil {
-				fmt.Fprintf(stderr, "runner report: -o %s: %v\n", out, err)
+			if err := reports.CheckOutput("-o", out); err != nil {
+				fmt.Fprintf(stderr, "runner report: %v\n", err)
 				return exitError(exitInvalid)
 			}
 			if err := writeAtomically(out, func(w io.Writer) error { return render(w, r) }); err != nil {

@@ -147,7 +147,7 @@ func TestShippedScenarioEveryFormat(t *testing.T) {
 			t.Errorf("%s: %v, or no %q in it", name, err, marker)
 		}
 	}
-	if !strings.Contains(out, "also md "+p("r.md")) {
+	if !strings.Contains(out, "also markdown "+p("r.md")) {
 		t.Errorf("the results line does not name the other reports:\n%s", out)
 	}
 }

@@ -54,22 +54,9 @@ type runFlags struct {
 	// cpuProfile is a file for a pprof CPU profile of the whole command;
 	// memProfile one for its heap profile, written at the end.
 	cpuProfile, memProfile string
-}
-
-// extraOutputs are the reports written once a run is judged, beyond the
-// TSV and JSON written as it goes: format name and path.
-func extraOutputs(rep *reports.Run, f runFlags) [][2]string {
-	out := rep.Scenario.Outputs
-	var list [][2]string
-	for _, o := range [][2]string{
-		{"md", pick(f.markdown, out.Markdown)}, {"junit", pick(f.junit, out.JUnit)},
-		{"html", pick(f.html, out.HTML)}, {"hdr", pick(f.hdr, out.HDR)},
-	} {
-		if o[1] != "" {
-			list = append(list, [2]string{o[0], rep.Expand(o[1])})
-		}
-	}
-	return list
+	// junitDocs keeps the runs written to each JUnit file so far, so
+	// that one file named for several scenarios holds them all.
+	junitDocs junitDocs
 }
 
 // forceExit ends the process on a second signal; tests replace it.
@@ -93,8 +80,14 @@ each in turn: spawns its reference target if it names one, dials the
 connections, runs every phase of every repeat, prints the summary and the
 rules with their observed values, appends TSV rows and writes the JSON report.
 
+Every output path expands {scenario} and {run_id}. A file that two scenarios
+would both write is refused, except the TSV (rows are appended) and the JUnit
+file (one <testsuite> per scenario). Each report file is locked (PATH.lock)
+while the run writes it: a run naming a file another run is writing is refused.
+
 Exit code: 0 every rule holds, 1 a rule failed, 2 invalid scenario or usage
-(including an output file that cannot be written: checked before any traffic),
+(including an output file that cannot be written, that two scenarios would
+share, or that another run is writing: checked before any traffic),
 3 the run could not complete (target unreachable, interrupted, client limits,
 results lost because an output file failed during the run), 4 inconclusive
 (e.g. a p99 rule over fewer than 1000 samples). With several files the worst
@@ -133,27 +126,20 @@ phase); a second Ctrl-C exits immediately.`,
 				f.base = b.Result
 				f.baseRef = &reports.BaselineRef{File: f.baseline, RunID: b.RunID, Scenario: scenarioNameOf(b)}
 			}
-			if len(todo) > 1 && f.json != "" && !strings.Contains(f.json, "{scenario}") && !strings.Contains(f.json, "{run_id}") {
-				fmt.Fprintln(stderr, "runner run: --json names one file for several scenarios; put {scenario} or {run_id} in it")
-				return exitError(exitInvalid)
-			}
-			// Output files that cannot be written are a usage problem,
-			// found before any traffic (results would be lost). The check
-			// creates nothing, so a provisional run ID does for {run_id}.
+			// Output files that cannot be written, that two formats or two
+			// scenarios would share, or that another run is writing are a
+			// usage problem, found before any traffic (results would be
+			// lost). Each run's ID is decided here, so that the paths
+			// checked and locked are the ones written.
+			var runs []planned
 			for _, c := range todo {
-				tsvPath, jsonPath := outputPaths(newReport(c.pl), f)
-				err := checkOutputs(tsvPath, jsonPath)
-				for _, o := range extraOutputs(newReport(c.pl), f) {
-					err = errors.Join(err, reports.CheckJSON(o[1]))
-				}
-				if err != nil {
-					fmt.Fprintf(stderr, "runner: %s: %v; nothing was sent\n", c.file, err)
-					bad = true
-				}
+				runs = append(runs, planned{file: c.file, rep: newReport(c.pl)})
 			}
-			if bad {
+			if !preflight(runs, f, stderr) {
 				return exitError(exitInvalid)
 			}
+			defer release(runs)
+			f.junitDocs = junitDocs{}
 			if f.quiet && !cmd.Flags().Changed("log-level") {
 				f.logLevel = "warn"
 			}
@@ -204,8 +190,8 @@ phase); a second Ctrl-C exits immediately.`,
 			ctx, stop := interruptible(cmd.Context(), stderr)
 			defer stop()
 			worst := exitPass
-			for _, c := range todo {
-				ec := runOne(ctx, c.pl, f, log, stdout, stderr)
+			for _, p := range runs {
+				ec := runOne(ctx, p.rep, f, log, stdout, stderr)
 				worst = worse(worst, ec)
 				if ctx.Err() != nil {
 					break
@@ -222,15 +208,15 @@ phase); a second Ctrl-C exits immediately.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&f.tsv, "tsv", "", "append TSV rows to this file (overrides outputs.tsv)")
+	cmd.Flags().StringVar(&f.tsv, "tsv", "", "append TSV rows to this file (overrides outputs.tsv; {run_id} and {scenario} expand)")
 	cmd.Flags().StringVar(&f.json, "json", "", "write the JSON report to this file (overrides outputs.json; {run_id} and {scenario} expand)")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error, disabled")
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "console", "log lines on stderr as console text or json (zerolog), for machines")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the header, rules, warnings, verdict and where the results went (and log only warnings)")
-	cmd.Flags().StringVar(&f.markdown, "markdown", "", "write the Markdown report to this file (overrides outputs.markdown)")
-	cmd.Flags().StringVar(&f.junit, "junit", "", "write the JUnit XML report to this file (overrides outputs.junit)")
-	cmd.Flags().StringVar(&f.html, "html", "", "write the self-contained HTML report to this file (overrides outputs.html)")
-	cmd.Flags().StringVar(&f.hdr, "hdr", "", "write an HdrHistogram interval log to this file (overrides outputs.hdr)")
+	cmd.Flags().StringVar(&f.markdown, "markdown", "", "write the Markdown report to this file (overrides outputs.markdown; {run_id} and {scenario} expand)")
+	cmd.Flags().StringVar(&f.junit, "junit", "", "write the JUnit XML report to this file (overrides outputs.junit; {run_id} and {scenario} expand; several scenarios: one <testsuite> each)")
+	cmd.Flags().StringVar(&f.html, "html", "", "write the self-contained HTML report to this file (overrides outputs.html; {run_id} and {scenario} expand)")
+	cmd.Flags().StringVar(&f.hdr, "hdr", "", "write an HdrHistogram interval log to this file (overrides outputs.hdr; {run_id} and {scenario} expand)")
 	cmd.Flags().StringVar(&f.memProfile, "memprofile", "", "write a pprof heap profile of the runner process (live and allocated memory, at the end) to this file")
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the runner (client) process to this file (read it with go tool pprof)")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "a saved JSON result: rules may read baseline.<metric> of the same phase (its median repeat by p99), e.g. p99 < baseline.p99 * 1.10")
@@ -288,6 +274,7 @@ func interruptible(parent context.Context, stderr io.Writer) (context.Context, f
 					time.Sleep(5 * time.Millisecond)
 				}
 			}
+			releaseHeld() // the kernel would drop the flocks, but not the files
 			forceExit(exitCouldNotRun)
 			if held {
 				outputs.Unlock()
@@ -338,20 +325,6 @@ func outputPaths(rep *reports.Run, f runFlags) (tsv, json string) {
 	return rep.Expand(pick(f.tsv, out.TSV)), rep.Expand(pick(f.json, out.JSON))
 }
 
-// checkOutputs tells whether the output files can be written, before any
-// traffic. A device that refuses writes (/dev/full as TSV) is only found
-// when written to: runOne then exits 3.
-func checkOutputs(tsvPath, jsonPath string) error {
-	var errs []error
-	if tsvPath != "" {
-		errs = append(errs, reports.CheckTSV(tsvPath))
-	}
-	if jsonPath != "" {
-		errs = append(errs, reports.CheckJSON(jsonPath))
-	}
-	return errors.Join(errs...)
-}
-
 // writeReport writes the JSON report and appendRows appends TSV rows;
 // tests replace them to make them fail.
 var (
@@ -359,12 +332,13 @@ var (
 	appendRows  = reports.AppendTSV
 )
 
-// runOne runs one compiled scenario and returns its exit code. An output
-// file that could not be written (TSV rows or the final JSON report lost)
-// makes it exit 3 whatever the verdict, saying which file.
-func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger, stdout, stderr io.Writer) int {
+// runOne runs one compiled scenario, whose report newReport started,
+// and returns its exit code. An output file that could not be written
+// (TSV rows or the final JSON report lost) makes it exit 3 whatever the
+// verdict, saying which file.
+func runOne(ctx context.Context, rep *reports.Run, f runFlags, log zerolog.Logger, stdout, stderr io.Writer) int {
+	pl := rep.Plan
 	sc := pl.Scenario
-	rep := newReport(pl)
 	rep.Env = sysinfo.Collect()
 	// The sleep resolution of this machine, once per run (~60 ms).
 	timer := clock.Measure(timerSamples, time.Millisecond)
@@ -388,8 +362,14 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		rep.Error = fmt.Sprintf(format, a...)
 		rep.Outcome, rep.ExitCode = "could-not-run", exitCouldNotRun
 		fmt.Fprintln(stderr, "runner:", rep.Error)
+		// The reports say why (a JUnit file shared by several scenarios
+		// would otherwise read as if this one had not been asked for).
+		_, lost := writeReports(rep, f)
 		if err := finish(rep, jsonPath); err != nil {
-			fmt.Fprintln(stderr, "runner:", err)
+			lost = append(lost, err)
+		}
+		for _, err := range lost {
+			fmt.Fprintf(stderr, "runner: %s: results lost: %v\n", sc.File, err)
 		}
 		return exitCouldNotRun
 	}
@@ -565,22 +545,20 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	return rep.ExitCode
 }
 
-// writeResults writes the final JSON report and the other reports of a
-// judged run, and returns the failures appended to lost and the reports
-// written ("md path"). A JSON report that cannot be written marks the run
-// as having lost results (exit 3).
+// writeResults writes the other reports of a judged run, then the final
+// JSON report (which then says if one of them was lost), and returns the
+// failures appended to lost and the reports written ("markdown path").
+// A report that cannot be written marks the run as having lost results
+// (exit 3).
 func writeResults(rep *reports.Run, jsonPath string, f runFlags, lost []error) ([]error, []string) {
-	if err := finish(rep, jsonPath); err != nil {
+	written, lostReports := writeReports(rep, f)
+	for _, err := range lostReports {
 		lost = append(lost, err)
 		resultsLost(rep, err)
 	}
-	var written []string
-	for _, o := range extraOutputs(rep, f) {
-		if err := writeAtomically(o[1], func(w io.Writer) error { return renderers[o[0]](w, rep) }); err != nil {
-			lost = append(lost, fmt.Errorf("%s report %s: %w", o[0], o[1], err))
-			continue
-		}
-		written = append(written, o[0]+" "+o[1])
+	if err := finish(rep, jsonPath); err != nil {
+		lost = append(lost, err)
+		resultsLost(rep, err)
 	}
 	return lost, written
 }
