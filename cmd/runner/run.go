@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -32,6 +33,7 @@ import (
 	"github.com/runner-dev/runner/internal/counters"
 	"github.com/runner-dev/runner/internal/limits"
 	"github.com/runner-dev/runner/internal/procstat"
+	"github.com/runner-dev/runner/internal/redact"
 	"github.com/runner-dev/runner/internal/sysinfo"
 	"github.com/runner-dev/runner/reports"
 	"github.com/runner-dev/runner/schema"
@@ -161,17 +163,11 @@ and exits 3; a second Ctrl-C exits immediately.`,
 				fmt.Fprintf(stderr, "runner run: --log-level: %v\n", err)
 				return exitError(exitInvalid)
 			}
-			var log zerolog.Logger
-			switch f.logFormat {
-			case "console":
-				log = zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05"})
-			case "json":
-				log = zerolog.New(stderr)
-			default:
+			if f.logFormat != "console" && f.logFormat != "json" {
 				fmt.Fprintf(stderr, "runner run: --log-format %q: expected console or json\n", f.logFormat)
 				return exitError(exitInvalid)
 			}
-			log = log.Level(level).With().Timestamp().Logger()
+			newLog := func(w io.Writer) zerolog.Logger { return newLogger(f.logFormat, level, w) }
 
 			if f.cpuProfile != "" {
 				stopProfile, err := startCPUProfile(f.cpuProfile)
@@ -199,7 +195,7 @@ and exits 3; a second Ctrl-C exits immediately.`,
 			defer stop()
 			worst := exitPass
 			for _, c := range todo {
-				ec := runOne(ctx, c.pl, f, log, stdout, stderr)
+				ec := runOne(ctx, c.pl, f, newLog, stdout, stderr)
 				worst = worse(worst, ec)
 				if ctx.Err() != nil {
 					break
@@ -222,6 +218,18 @@ and exits 3; a second Ctrl-C exits immediately.`,
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the runner (client) process to this file (read it with go tool pprof)")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "a saved JSON result: rules may read baseline.<metric> of the same phase (its median repeat by p99), e.g. p99 < baseline.p99 * 1.10")
 	return cmd
+}
+
+// newLogger is the run's logger on w: console text (format "console")
+// or zerolog's JSON lines ("json"), at level, with timestamps.
+func newLogger(format string, level zerolog.Level, w io.Writer) zerolog.Logger {
+	var log zerolog.Logger
+	if format == "json" {
+		log = zerolog.New(w)
+	} else {
+		log = zerolog.New(zerolog.ConsoleWriter{Out: w, NoColor: true, TimeFormat: "15:04:05"})
+	}
+	return log.Level(level).With().Timestamp().Logger()
 }
 
 // startCPUProfile starts a pprof CPU profile into path (created or
@@ -306,6 +314,7 @@ func newReport(pl *engine.Plan) *reports.Run {
 		Scenario: pl.Scenario,
 		Plan:     pl,
 		Result:   &engine.Result{},
+		Redact:   redact.New(pl.Scenario.Secrets),
 	}
 }
 
@@ -339,10 +348,20 @@ var (
 
 // runOne runs one compiled scenario and returns its exit code. An output
 // file that could not be written (TSV rows or the final JSON report lost)
-// makes it exit 3 whatever the verdict, saying which file.
-func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger, stdout, stderr io.Writer) int {
+// makes it exit 3 whatever the verdict, saying which file. newLog makes
+// the run's logger on a writer.
+//
+// The scenario's secrets (rep.Redact, built once) are redacted at every
+// sink: stdout and stderr (console, messages, progress, the spawned
+// target's stderr) and the log through redacting writers, output file
+// names in Expand, each report's bytes before they are written, and the
+// error examples before the engine shortens them.
+func runOne(ctx context.Context, pl *engine.Plan, f runFlags, newLog func(io.Writer) zerolog.Logger, stdout, stderr io.Writer) int {
 	sc := pl.Scenario
 	rep := newReport(pl)
+	term := !f.quiet && isTerminal(stderr) // before the writer is wrapped
+	stdout, stderr = rep.Redact.Writer(stdout), rep.Redact.Writer(stderr)
+	log := newLog(stderr)
 	rep.Env = sysinfo.Collect()
 	// The sleep resolution of this machine, once per run (~60 ms).
 	timer := clock.Measure(timerSamples, time.Millisecond)
@@ -396,8 +415,9 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	r := &engine.Runner{
 		Driver:   ld.driver,
 		Timeout:  ld.timeout,
-		Progress: progress(stderr, log, f),
+		Progress: progress(stderr, log, f, term),
 		Log:      log,
+		Redact:   rep.Redact.String,
 	}
 	if sc.Reconcile != nil {
 		tlsConf, err := fetchTLS(sc, base)
@@ -421,7 +441,7 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 		tsvErr     error // the last failed TSV append: rows were lost
 		jsonWarned bool
 	)
-	live := !f.quiet && isTerminal(stderr)
+	live := term
 	r.OnPhase = func(pr *engine.PhaseResult) {
 		if live {
 			fmt.Fprint(stderr, "\r\033[K") // the progress line gives way
@@ -496,7 +516,7 @@ func runOne(ctx context.Context, pl *engine.Plan, f runFlags, log zerolog.Logger
 	}
 	var written []string
 	for _, o := range extraOutputs(rep, f) {
-		if err := writeAtomically(o[1], func(w io.Writer) error { return renderers[o[0]](w, rep) }); err != nil {
+		if err := writeAtomically(o[1], func(w io.Writer) error { return render(w, renderers[o[0]], rep) }); err != nil {
 			lost = append(lost, fmt.Errorf("%s report %s: %w", o[0], o[1], err))
 			continue
 		}
@@ -534,8 +554,9 @@ var progressLogEvery = 5 * time.Second
 
 // progress returns the engine's progress callback: on a terminal a live
 // line on stderr, rewritten in place every second; otherwise (CI) an
-// info log line every progressLogEvery. nil with --quiet.
-func progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Progress) {
+// info log line every progressLogEvery. term says whether stderr is a
+// terminal. nil with --quiet.
+func progress(stderr io.Writer, log zerolog.Logger, f runFlags, term bool) func(engine.Progress) {
 	if f.quiet {
 		return nil
 	}
@@ -547,7 +568,7 @@ func progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Prog
 		rate := float64(p.Requests) / max(p.Elapsed.Seconds(), 1e-9)
 		return fmt.Sprintf("repeat %d · %s · %s · %.1f req/s · in flight %d · errors %d · p99 so far %s", p.Repeat, p.Phase, el, rate, p.InFlight, p.Errors, p99Text(p))
 	}
-	if isTerminal(stderr) {
+	if term {
 		return func(p engine.Progress) { fmt.Fprintf(stderr, "\r\033[K%s", line(p)) }
 	}
 	var last time.Duration
@@ -604,11 +625,24 @@ func stepSummary(rep *reports.Run) error {
 	if err != nil {
 		return err
 	}
-	if err := reports.Markdown(f, rep); err != nil {
+	if err := render(f, reports.Markdown, rep); err != nil {
 		f.Close()
 		return err
 	}
 	return f.Close()
+}
+
+// render renders rep with r into a buffer and writes it to w whole, with
+// the run's secrets redacted from its bytes: a renderer redacts its text
+// as it goes, and this catches whatever it missed (a secret split over
+// several writes is whole in the buffer).
+func render(w io.Writer, r func(io.Writer, *reports.Run) error, rep *reports.Run) error {
+	var b bytes.Buffer
+	if err := r(&b, rep); err != nil {
+		return err
+	}
+	_, err := w.Write(rep.Redactor().Bytes(b.Bytes()))
+	return err
 }
 
 // resultsLost marks a run whose output file could not be written: it
