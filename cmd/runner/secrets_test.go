@@ -103,3 +103,31 @@ func keys(m map[string]string) []string {
 	}
 	return k
 }
+
+// TestIssue12_SecretsNotInProblems: a problem that a later stage than the
+// loader finds (here the driver, quoting the path) does not print the
+// secret read into the value it quotes, in validate, plan or run; nor
+// does plan's description.
+func TestIssue12_SecretsNotInProblems(t *testing.T) {
+	t.Setenv("RUNNER_I12_TOKEN", issue12Secret)
+	bad := scenario(t, "bad.yaml", `version: 1
+target: {url: "http://127.0.0.1:1"}
+driver: {http: {path: "/${RUNNER_I12_TOKEN}{{nope}}"}}
+phases: [{closed: {connections: 1}, requests: 1}]
+`)
+	good := scenario(t, "good.yaml", `version: 1
+name: "n-${RUNNER_I12_TOKEN}"
+target: {url: "http://127.0.0.1:1"}
+driver: {http: {path: "/${RUNNER_I12_TOKEN}"}}
+phases: [{name: "p-${RUNNER_I12_TOKEN}", closed: {connections: 1}, requests: 1}]
+`)
+	for _, args := range [][]string{{"validate", bad}, {"plan", bad}, {"run", bad}, {"plan", good}} {
+		code, out, errOut := cli(t, args...)
+		if args[1] == bad && (code != exitInvalid || !strings.Contains(errOut, "nope")) {
+			t.Errorf("%s: exit %d, want 2 and the driver's problem:\n%s", args[0], code, errOut)
+		}
+		if both := out + errOut; strings.Contains(both, issue12Secret[:4]) || !strings.Contains(both, "[redacted]") {
+			t.Errorf("%s %s: the secret is not redacted:\n%s", args[0], filepath.Base(args[1]), both)
+		}
+	}
+}
