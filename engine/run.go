@@ -57,6 +57,11 @@ type Runner struct {
 	// command samples /proc of the process it spawned).
 	TargetMeter func() (end func() (*TargetUsage, error))
 
+	// Redact, when non-nil, removes the run's secrets from the error
+	// messages kept as examples, before they are shortened
+	// (measure.Options.Redact).
+	Redact func(string) string
+
 	// Progress, when non-nil, is called about once a second while a
 	// phase runs (from a goroutine of its own) with how far it is.
 	Progress func(Progress)
@@ -344,7 +349,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	}
 
 	window := phaseWindow(p, rep)
-	rec := measure.NewRecorder(shards, measure.Options{ExpectedInterval: p.ExpectedInterval, Duration: p.Duration + p.Grace, Window: window})
+	rec := measure.NewRecorder(shards, measure.Options{ExpectedInterval: p.ExpectedInterval, Duration: p.Duration + p.Grace, Window: window, Redact: r.Redact})
 	first := p.Connections
 	if len(p.Steps) > 0 {
 		first = p.Steps[0].Connections

@@ -22,7 +22,8 @@ var tagUnsafe = regexp.MustCompile(`[,\s]+`)
 // and commas in a phase name become `_`), from the phase's start to the
 // end of its drain. Values are microseconds; the log's max column is
 // therefore in seconds (the library divides by 10^6), which the log's
-// comment says. Empty distributions are left out.
+// comment says. Empty distributions are left out. Secrets in the
+// scenario's and phases' names are redacted before spaces become `_`.
 func HDRLog(w io.Writer, r *Run) error {
 	lw := hdr.NewHistogramLogWriter(w)
 	start := r.Started
@@ -33,7 +34,7 @@ func HDRLog(w io.Writer, r *Run) error {
 	for _, step := range []func() error{
 		lw.OutputLogFormatVersion,
 		func() error {
-			return lw.OutputComment(fmt.Sprintf("[runner %s, run %s, scenario %s: values in microseconds; max column in seconds]", r.Env.Runner, r.RunID, tagUnsafe.ReplaceAllString(scenarioName(r), "_")))
+			return lw.OutputComment(fmt.Sprintf("[runner %s, run %s, scenario %s: values in microseconds; max column in seconds]", r.Env.Runner, r.RunID, tagUnsafe.ReplaceAllString(r.redact(scenarioName(r)), "_")))
 		},
 		func() error { return lw.OutputStartTime(start.UnixMilli()) },
 		func() error { return lw.OutputBaseTime(start.UnixMilli()) },
@@ -58,7 +59,7 @@ func HDRLog(w io.Writer, r *Run) error {
 			if h == nil {
 				continue
 			}
-			h.SetTag(fmt.Sprintf("r%d/%s/%s", pr.Repeat, tagUnsafe.ReplaceAllString(pr.Phase.Name, "_"), d.kind))
+			h.SetTag(fmt.Sprintf("r%d/%s/%s", pr.Repeat, tagUnsafe.ReplaceAllString(r.redact(pr.Phase.Name), "_"), d.kind))
 			h.SetStartTimeMs(pr.Start.UnixMilli())
 			h.SetEndTimeMs(pr.Start.Add(pr.Wall).UnixMilli())
 			if err := lw.OutputIntervalHistogram(h); err != nil {

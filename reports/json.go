@@ -27,16 +27,7 @@ func WriteJSON(path string, r *Run) error {
 	if err := enc.Encode(r); err != nil {
 		return fmt.Errorf("json %s: encode report: %w", path, err)
 	}
-	b := buf.Bytes()
-	if r.Scenario != nil {
-		for _, sec := range r.Scenario.Secrets {
-			if len(sec) < 3 {
-				continue
-			}
-			esc, _ := json.Marshal(sec)
-			b = bytes.ReplaceAll(b, esc[1:len(esc)-1], []byte("[redacted]"))
-		}
-	}
+	b := r.Redactor().Bytes(buf.Bytes())
 	return writeAtomic(path, b)
 }
 

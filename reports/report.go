@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/internal/redact"
 	"github.com/runner-dev/runner/internal/sysinfo"
 	"github.com/runner-dev/runner/schema"
 )
@@ -46,6 +47,9 @@ type Run struct {
 	// Baseline names the saved run `baseline.<metric>` read, when one
 	// was given (--baseline); nil otherwise.
 	Baseline *BaselineRef `json:"baseline,omitempty"`
+	// Redact, when set, is the run's redactor, built once from
+	// Scenario.Secrets; nil builds one from them when needed.
+	Redact *redact.Redactor `json:"-"`
 }
 
 // BaselineRef identifies a baseline run.
@@ -55,24 +59,28 @@ type BaselineRef struct {
 	Scenario string `json:"scenario"`
 }
 
-// Expand replaces {run_id} and {scenario} in an output path.
+// Expand replaces {run_id} and {scenario} in an output path. A secret
+// in the scenario's name is redacted: a file name is written too.
 func (r *Run) Expand(path string) string {
 	name := "scenario"
 	if r.Scenario != nil {
-		name = r.Scenario.Name
+		name = r.redact(r.Scenario.Name)
 	}
 	return strings.NewReplacer("{run_id}", r.RunID, "{scenario}", name).Replace(path)
 }
 
-// redact replaces every secret (a value interpolated from ${ENV}) in s.
-func (r *Run) redact(s string) string {
-	if r.Scenario == nil {
-		return s
+// Redactor is the run's redactor: Redact, or one built from the
+// scenario's secrets (values interpolated from ${ENV}) when it is nil.
+func (r *Run) Redactor() *redact.Redactor {
+	switch {
+	case r.Redact != nil:
+		return r.Redact
+	case r.Scenario == nil:
+		return nil
 	}
-	for _, sec := range r.Scenario.Secrets {
-		if len(sec) >= 3 {
-			s = strings.ReplaceAll(s, sec, "[redacted]")
-		}
-	}
-	return s
+	return redact.New(r.Scenario.Secrets)
 }
+
+// redact replaces every secret in s, and the front part of one where s
+// was shortened (redact.Redactor.String).
+func (r *Run) redact(s string) string { return r.Redactor().String(s) }

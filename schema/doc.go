@@ -13,7 +13,7 @@
 // `N/s|N/m`, sizes `B|KiB|MiB|GiB`. Scalar values may use `${NAME}` and
 // `${NAME:-default}` to read the environment (`$$` is a literal `$`); the
 // values read into string fields are listed in Scenario.Secrets so that
-// reports can redact them.
+// runner can redact them from everything it writes (internal/redact).
 //
 // The package also generates scenario.schema.json, the JSON Schema that
 // editors use to complete and check scenario files; a test keeps it in

@@ -29,8 +29,10 @@ type Scenario struct {
 
 	// File is the path the scenario was loaded from; not part of the format.
 	File string `yaml:"-" json:"-"`
-	// Secrets lists the values that came from ${ENV} interpolation, so
-	// reports can redact them; not part of the format.
+	// Secrets lists the values that came from ${ENV} interpolation into
+	// string fields, so that everything runner writes (reports, logs,
+	// file names) can redact them (internal/redact); not part of the
+	// format.
 	Secrets []string `yaml:"-" json:"-"`
 
 	// pos locates the value of every key path written in the file (Pos).

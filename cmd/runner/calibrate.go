@@ -162,7 +162,7 @@ repeats: 3
 	js := filepath.Join(dir, "r.json")
 	f := runFlags{json: js, quiet: true}
 	tuneGC()
-	if code := runOne(ctx, newReport(pl), f, zerolog.Nop(), io.Discard, stderr); code != exitPass {
+	if code := runOne(ctx, newReport(pl), f, func(io.Writer) zerolog.Logger { return zerolog.Nop() }, io.Discard, stderr); code != exitPass {
 		return nil, fmt.Errorf("the calibration run ended with exit code %d", code)
 	}
 	r, err := reports.Load(js)

@@ -16,6 +16,7 @@ import (
 	wsdriver "github.com/runner-dev/runner/drivers/websocket"
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/rules"
+	"github.com/runner-dev/runner/internal/redact"
 	"github.com/runner-dev/runner/schema"
 	"github.com/runner-dev/runner/targets/httptarget"
 )
@@ -119,10 +120,31 @@ func compile(file string) (*schema.Scenario, *engine.Plan, error) {
 			errs = append(errs, locate(sc, e))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(redactErrors(sc, errs)...); err != nil {
 		return sc, nil, err
 	}
 	return sc, pl, nil
+}
+
+// redactErrors removes sc's secrets from the messages of problems found
+// after loading (a driver or the engine may quote a value read from
+// ${ENV}; the loader's own messages show the source text instead).
+func redactErrors(sc *schema.Scenario, errs []error) []error {
+	red := redact.New(sc.Secrets)
+	if red.Empty() {
+		return errs
+	}
+	out := make([]error, len(errs))
+	for i, err := range errs {
+		if e, ok := err.(*schema.Error); ok {
+			c := *e
+			c.Msg = red.String(c.Msg)
+			out[i] = &c
+			continue
+		}
+		out[i] = errors.New(red.String(err.Error()))
+	}
+	return out
 }
 
 // problem is a problem of scenario sc at key path, positioned there.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -227,10 +228,23 @@ func (d junitDocs) add(path string, rep *reports.Run) []*reports.Run {
 // errors of those that could not be, each naming its format and path.
 func writeReports(rep *reports.Run, f runFlags) (written []string, lost []error) {
 	for _, o := range extraOutputs(rep, f) {
-		write := func(w io.Writer) error { return renderers[renderer(o.format)](w, rep) }
+		write := func(w io.Writer) error { return render(w, renderers[renderer(o.format)], rep) }
 		if o.format == "junit" {
 			runs := f.junitDocs.add(o.expanded, rep)
-			write = func(w io.Writer) error { return reports.JUnitRuns(w, runs) }
+			write = func(w io.Writer) error {
+				// Each scenario's suite holds its own secrets: every run's
+				// redactor passes over the whole file.
+				var b bytes.Buffer
+				if err := reports.JUnitRuns(&b, runs); err != nil {
+					return err
+				}
+				out := b.Bytes()
+				for _, r := range runs {
+					out = r.Redactor().Bytes(out)
+				}
+				_, err := w.Write(out)
+				return err
+			}
 		}
 		if err := writeAtomically(o.expanded, write); err != nil {
 			lost = append(lost, fmt.Errorf("%s report %s: %w", o.format, o.expanded, err))

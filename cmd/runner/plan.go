@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/runner-dev/runner/internal/redact"
 )
 
 func newPlanCmd(stdout, stderr io.Writer, code *int) *cobra.Command {
@@ -13,7 +15,8 @@ func newPlanCmd(stdout, stderr io.Writer, code *int) *cobra.Command {
 		Short: "Print the execution plan of a scenario; send nothing",
 		Long: `plan compiles a scenario and prints, per phase, the load model, connections,
 rate schedule, in-flight cap, bound (duration or request count), expected
-requests and expected time, then the totals and the rules. It sends nothing.`,
+requests and expected time, then the totals and the rules. It sends nothing.
+Values read from ${ENV} are redacted, as in every report.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, pl, err := compile(args[0])
@@ -21,7 +24,7 @@ requests and expected time, then the totals and the rules. It sends nothing.`,
 				printErrors(stderr, err)
 				return exitError(exitInvalid)
 			}
-			fmt.Fprint(stdout, pl.Describe())
+			fmt.Fprint(stdout, redact.New(pl.Scenario.Secrets).String(pl.Describe()))
 			return nil
 		},
 	}

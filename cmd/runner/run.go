@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -32,6 +33,7 @@ import (
 	"github.com/runner-dev/runner/internal/counters"
 	"github.com/runner-dev/runner/internal/limits"
 	"github.com/runner-dev/runner/internal/procstat"
+	"github.com/runner-dev/runner/internal/redact"
 	"github.com/runner-dev/runner/internal/sysinfo"
 	"github.com/runner-dev/runner/reports"
 	"github.com/runner-dev/runner/schema"
@@ -148,22 +150,16 @@ phase); a second Ctrl-C exits immediately.`,
 				fmt.Fprintf(stderr, "runner run: --log-level: %v\n", err)
 				return exitError(exitInvalid)
 			}
+			if f.logFormat != "console" && f.logFormat != "json" {
+				fmt.Fprintf(stderr, "runner run: --log-format %q: expected console or json\n", f.logFormat)
+				return exitError(exitInvalid)
+			}
 			if !f.quiet && isTerminal(stderr) {
 				// Log lines and messages clear the live progress line
 				// before they are written on the same terminal.
 				stderr = &liveTerm{w: stderr}
 			}
-			var log zerolog.Logger
-			switch f.logFormat {
-			case "console":
-				log = zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05"})
-			case "json":
-				log = zerolog.New(stderr)
-			default:
-				fmt.Fprintf(stderr, "runner run: --log-format %q: expected console or json\n", f.logFormat)
-				return exitError(exitInvalid)
-			}
-			log = log.Level(level).With().Timestamp().Logger()
+			newLog := func(w io.Writer) zerolog.Logger { return newLogger(f.logFormat, level, w) }
 
 			if f.cpuProfile != "" {
 				stopProfile, err := startCPUProfile(f.cpuProfile)
@@ -191,7 +187,7 @@ phase); a second Ctrl-C exits immediately.`,
 			defer stop()
 			worst := exitPass
 			for _, p := range runs {
-				ec := runOne(ctx, p.rep, f, log, stdout, stderr)
+				ec := runOne(ctx, p.rep, f, newLog, stdout, stderr)
 				worst = worse(worst, ec)
 				if ctx.Err() != nil {
 					break
@@ -221,6 +217,18 @@ phase); a second Ctrl-C exits immediately.`,
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the runner (client) process to this file (read it with go tool pprof)")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "a saved JSON result: rules may read baseline.<metric> of the same phase (its median repeat by p99), e.g. p99 < baseline.p99 * 1.10")
 	return cmd
+}
+
+// newLogger is the run's logger on w: console text (format "console")
+// or zerolog's JSON lines ("json"), at level, with timestamps.
+func newLogger(format string, level zerolog.Level, w io.Writer) zerolog.Logger {
+	var log zerolog.Logger
+	if format == "json" {
+		log = zerolog.New(w)
+	} else {
+		log = zerolog.New(zerolog.ConsoleWriter{Out: w, NoColor: true, TimeFormat: "15:04:05"})
+	}
+	return log.Level(level).With().Timestamp().Logger()
 }
 
 // startCPUProfile starts a pprof CPU profile into path (created or
@@ -315,6 +323,7 @@ func newReport(pl *engine.Plan) *reports.Run {
 		Scenario: pl.Scenario,
 		Plan:     pl,
 		Result:   &engine.Result{},
+		Redact:   redact.New(pl.Scenario.Secrets),
 	}
 }
 
@@ -335,10 +344,25 @@ var (
 // runOne runs one compiled scenario, whose report newReport started,
 // and returns its exit code. An output file that could not be written
 // (TSV rows or the final JSON report lost) makes it exit 3 whatever the
-// verdict, saying which file.
-func runOne(ctx context.Context, rep *reports.Run, f runFlags, log zerolog.Logger, stdout, stderr io.Writer) int {
+// verdict, saying which file. newLog makes the run's logger on a writer.
+//
+// The scenario's secrets (rep.Redact, built once) are redacted at every
+// sink: stdout and stderr (console, messages, progress, the spawned
+// target's stderr) and the log through redacting writers, output file
+// names in Expand, each report's bytes before they are written, and the
+// error examples before the engine shortens them.
+func runOne(ctx context.Context, rep *reports.Run, f runFlags, newLog func(io.Writer) zerolog.Logger, stdout, stderr io.Writer) int {
 	pl := rep.Plan
 	sc := pl.Scenario
+	stdout = rep.Redact.Writer(stdout)
+	if lt, ok := stderr.(*liveTerm); ok {
+		// The terminal's progress line and everything else written on it
+		// go through the redactor while this run lasts.
+		defer lt.through(rep.Redact.Writer)()
+	} else {
+		stderr = rep.Redact.Writer(stderr)
+	}
+	log := newLog(stderr)
 	rep.Env = sysinfo.Collect()
 	// The sleep resolution of this machine, once per run (~60 ms).
 	timer := clock.Measure(timerSamples, time.Millisecond)
@@ -412,6 +436,7 @@ func runOne(ctx context.Context, rep *reports.Run, f runFlags, log zerolog.Logge
 		Timeout:  ld.timeout,
 		Progress: progress(stderr, log, f),
 		Log:      log,
+		Redact:   rep.Redact.String,
 	}
 	if sc.Reconcile != nil {
 		tlsConf, err := fetchTLS(sc, base)
@@ -650,6 +675,20 @@ func (t *liveTerm) progress(line string) {
 	t.shown = true
 }
 
+// through makes everything written on the terminal go through wrap(w)
+// (a redactor) until the returned function restores w.
+func (t *liveTerm) through(wrap func(io.Writer) io.Writer) (restore func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.w
+	t.w = wrap(w)
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.w = w
+	}
+}
+
 // clear removes the progress line, if one shows; a nil t does nothing.
 func (t *liveTerm) clear() {
 	if t == nil {
@@ -712,11 +751,24 @@ func stepSummary(rep *reports.Run) error {
 	if err != nil {
 		return err
 	}
-	if err := reports.Markdown(f, rep); err != nil {
+	if err := render(f, reports.Markdown, rep); err != nil {
 		f.Close()
 		return err
 	}
 	return f.Close()
+}
+
+// render renders rep with r into a buffer and writes it to w whole, with
+// the run's secrets redacted from its bytes: a renderer redacts its text
+// as it goes, and this catches whatever it missed (a secret split over
+// several writes is whole in the buffer).
+func render(w io.Writer, r func(io.Writer, *reports.Run) error, rep *reports.Run) error {
+	var b bytes.Buffer
+	if err := r(&b, rep); err != nil {
+		return err
+	}
+	_, err := w.Write(rep.Redactor().Bytes(b.Bytes()))
+	return err
 }
 
 // resultsLost marks a run whose output file could not be written: it

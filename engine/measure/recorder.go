@@ -35,6 +35,11 @@ type Options struct {
 	// over the completion window never exceeds the concurrency that was
 	// possible. Zero counts every request's whole service time.
 	Window time.Duration
+	// Redact, when non-nil, removes secrets from an error's message before
+	// it is kept as its code's example and shortened to 300 bytes, so
+	// that the cut never falls inside a secret (nil keeps messages as
+	// they are).
+	Redact func(string) string
 }
 
 // MaxTimeline is the most seconds a Summary's timeline holds when
@@ -129,11 +134,11 @@ func (r *Recorder) Record(shard int, res *Result) {
 	}
 	s := r.shards[uint(shard)%uint(len(r.shards))]
 	s.mu.Lock()
-	s.record(res, r.opts.ExpectedInterval, r.opts.Window, r.timeline)
+	s.record(res, &r.opts, r.timeline)
 	s.mu.Unlock()
 }
 
-func (s *shard) record(res *Result, interval, window time.Duration, timeline int) {
+func (s *shard) record(res *Result, opts *Options, timeline int) {
 	o := &res.Outcome
 	resp, svc := res.ResponseTime(), res.ServiceTime()
 	s.requests++
@@ -146,8 +151,8 @@ func (s *shard) record(res *Result, interval, window time.Duration, timeline int
 		// Cut short by the drain's end or an interrupt: it completed
 		// nothing, so it neither extends the completion window nor counts
 		// in flight beyond the phase's own window.
-		if window > 0 {
-			inflight = max(min(res.Done, window)-max(res.Sent, 0), 0)
+		if opts.Window > 0 {
+			inflight = max(min(res.Done, opts.Window)-max(res.Sent, 0), 0)
 		}
 	} else {
 		s.lastDone = max(s.lastDone, res.Done)
@@ -173,7 +178,7 @@ func (s *shard) record(res *Result, interval, window time.Duration, timeline int
 		s.response.record(resp)
 		s.service.record(svc)
 		if s.corrected != nil {
-			s.corrected.recordCorrected(resp, interval)
+			s.corrected.recordCorrected(resp, opts.ExpectedInterval)
 		}
 		sec := s.second(res.Done, timeline)
 		sec.OK++
@@ -202,7 +207,11 @@ func (s *shard) record(res *Result, interval, window time.Duration, timeline int
 		s.byClass[class]++
 		s.byCode[code]++
 		if _, seen := s.firstErr[code]; !seen && o.Err != nil && len(s.firstErr) < maxErrorExamples {
-			s.firstErr[code] = truncate(o.Err.Error(), 300)
+			msg := o.Err.Error()
+			if opts.Redact != nil {
+				msg = opts.Redact(msg) // before the cut, never after
+			}
+			s.firstErr[code] = truncate(msg, 300)
 		}
 		if o.Class == drivers.Timeout {
 			s.timeouts++

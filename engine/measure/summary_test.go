@@ -2,6 +2,7 @@ package measure
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -376,5 +377,23 @@ func BenchmarkSummary(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = r.Summary(time.Minute)
+	}
+}
+
+// TestIssue12_RedactBeforeShortening: an error example is redacted before
+// it is cut to 300 bytes; cut first, a secret that straddles the cut kept
+// its front part (it no longer matched whole).
+func TestIssue12_RedactBeforeShortening(t *testing.T) {
+	const secret = "K7QZXW3MPV2RJT6NYH4BCL5DFG8SAE9UKQ7ZXW3MPV2RJT"
+	msg := strings.Repeat("x", 280) + secret + " and the rest of a long message"
+	redact := func(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") }
+	r := NewRecorder(1, Options{Duration: time.Second, Redact: redact})
+	r.Record(0, &Result{Done: time.Millisecond, Outcome: drivers.Outcome{Class: drivers.Status, Code: "502", Err: errors.New(msg)}})
+	got := r.Summary(time.Second).ErrorExamples["502"]
+	if strings.Contains(got, secret[:4]) || !strings.Contains(got, "[redacted]") {
+		t.Errorf("example %q keeps part of the secret", got)
+	}
+	if len(got) > 300+len("…") {
+		t.Errorf("example of %d bytes, want at most 300 and the cut mark", len(got))
 	}
 }

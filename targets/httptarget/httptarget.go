@@ -271,7 +271,9 @@ func (t *target) connState(_ net.Conn, s nethttp.ConnState) {
 
 var okBody = []byte("ok\n")
 
-// ServeHTTP routes /healthz and /stats, and counts everything else.
+// ServeHTTP routes /healthz and /stats, and counts everything else;
+// /malformed is answered with a status line that is not HTTP
+// (serveMalformed).
 func (t *target) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	ci, _ := r.Context().Value(connKey{}).(*connInfo)
 	control := r.URL.Path == "/healthz" || r.URL.Path == "/stats"
@@ -300,9 +302,33 @@ func (t *target) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	case r.URL.Path == "/stats":
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(t.stats())
+	case r.URL.Path == "/malformed":
+		t.serveMalformed(w, r)
 	default:
 		t.serveCounted(w, r, ci)
 	}
+}
+
+// serveMalformed answers a counted request to /malformed with a status
+// line that is not HTTP, `XTTP/1.1 502 ` followed by the value of the
+// request's X-Echo header, and closes the connection: a protocol error
+// whose message the client quotes (shortened), reflecting what it sent.
+// It counts in requests, never in ok or a status.
+func (t *target) serveMalformed(w nethttp.ResponseWriter, r *nethttp.Request) {
+	t.requests.Add(1)
+	io.Copy(io.Discard, r.Body)
+	hj, ok := w.(nethttp.Hijacker)
+	if !ok {
+		nethttp.Error(w, "cannot take over the connection", nethttp.StatusInternalServerError)
+		return
+	}
+	conn, buf, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	buf.WriteString("XTTP/1.1 502 " + r.Header.Get("X-Echo") + "\r\n\r\n")
+	buf.Flush()
 }
 
 // serveCounted answers one counted request. Its number (global arrival

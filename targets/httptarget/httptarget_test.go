@@ -343,3 +343,29 @@ func TestResetAfterConns(t *testing.T) {
 		t.Errorf("stats %v, want connections 2, reset_at_accept 1, control_connections 1", m)
 	}
 }
+
+// TestMalformedEchoesHeader: /malformed answers a status line that is not
+// HTTP, quoting the request's X-Echo header, and closes the connection;
+// it counts as a request, never as ok.
+func TestMalformedEchoesHeader(t *testing.T) {
+	base := start(t, Config{})
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(base, "http://"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, "GET /malformed HTTP/1.1\r\nHost: x\r\nX-Echo: pad token-123\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(conn) // to the close
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); got != "XTTP/1.1 502 pad token-123\r\n\r\n" {
+		t.Errorf("answered %q", got)
+	}
+	if m := stats(t, base); m["requests"] != 1 || m["ok"] != 0 {
+		t.Errorf("stats %v, want 1 request, none ok", m)
+	}
+}
