@@ -534,7 +534,9 @@ var progressLogEvery = 5 * time.Second
 
 // progress returns the engine's progress callback: on a terminal a live
 // line on stderr, rewritten in place every second; otherwise (CI) an
-// info log line every progressLogEvery. nil with --quiet.
+// info log line every progressLogEvery, which also carries the process's
+// own memory as the Go runtime sees it (memFigures: heap_kib,
+// heap_live_kib, go_mapped_kib, gc_cycles). nil with --quiet.
 func progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Progress) {
 	if f.quiet {
 		return nil
@@ -560,9 +562,12 @@ func progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Prog
 			return
 		}
 		last = p.Elapsed
+		m := readMem()
 		log.Info().Int("repeat", p.Repeat).Str("phase", p.Phase).Dur("elapsed", p.Elapsed).Dur("total", p.Total).
 			Int64("requests", p.Requests).Int64("errors", p.Errors).Int64("inflight", p.InFlight).
-			Str("p99", p99Text(p)).Msg("progress")
+			Str("p99", p99Text(p)).
+			Uint64("heap_kib", m.Heap).Uint64("heap_live_kib", m.Live).Uint64("go_mapped_kib", m.Mapped).Uint64("gc_cycles", m.GCs).
+			Msg("progress")
 	}
 }
 
