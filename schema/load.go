@@ -313,7 +313,8 @@ func yamlPrintable(r rune) bool {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// syntaxError turns a YAML parser error into a problem with a line number.
+// syntaxError turns a YAML parser error into a problem with a line number
+// (line 1 when the parser gives none).
 func (l *loader) syntaxError(err error) {
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
@@ -328,7 +329,10 @@ func (l *loader) syntaxError(err error) {
 		l.add(&Error{File: l.file, Line: line, Msg: "invalid YAML: " + text})
 		return
 	}
-	l.add(&Error{File: l.file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
+	// yaml.v3 leaves the line out exactly when the problem and its
+	// context are on the first line (its marks are 0-based, and line 0
+	// reads as "no line"), e.g. an unclosed quote on line 1.
+	l.add(&Error{File: l.file, Line: 1, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
 }
 
 // add records a problem, once: an anchor used many times would repeat

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -99,11 +100,17 @@ func FuzzScenarioPipeline(f *testing.F) {
 // (":12:" or ":12:3:") or a key path (": phases[0].open: ").
 var keyAt = regexp.MustCompile(`^(:\d+(:\d+)?: |: [a-z_]+(\[\d+\])?(\.[a-z_]+(\[\d+\])?)*: )`)
 
-// located reports whether problem e names file and a line or key path.
+// wholeFile are the problems of a file as a whole, which have no line
+// or key path to point at: the file is their location.
+var wholeFile = []string{"empty file;", "file larger than ", "too many problems;"}
+
+// located reports whether problem e names file and a line or key path
+// (or is a problem of the whole file, which names the file alone).
 func located(file string, e error) bool {
 	var se *schema.Error
 	if errors.As(e, &se) {
-		return se.File == file && (se.Line > 0 || se.Path != "") && se.Msg != ""
+		whole := se.Line == 0 && se.Path == "" && slices.ContainsFunc(wholeFile, func(p string) bool { return strings.HasPrefix(se.Msg, p) })
+		return se.File == file && (se.Line > 0 || se.Path != "" || whole) && se.Msg != ""
 	}
 	rest, ok := strings.CutPrefix(e.Error(), file)
 	return ok && keyAt.MatchString(rest)
