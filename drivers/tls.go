@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"os"
 
 	"github.com/runner-dev/runner/schema"
 )
@@ -12,7 +11,8 @@ import (
 // TLSConfig builds a client TLS configuration for host: verification on,
 // the system roots plus t.CAFile, t.ServerName in place of host when set,
 // and alpn offered. t may be nil (the defaults). Errors: an unreadable
-// ca_file, or one without a PEM certificate.
+// ca_file (not a regular file, or over MaxFile), or one without a PEM
+// certificate.
 func TLSConfig(t *schema.TLS, host string, alpn []string) (*tls.Config, error) {
 	conf := &tls.Config{ServerName: host, NextProtos: alpn}
 	if t == nil {
@@ -23,7 +23,7 @@ func TLSConfig(t *schema.TLS, host string, alpn []string) (*tls.Config, error) {
 	}
 	conf.InsecureSkipVerify = t.InsecureSkipVerify
 	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
+		pem, err := ReadFile(t.CAFile, MaxFile)
 		if err != nil {
 			return nil, fmt.Errorf("tls.ca_file: %w", err)
 		}

@@ -349,7 +349,10 @@ func (l *loader) syntaxError(err error, data []byte) {
 		l.add(&Error{File: l.file, Line: line, Msg: "invalid YAML: " + text})
 		return
 	}
-	l.add(&Error{File: l.file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
+	// yaml.v3 leaves the line out exactly when the problem and its
+	// context are on the first line (its marks are 0-based, and line 0
+	// reads as "no line"), e.g. an unclosed quote on line 1.
+	l.add(&Error{File: l.file, Line: 1, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
 }
 
 // add records a problem, once: an anchor used many times would repeat

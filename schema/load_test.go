@@ -248,6 +248,8 @@ func TestProblems(t *testing.T) {
 		{"empty file", ``, []string{"s.yaml: empty file; expected a scenario with version, target, driver and phases"}},
 		{"not a mapping", `[1, 2]`, []string{"s.yaml:1:1: expected a mapping with keys version, name, description, target, driver, phases, repeats, reconcile, assert, outputs, found a list"}},
 		{"syntax error", "version: 1\nphases: [\n", []string{"s.yaml:2: invalid YAML: did not find expected node content"}},
+		// yaml.v3 gives no line for a problem on the first line.
+		{"syntax error on line 1", `"`, []string{"s.yaml:1: invalid YAML: found unexpected end of stream"}},
 		{"two documents", head + "phases: [{open: {rate: 1/s}, duration: 1s}]\n---\nversion: 1\n", []string{"s.yaml:5:1: a second YAML document; a scenario file holds exactly one"}},
 		{"required keys", "name: x\n", []string{
 			"s.yaml:1:1: version: required key missing; write version: 1",

@@ -72,9 +72,30 @@ func newDriver(sc *schema.Scenario, base string) (*loaded, error) {
 // anything. Every problem of the file is in the returned error, each as
 // `file:line:col: key.path: message`.
 func compile(file string) (*schema.Scenario, *engine.Plan, error) {
-	// Each rule is compiled once here; RuleReads reads what it compiled.
+	sc, err := schema.LoadWith(file, ruleOptions(nil))
+	if err != nil {
+		return nil, nil, err
+	}
+	return compileScenario(sc)
+}
+
+// compileData is compile of a scenario's bytes, named file (data files
+// it names are relative to file's directory); env looks up `${NAME}`
+// variables (nil means the process's environment).
+func compileData(file string, data []byte, env func(string) (string, bool)) (*schema.Scenario, *engine.Plan, error) {
+	sc, err := schema.ParseWith(file, data, ruleOptions(env))
+	if err != nil {
+		return nil, nil, err
+	}
+	return compileScenario(sc)
+}
+
+// ruleOptions are the loader's options with the engine's rule language:
+// each rule is compiled once, and RuleReads reads what it compiled.
+func ruleOptions(env func(string) (string, bool)) schema.Options {
 	compiled := map[string]*rules.Rule{}
-	sc, err := schema.LoadWith(file, schema.Options{
+	return schema.Options{
+		Env: env,
 		CheckRule: func(src string) error {
 			r, err := rules.Compile(src)
 			if err == nil {
@@ -83,10 +104,13 @@ func compile(file string) (*schema.Scenario, *engine.Plan, error) {
 			return err
 		},
 		RuleReads: func(src string) []string { return compiled[src].Metrics() },
-	})
-	if err != nil {
-		return nil, nil, err
 	}
+}
+
+// compileScenario builds the driver of a loaded scenario against its URL
+// (a placeholder for a reference target) and compiles its plan; errors
+// as compile's.
+func compileScenario(sc *schema.Scenario) (*schema.Scenario, *engine.Plan, error) {
 	base := sc.Target.URL
 	if base == "" {
 		base = placeholderURL(sc)

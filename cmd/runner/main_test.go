@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,10 @@ import (
 const asMain = "RUNNER_TEST_AS_MAIN"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(asMain) == "1" {
+	// A fuzz worker is this test binary started by the fuzzing
+	// coordinator, with its environment (asMain included) and -test.*
+	// flags: it is a test, not the runner.
+	if os.Getenv(asMain) == "1" && !slices.ContainsFunc(os.Args[1:], func(a string) bool { return strings.HasPrefix(a, "-test.") }) {
 		setTestHooks(os.Args[1:])
 		os.Exit(runGuarded(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}

@@ -153,7 +153,8 @@ func TestShippedScenarioEveryFormat(t *testing.T) {
 }
 
 // Without a terminal, progress is a log line every few seconds; with
-// --log-format json it is JSON for machines; --quiet has none.
+// --log-format json it is JSON for machines, with the runner's own
+// memory (heap, live heap, runtime-mapped, GC cycles); --quiet has none.
 func TestProgressLogLines(t *testing.T) {
 	old := progressLogEvery
 	progressLogEvery = time.Second
@@ -183,6 +184,12 @@ phases:
 			lines++
 			if m["phase"] != "steady" || m["requests"] == nil || m["p99"] == nil {
 				t.Errorf("progress line %v", m)
+			}
+			// The runner's own memory, for bench/soak.sh.
+			heap, _ := m["heap_kib"].(float64)
+			mapped, _ := m["go_mapped_kib"].(float64)
+			if _, ok := m["heap_live_kib"].(float64); !ok || heap <= 0 || mapped < heap || m["gc_cycles"] == nil {
+				t.Errorf("progress line without the memory figures: %v", m)
 			}
 		}
 	}

@@ -612,7 +612,9 @@ var progressLogEvery = 5 * time.Second
 // a *liveTerm) a live line on stderr, rewritten in place every second;
 // otherwise (CI) an info log line every progressLogEvery, its durations
 // with their units (elapsed=11s of=30s; "of" only for a phase of planned
-// length). nil with --quiet.
+// length), which also carries the process's own memory as the Go runtime
+// sees it (memFigures: heap_kib, heap_live_kib, go_mapped_kib,
+// gc_cycles). nil with --quiet.
 func progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Progress) {
 	if f.quiet {
 		return nil
@@ -638,12 +640,15 @@ func progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Prog
 			return
 		}
 		last = p.Elapsed
+		m := readMem()
 		ev := log.Info().Int("repeat", p.Repeat).Str("phase", p.Phase).Str("elapsed", p.Elapsed.Round(100*time.Millisecond).String())
 		if p.Total > 0 {
 			ev = ev.Str("of", p.Total.String())
 		}
 		ev.Int64("requests", p.Requests).Int64("errors", p.Errors).Int64("inflight", p.InFlight).
-			Str("p99", p99Text(p)).Msg("progress")
+			Str("p99", p99Text(p)).
+			Uint64("heap_kib", m.Heap).Uint64("heap_live_kib", m.Live).Uint64("go_mapped_kib", m.Mapped).Uint64("gc_cycles", m.GCs).
+			Msg("progress")
 	}
 }
 

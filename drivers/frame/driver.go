@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -102,7 +101,7 @@ func New(cfg schema.Frame, baseURL, dir string) (*Driver, error) {
 	}
 	switch {
 	case cfg.PayloadFile != "":
-		b, err := os.ReadFile(abs(cfg.PayloadFile))
+		b, err := drivers.ReadFile(abs(cfg.PayloadFile), drivers.MaxFile)
 		if err != nil {
 			bad("payload_file", err)
 		}
