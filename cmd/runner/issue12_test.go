@@ -199,8 +199,8 @@ phases:
 	if code != exitPass && code != exitInconclusive { // 4: a busy machine
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
-	timed := regexp.MustCompile(`INF progress elapsed=(\S+) errors=\d+ inflight=\d+ of=2.5s p99=\S+ phase=timed`)
-	counted := regexp.MustCompile(`INF progress elapsed=(\S+) errors=\d+ inflight=\d+ p99=\S+ phase=counted`)
+	timed := regexp.MustCompile(`INF progress elapsed=(\S+) errors=\d+ gc_cycles=\d+ go_mapped_kib=\d+ heap_kib=\d+ heap_live_kib=\d+ inflight=\d+ of=2.5s p99=\S+ phase=timed`)
+	counted := regexp.MustCompile(`INF progress elapsed=(\S+) errors=\d+ gc_cycles=\d+ go_mapped_kib=\d+ heap_kib=\d+ heap_live_kib=\d+ inflight=\d+ p99=\S+ phase=counted`)
 	var seen [2]int
 	for _, l := range strings.Split(errOut, "\n") {
 		if !strings.Contains(l, " progress ") {
