@@ -226,11 +226,13 @@ func (l *resetListener) Accept() (net.Conn, error) {
 		if err != nil || k == 0 || l.t.connections.Load() < k {
 			return nc, err
 		}
+		// Counted before the reset, so a client that saw it and then
+		// fetches the counters finds it there.
+		l.t.resetAtAccept.Add(1)
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetLinger(0)
 		}
 		nc.Close()
-		l.t.resetAtAccept.Add(1)
 	}
 }
 

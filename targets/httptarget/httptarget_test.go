@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	nethttp "net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -318,8 +320,15 @@ func TestResetAfterConns(t *testing.T) {
 	}
 	addr := strings.TrimPrefix(base, "http://")
 	var conns []net.Conn
-	for range 3 {
+	for i := range 3 {
 		nc, err := net.Dial("tcp", addr) // accepted in this order
+		if i == 2 && errors.Is(err, syscall.ECONNRESET) {
+			// The target accepted and reset it before the dial had
+			// seen its handshake complete (a slow dialer on a busy
+			// machine): not served, as it should be.
+			conns = append(conns, nil)
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -327,6 +336,9 @@ func TestResetAfterConns(t *testing.T) {
 		conns = append(conns, nc)
 	}
 	for i, nc := range conns {
+		if nc == nil {
+			continue
+		}
 		nc.SetDeadline(time.Now().Add(5 * time.Second))
 		_, werr := nc.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
 		line, rerr := bufio.NewReader(nc).ReadString('\n')
