@@ -93,3 +93,44 @@ func WaitDead(p drivers.Prober) error {
 	}
 	return nil
 }
+
+// Serve accepts connections on ln and hands connection number n (0-based,
+// in accept order) to handle on a goroutine of its own, for hand-written
+// test servers that send what a well-behaved library never would. When
+// the test ends, ln and every accepted connection are closed and every
+// handler is waited for. A connection stays open when its handler
+// returns (a server that stops reading), unless handle closes it.
+func Serve(t testing.TB, ln net.Listener, handle func(n int, c net.Conn)) {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 0; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				handle(n, c)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+}

@@ -7,12 +7,12 @@ import (
 	nethttp "net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/drivertest"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -89,39 +89,10 @@ func newRawServer(t testing.TB, handle func(c net.Conn, br *bufio.Reader)) *rawS
 		t.Fatal(err)
 	}
 	s := &rawServer{addr: ln.Addr().String()}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.accepted.Add(1)
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				handle(c, bufio.NewReader(c))
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+	drivertest.Serve(t, ln, func(_ int, c net.Conn) {
+		defer c.Close()
+		s.accepted.Add(1)
+		handle(c, bufio.NewReader(c))
 	})
 	return s
 }

@@ -14,12 +14,12 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"testing/iotest"
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/drivertest"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -41,62 +41,33 @@ func hostile(t *testing.T, conf *tls.Config, send func(c net.Conn)) (string, <-c
 		ln, scheme = tls.NewListener(ln, conf), "wss://"
 	}
 	closes := make(chan int, 16)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	drivertest.Serve(t, ln, func(_ int, c net.Conn) {
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		if handshake(c, br) != nil {
+			return
+		}
+		if _, _, err := readFrame(br); err != nil {
+			return
+		}
+		send(c)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		code := 0
 		for {
-			c, err := ln.Accept()
+			op, p, err := readFrame(br)
 			if err != nil {
-				return
+				break
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				br := bufio.NewReader(c)
-				if handshake(c, br) != nil {
-					return
-				}
-				if _, _, err := readFrame(br); err != nil {
-					return
-				}
-				send(c)
-				c.SetReadDeadline(time.Now().Add(5 * time.Second))
-				code := 0
-				for {
-					op, p, err := readFrame(br)
-					if err != nil {
-						break
-					}
-					if op == 8 && len(p) >= 2 {
-						code = int(binary.BigEndian.Uint16(p))
-						break
-					}
-				}
-				select {
-				case closes <- code:
-				default:
-				}
-			}()
+			if op == 8 && len(p) >= 2 {
+				code = int(binary.BigEndian.Uint16(p))
+				break
+			}
 		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
+		select {
+		case closes <- code:
+		default:
 		}
-		mu.Unlock()
-		wg.Wait()
 	})
 	return scheme + ln.Addr().String(), closes
 }
