@@ -221,18 +221,7 @@ func TestIssue12_WSHugeFrameRefusedFromHeader(t *testing.T) {
 // end as a timeout.
 func TestIssue12_WSHugeFrameThenSilenceIsTooBig(t *testing.T) {
 	url, closes := hostile(t, nil, func(c net.Conn) { c.Write(header2G) })
-	d := newDriver(t, schema.WebSocket{}, url)
-	c, err := d.Dial(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if o := do(c, 1, 3*time.Second); o.Class != drivers.BadFrame || o.Code != "too-big" {
-		t.Errorf("%v %q %v, want bad-frame too-big", o.Class, o.Code, o.Err)
-	}
-	if code := closeCode(t, closes); code != 1009 {
-		t.Errorf("close code %d, want 1009 (message too big)", code)
-	}
+	d := wantFailed(t, schema.WebSocket{}, url, closes, drivers.BadFrame, "too-big", 1009) // message too big
 	if s := d.Strays(); len(s.Closes) != 0 {
 		t.Errorf("our own close counted as a server close: %v", s.Closes)
 	}
@@ -247,18 +236,7 @@ func TestIssue12_WSHugeFrameOverTLS(t *testing.T) {
 	cert.Close()
 	conf.NextProtos = nil
 	url, closes := hostile(t, conf, func(c net.Conn) { c.Write(header2G) })
-	d := newDriver(t, schema.WebSocket{TLS: &schema.TLS{InsecureSkipVerify: true}}, url)
-	c, err := d.Dial(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if o := do(c, 1, 3*time.Second); o.Class != drivers.BadFrame || o.Code != "too-big" {
-		t.Errorf("%v %q %v, want bad-frame too-big", o.Class, o.Code, o.Err)
-	}
-	if code := closeCode(t, closes); code != 1009 {
-		t.Errorf("close code %d, want 1009", code)
-	}
+	wantFailed(t, schema.WebSocket{TLS: &schema.TLS{InsecureSkipVerify: true}}, url, closes, drivers.BadFrame, "too-big", 1009)
 }
 
 // TestIssue12_WSInvalidUTF8Text: a text reply that is not UTF-8 fails
@@ -277,19 +255,7 @@ func TestIssue12_WSInvalidUTF8Text(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			url, closes := hostile(t, nil, func(nc net.Conn) { nc.Write(c.frame) })
-			d := newDriver(t, schema.WebSocket{}, url)
-			conn, err := d.Dial(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			o := do(conn, 1, 3*time.Second)
-			conn.Close()
-			if o.Class != c.class || o.Code != c.code {
-				t.Errorf("%v %q %v, want %v %q", o.Class, o.Code, o.Err, c.class, c.code)
-			}
-			if code := closeCode(t, closes); code != c.status {
-				t.Errorf("close code %d, want %d", code, c.status)
-			}
+			wantFailed(t, schema.WebSocket{}, url, closes, c.class, c.code, c.status)
 		})
 	}
 }
@@ -306,18 +272,29 @@ func TestIssue12_WSMaskedServerFrame(t *testing.T) {
 		}
 		c.Write(frame)
 	})
-	d := newDriver(t, schema.WebSocket{}, url)
+	wantFailed(t, schema.WebSocket{}, url, closes, drivers.BadFrame, "masked-frame", 1002) // protocol error
+}
+
+// wantFailed sends one request to url (a hostile server) over a driver
+// configured by cfg, and fails the test unless it ends as class with
+// code and the server saw our close frame with status. It returns the
+// driver, for the stray figures.
+func wantFailed(t *testing.T, cfg schema.WebSocket, url string, closes <-chan int, class drivers.Class, code string, status int) *Driver {
+	t.Helper()
+	d := newDriver(t, cfg, url)
 	c, err := d.Dial(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if o := do(c, 1, 3*time.Second); o.Class != drivers.BadFrame || o.Code != "masked-frame" {
-		t.Errorf("%v %q %v, want bad-frame masked-frame", o.Class, o.Code, o.Err)
+	o := do(c, 1, 3*time.Second)
+	c.Close()
+	if o.Class != class || o.Code != code {
+		t.Errorf("%v %q %v, want %v %q", o.Class, o.Code, o.Err, class, code)
 	}
-	if code := closeCode(t, closes); code != 1002 {
-		t.Errorf("close code %d, want 1002 (protocol error)", code)
+	if got := closeCode(t, closes); got != status {
+		t.Errorf("close code %d, want %d", got, status)
 	}
+	return d
 }
 
 // rwc makes a reader a ReadWriteCloser for frameGuard.
