@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -674,5 +675,20 @@ func TestLoadRefusesNonRegularFile(t *testing.T) {
 	}
 	if _, err := Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("loading a directory: %v", err)
+	}
+}
+
+// TestIssue12_RuleCountBounded: a scenario with more rules than MaxRules
+// is refused at the first one beyond, before any is compiled (2,644
+// rules of 128 operators took validate 17 s and 580 MB).
+func TestIssue12_RuleCountBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\nname: r\ntarget: {url: \"http://127.0.0.1:1\"}\ndriver:\n  http: {path: /, timeout: 1s}\nphases:\n  - {name: p, closed: {connections: 1}, duration: 1s}\nassert:\n")
+	for range MaxRules + 1 {
+		b.WriteString("  - p99 < 1s\n")
+	}
+	_, err := Parse("s.yaml", []byte(b.String()), nil)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("s.yaml:%d:5: assert[%d]: %d rules: at most %d", 9+MaxRules, MaxRules, MaxRules+1, MaxRules)) {
+		t.Errorf("%d rules: %v", MaxRules+1, err)
 	}
 }

@@ -551,7 +551,17 @@ func (l *loader) validateRamp(p string, r *Ramp) {
 // validateRules checks the phase scopes of rules and, when fetched is
 // false, that no rule reads the target's counters; the expressions are
 // the engine's to compile (Options.CheckRule).
+// MaxRules bounds the rules of assert, and of reconcile.expect, in one
+// scenario.
+const MaxRules = 256
+
 func (l *loader) validateRules(path string, rules []Rule, phases []Phase, fetched bool) {
+	if len(rules) > MaxRules {
+		// Each rule is compiled (a few ms at its bounds): 2,644 rules of
+		// 128 operators took validate 17 s and 580 MB.
+		l.failf(index(path, MaxRules), "%d rules: at most %d in %s; a scenario states a few conditions, not a generated list", len(rules), MaxRules, path)
+		return
+	}
 	var names []string
 	byName := map[string]int{}
 	judged := 0
