@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/textproto"
 	"strconv"
+	"unicode/utf8"
 )
 
 // The response reader is our own (issue 7): net/http.ReadResponse cost
@@ -442,10 +443,18 @@ func asciiEqualFold(b []byte, s string) bool {
 
 func isDigit(b byte) bool { return '0' <= b && b <= '9' }
 
-// clip shortens a line for an error message.
+// clip shortens a line for an error message to 64 bytes, on a character
+// boundary, marking the cut with "…": a cut inside a character would show
+// a stray byte just before the mark, and the redactor, which treats a
+// secret's front part (4+ characters) before the mark as secret, would
+// not see the characters before it as that front part.
 func clip(b []byte) string {
 	if len(b) > 64 {
-		return string(b[:64]) + "…"
+		n := 64
+		for n > 64-utf8.UTFMax && !utf8.RuneStart(b[n]) {
+			n--
+		}
+		return string(b[:n]) + "…"
 	}
 	return string(b)
 }

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // parsed is what a reader made of one raw response stream.
@@ -243,5 +244,20 @@ func TestResponse_HostileSizes(t *testing.T) {
 	}
 	if grown := int64(after.StackSys) - int64(before.StackSys); grown > 8<<20 {
 		t.Errorf("folded Content-Length grew the stacks by %d MiB", grown>>20)
+	}
+}
+
+// TestIssue12_ClipOnCharacterBoundary: a quoted line is cut before a
+// character that byte 64 falls inside, never in it, so that what precedes
+// the cut mark is whole characters (the redactor judges a secret's front
+// part there).
+func TestIssue12_ClipOnCharacterBoundary(t *testing.T) {
+	for pad := 50; pad < 70; pad++ {
+		line := []byte(strings.Repeat("P", pad) + "Pa7hééééééééSecr3tQ and more")
+		got := clip(line)
+		body := strings.TrimSuffix(got, "…")
+		if !utf8.ValidString(body) || len(body) > 64 || len(body) < 64-utf8.UTFMax+1 || !strings.HasPrefix(string(line), body) {
+			t.Errorf("pad %d: clip = %q: want a prefix of at most 64 bytes ending on a character boundary", pad, got)
+		}
 	}
 }

@@ -85,3 +85,17 @@ func TestRedactWriter(t *testing.T) {
 		t.Error("a redactor without secrets wraps the writer")
 	}
 }
+
+// TestIssue12_PrefixAtCutNonASCII: the front of a secret with multi-byte
+// characters, cut between two characters, is secret too.
+func TestIssue12_PrefixAtCutNonASCII(t *testing.T) {
+	s := "Pa7hééééééééSecr3tQ"
+	r := New([]string{s})
+	for n := 4; n < len([]rune(s)); n++ {
+		front := string([]rune(s)[:n])
+		in := `status line "XTTP/1.1 502 PPPP POST /p/` + front + Cut + `": not HTTP`
+		if got := r.String(in); strings.Contains(got, front[:4]) {
+			t.Errorf("cut after %d characters: %q keeps the front of the secret", n, got)
+		}
+	}
+}
