@@ -60,13 +60,26 @@ type BaselineRef struct {
 }
 
 // Expand replaces {run_id} and {scenario} in an output path. A secret
-// in the scenario's name is redacted: a file name is written too.
+// in the scenario's name is redacted: a file name is written too; and the
+// name is one path component (fileNamePart).
 func (r *Run) Expand(path string) string {
 	name := "scenario"
 	if r.Scenario != nil {
-		name = r.redact(r.Scenario.Name)
+		name = fileNamePart(r.redact(r.Scenario.Name))
 	}
 	return strings.NewReplacer("{run_id}", r.RunID, "{scenario}", name).Replace(path)
+}
+
+// fileNamePart makes a scenario name one component of a path: a path
+// separator (/ or \) becomes _, and so does a name of only dots, so that
+// {scenario} never leaves the directory it is written in (a name such as
+// ../../etc/x, from a scenario in a pull request, would).
+func fileNamePart(name string) string {
+	name = strings.NewReplacer("/", "_", "\\", "_", "\x00", "_").Replace(name)
+	if strings.Trim(name, ".") == "" {
+		name = strings.Repeat("_", max(len(name), 1))
+	}
+	return name
 }
 
 // Redactor is the run's redactor: Redact, or one built from the

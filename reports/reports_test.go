@@ -264,3 +264,20 @@ func TestAppendTSVRejectsShortRow(t *testing.T) {
 		t.Fatal("a short row was appended")
 	}
 }
+
+// TestIssue12_ScenarioNameStaysInItsDirectory: {scenario} expands to one
+// path component, whatever the name holds.
+func TestIssue12_ScenarioNameStaysInItsDirectory(t *testing.T) {
+	for name, want := range map[string]string{
+		"../../../tmp/evil": "out/.._.._.._tmp_evil.json",
+		"/etc/x":            "out/_etc_x.json",
+		`a\b`:               "out/a_b.json",
+		"..":                "out/__.json",
+		"plain name":        "out/plain name.json",
+	} {
+		r := &Run{Scenario: &schema.Scenario{Name: name}, RunID: "r1"}
+		if got := r.Expand("out/{scenario}.json"); got != want {
+			t.Errorf("name %q: %q, want %q", name, got, want)
+		}
+	}
+}
