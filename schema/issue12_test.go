@@ -93,6 +93,17 @@ func TestIssue12_NonPrintingHostRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantProblems(t, tc.src, tc.want) })
 	}
-	// A host written in another script prints: it is not refused here.
-	mustParse(t, "version: 1\ntarget: {url: \"http://bücher.localhost:8080\"}\ndriver: {http: {}}\n"+phases)
+	// Characters that print but are not ASCII in a host: look-alikes that
+	// would reach DNS. An international name is written as xn--….
+	for _, tc := range []struct{ name, host string }{
+		{"hangul filler", "127.0.0.1\u3164"}, {"variation selector", "127.0.0.1\ufe0f"},
+		{"combining accent", "local\u0301host"}, {"ideographic full stop", "127\u30020.0.1"},
+		{"full-width digit", "\uff11" + "27.0.0.1"}, {"another script", "bücher.localhost"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantProblems(t, "version: 1\ntarget: {url: \"http://"+tc.host+":8080\"}\ndriver: {http: {}}\n"+phases,
+				"target.url: host \""+tc.host+"\" has a character that is not ASCII")
+		})
+	}
+	mustParse(t, "version: 1\ntarget: {url: \"http://xn--bcher-kva.localhost:8080\"}\ndriver: {http: {}}\n"+phases)
 }

@@ -99,6 +99,8 @@ func (l *loader) validateTarget(t *Target, d Driver) {
 			l.failf("target.url", "expected a URL such as http://127.0.0.1:8080, found %s", l.show("target.url", t.URL))
 		case !slices.Contains(schemesOf(d), u.Scheme):
 			l.failf("target.url", "unsupported scheme %s in %s; expected %s", quote(u.Scheme), l.show("target.url", t.URL), strings.Join(schemesOf(d), " or "))
+		case nonASCII(u.Hostname()) >= 0:
+			l.failf("target.url", "host %s has a character that is not ASCII (character %d): a look-alike or invisible character (U+3164, a combining mark, a full-width digit) would turn 127.0.0.1 into a name looked up in DNS, off the loopback; write an international name in its ASCII form (xn--…)", quote(u.Hostname()), nonASCII(u.Hostname())+1)
 		case u.User != nil:
 			// The url is not shown: it holds a password.
 			l.failf("target.url", "user info (user:password@) in the url is not supported; send an Authorization header (driver.http.headers)")
@@ -360,9 +362,24 @@ func (l *loader) checkPath(path, v string) {
 // checkServerName checks a TLS server name, a host name: one that holds
 // a character that does not print is refused.
 func (l *loader) checkServerName(path, v string) {
-	if l.ok(path) {
-		l.refuseNonPrinting(path, v)
+	if l.ok(path) && !l.refuseNonPrinting(path, v) && nonASCII(v) >= 0 {
+		l.failf(path, "server name %s has a character that is not ASCII (character %d); write an international name in its ASCII form (xn--…)", quote(v), nonASCII(v)+1)
 	}
+}
+
+// nonASCII returns the 0-based position, in characters, of the first
+// character of host that is not ASCII, or -1. Hosts are ASCII: an
+// international name is written in its ASCII form (xn--…, RFC 5890), so
+// that nothing that merely looks like a loopback address reaches DNS.
+func nonASCII(host string) int {
+	at := 0
+	for _, c := range host {
+		if c >= 0x80 {
+			return at
+		}
+		at++
+	}
+	return -1
 }
 
 // nonPrinting returns the first character of v that does not print
