@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -291,5 +293,36 @@ phases:
 		if i := strings.LastIndex(l, clear); strings.Contains(l, "so far") && i < strings.LastIndex(l, "so far") {
 			t.Errorf("log line glued to the progress line: %q", l)
 		}
+	}
+}
+
+// TestIssue12_LateSignalCounted: a signal that reached the process before
+// the handling stopped counts, even when the handler had not taken it yet
+// (a SIGINT just as the results line was printed once exited 0). Another
+// channel keeps SIGINT from killing the test process after the stop.
+func TestIssue12_LateSignalCounted(t *testing.T) {
+	seen := make(chan os.Signal, 64)
+	signal.Notify(seen, syscall.SIGINT)
+	defer signal.Stop(seen)
+	for i := range 50 {
+		_, stop := interruptible(context.Background(), io.Discard)
+		if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-seen: // delivered, to every channel registered for it
+		case <-time.After(10 * time.Second):
+			t.Fatal("SIGINT not delivered within 10 s")
+		}
+		if !stop() {
+			t.Fatalf("round %d: a signal delivered before stop was not counted", i)
+		}
+		if !stop() {
+			t.Fatalf("round %d: stop called again forgot the signal", i)
+		}
+	}
+	_, stop := interruptible(context.Background(), io.Discard)
+	if stop() {
+		t.Error("no signal, yet stop says one came")
 	}
 }

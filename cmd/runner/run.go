@@ -19,6 +19,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -193,11 +194,13 @@ phase); a second Ctrl-C exits immediately.`,
 					break
 				}
 			}
-			if ctx.Err() != nil && worst != exitCouldNotRun && worst != exitInvalid {
+			// Signals are handled until here; one that comes later has
+			// its default effect (the process dies of it), never exit 0.
+			if stop() && worst != exitCouldNotRun && worst != exitInvalid {
 				// The signal came after the last results were written and
 				// printed: they stand as written, but the first signal
 				// exits 3 wherever it lands.
-				fmt.Fprintf(stderr, "runner: %v after the results were written (they stand as written); exit %d\n", context.Cause(ctx), exitCouldNotRun)
+				fmt.Fprintf(stderr, "runner: interrupted by a signal after the results were written (they stand as written); exit %d\n", exitCouldNotRun)
 				worst = exitCouldNotRun
 			}
 			*code = worst
@@ -259,18 +262,26 @@ func worse(a, b int) int {
 }
 
 // interruptible returns a context cancelled by the first SIGINT or
-// SIGTERM; a second one forces the process out with exit 3.
-func interruptible(parent context.Context, stderr io.Writer) (context.Context, func()) {
+// SIGTERM; a second one forces the process out with exit 3. stop ends the
+// handling (a later signal has its default effect: the process dies of
+// it, never exit 0) and reports whether a signal came at any time before,
+// one still undelivered included; it may be called more than once.
+func interruptible(parent context.Context, stderr io.Writer) (ctx context.Context, stop func() (signalled bool)) {
 	ctx, cancel := context.WithCancelCause(parent)
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 	done := make(chan struct{})
+	var got atomic.Bool
+	first := make(chan struct{}) // closed once the first signal (or done) was taken
 	go func() {
 		select {
 		case s := <-ch:
+			got.Store(true)
+			close(first)
 			fmt.Fprintf(stderr, "runner: %s: stopping the load and writing what was measured (again to force)\n", signalName(s))
 			cancel(fmt.Errorf("interrupted by %s", signalName(s)))
 		case <-done:
+			close(first)
 			return
 		}
 		select {
@@ -290,10 +301,20 @@ func interruptible(parent context.Context, stderr io.Writer) (context.Context, f
 		case <-done:
 		}
 	}()
-	return ctx, func() {
-		signal.Stop(ch)
-		close(done)
-		cancel(nil)
+	var once sync.Once
+	return ctx, func() bool {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(done)
+			<-first
+			select {
+			case <-ch: // came before Stop, not taken by the handler
+				got.Store(true)
+			default:
+			}
+			cancel(nil)
+		})
+		return got.Load()
 	}
 }
 

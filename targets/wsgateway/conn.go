@@ -461,27 +461,40 @@ func (c *conn) flushLocked() {
 }
 
 // write writes out's frames in order and counts those written; sendMu is
-// held. A failed write ends the connection (coder/websocket closes it), so
-// the rest are not tried.
+// held. A frame is counted before its write, and uncounted if the write
+// fails: a client that has read a reply and then asks for the counters
+// must find it counted. A failed write ends the connection (coder/websocket
+// closes it), so the rest are not tried.
 func (c *conn) write(out outgoing) {
-	g := c.g
 	for _, f := range out.frames {
+		count := c.counters(f.kind)
+		for _, n := range count {
+			n.Add(1)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 		err := c.ws.Write(ctx, out.typ, f.b)
 		cancel()
 		if err != nil {
+			for _, n := range count {
+				n.Add(-1)
+			}
 			return
 		}
-		switch f.kind {
-		case kindControl:
-			continue
-		case kindDuplicate:
-			g.duplicatesSent.Add(1)
-		case kindUnknown:
-			g.unknownSent.Add(1)
-		}
-		g.replies.Add(1)
 	}
+}
+
+// counters are the counters a written frame of kind adds one to.
+func (c *conn) counters(kind int) []*atomic.Int64 {
+	g := c.g
+	switch kind {
+	case kindControl:
+		return nil
+	case kindDuplicate:
+		return []*atomic.Int64{&g.duplicatesSent, &g.replies}
+	case kindUnknown:
+		return []*atomic.Int64{&g.unknownSent, &g.replies}
+	}
+	return []*atomic.Int64{&g.replies}
 }
 
 // push queues a serial job.
