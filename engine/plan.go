@@ -147,12 +147,20 @@ func (pl *Plan) ExpectedTotal() (repeat, total time.Duration) {
 		}
 		repeat += p.ExpectedDuration
 	}
+	if repeat > 0 && int64(pl.Repeats) > int64(math.MaxInt64/repeat) {
+		return repeat, math.MaxInt64 // saturated; Compile refuses such a plan
+	}
 	return repeat, repeat * time.Duration(pl.Repeats)
 }
 
 // MaxInflightSlots bounds connections × in-flight of an open phase: the
 // generator runs one goroutine per in-flight slot.
 const MaxInflightSlots = 100_000
+
+// MaxConnections bounds the connections of a phase (closed, open or a
+// ramp's top): each is a socket and a file descriptor, and one machine
+// offers about 64,000 ports per target address; a million is far beyond.
+const MaxConnections = 1_000_000
 
 // Limits are driver facts that the plan must respect.
 type Limits struct {
@@ -200,8 +208,17 @@ func Compile(sc *schema.Scenario, lim Limits) (*Plan, error) {
 				errs = append(errs, fmt.Errorf("%s: phases[%d].%s: %s is longer than the most a phase can last, %s", sc.File, i, c.key, c.d, MaxTime))
 			}
 		}
+		if p.ExpectedDuration > MaxTime {
+			errs = append(errs, fmt.Errorf("%s: phases[%d]: its arrivals take %s at the rate given: longer than the most a phase can last, %s", sc.File, i, p.ExpectedDuration, MaxTime))
+		}
+		if p.Connections > MaxConnections {
+			errs = append(errs, fmt.Errorf("%s: phases[%d]: %d connections: at most %d (each is a socket and a file descriptor of this machine)", sc.File, i, p.Connections, MaxConnections))
+		}
 		pl.MaxConnections = max(pl.MaxConnections, p.Connections)
 		pl.Phases = append(pl.Phases, p)
+	}
+	if rep, _ := pl.ExpectedTotal(); rep > 0 && int64(pl.Repeats) > int64(MaxTime/rep) {
+		errs = append(errs, fmt.Errorf("%s: repeats: %d repeats of %s: longer than %s in all", sc.File, pl.Repeats, rep, MaxTime))
 	}
 	warmup := map[string]bool{}
 	for _, p := range pl.Phases {
