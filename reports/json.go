@@ -20,15 +20,48 @@ import (
 // (a directory, a device such as /dev/full, a pipe): renaming over it
 // would destroy it. Every error names path.
 func WriteJSON(path string, r *Run) error {
+	b, err := r.redactedJSON()
+	if err != nil {
+		return fmt.Errorf("json %s: %w", path, err)
+	}
+	return writeAtomic(path, b)
+}
+
+// redactedJSON is the JSON report of r, indented, with its secrets
+// redacted inside its strings (redact.Redactor.JSON): a secret that reads
+// like JSON syntax (true, null) leaves the document valid.
+func (r *Run) redactedJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // rules read `p99 < 20ms`, not `p99 \u003c 20ms`
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("json %s: encode report: %w", path, err)
+		return nil, fmt.Errorf("encode report: %w", err)
 	}
-	b := r.Redactor().Bytes(buf.Bytes())
-	return writeAtomic(path, b)
+	return r.Redactor().JSON(buf.Bytes())
+}
+
+// Redacted returns the run as its JSON report holds it, its secrets
+// redacted in every string (the scenario's and phases' names, error
+// examples, headers, rules): the run every other report is rendered
+// from, so that a secret that reads like report syntax (testcase, svg,
+// HIST, PASS) is replaced where it is text and never where it is
+// structure. r itself when it has no secret.
+func (r *Run) Redacted() (*Run, error) {
+	red := r.Redactor()
+	if red.Empty() {
+		return r, nil
+	}
+	b, err := r.redactedJSON()
+	if err != nil {
+		return nil, err
+	}
+	out, err := parseRun(b)
+	if err != nil {
+		return nil, err
+	}
+	out.Redact = red
+	return out, nil
 }
 
 // CheckJSON tells, before any traffic, whether WriteJSON could write

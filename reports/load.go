@@ -2,6 +2,7 @@ package reports
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -32,12 +33,21 @@ func Load(path string) (*Run, error) {
 	if len(b) > MaxReport {
 		return nil, fmt.Errorf("%s: larger than 1 GiB", path)
 	}
+	r, err := parseRun(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// parseRun reads a JSON report and compiles its rules again.
+func parseRun(b []byte) (*Run, error) {
 	var r Run
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: not a runner JSON report: %w", path, err)
+		return nil, fmt.Errorf("not a runner JSON report: %w", err)
 	}
 	if r.RunID == "" || r.Result == nil {
-		return nil, fmt.Errorf("%s: not a runner JSON report (no run_id or no result)", path)
+		return nil, errors.New("not a runner JSON report (no run_id or no result)")
 	}
 	// Compiled rules are not in the JSON: compile them again from their
 	// source, so that a phase can be judged as the run judged it.
@@ -45,7 +55,7 @@ func Load(path string) (*Run, error) {
 		for _, sr := range append(append([]*engine.ScopedRule(nil), r.Plan.Rules...), r.Plan.Expect...) {
 			rule, err := rules.Compile(sr.Source)
 			if err != nil {
-				return nil, fmt.Errorf("%s: rule %q: %w", path, sr.Source, err)
+				return nil, fmt.Errorf("rule %q: %w", sr.Source, err)
 			}
 			sr.Rule = rule
 		}

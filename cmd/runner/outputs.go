@@ -232,15 +232,28 @@ func writeReports(rep *reports.Run, f runFlags) (written []string, lost []error)
 		if o.format == "junit" {
 			runs := f.junitDocs.add(o.expanded, rep)
 			write = func(w io.Writer) error {
-				// Each scenario's suite holds its own secrets: every run's
-				// redactor passes over the whole file.
+				// Each scenario's suite holds its own secrets: each is
+				// rendered from its redacted copy, and every run's
+				// redactor passes over the bytes of a suite whose copy
+				// could not be made.
+				var red []*reports.Run
+				fallback := false
+				for _, r := range runs {
+					c, err := r.Redacted()
+					if err != nil {
+						c, fallback = r, true
+					}
+					red = append(red, c)
+				}
 				var b bytes.Buffer
-				if err := reports.JUnitRuns(&b, runs); err != nil {
+				if err := reports.JUnitRuns(&b, red); err != nil {
 					return err
 				}
 				out := b.Bytes()
 				for _, r := range runs {
-					out = r.Redactor().Bytes(out)
+					if fallback {
+						out = r.Redactor().Bytes(out)
+					}
 				}
 				_, err := w.Write(out)
 				return err

@@ -784,12 +784,22 @@ func stepSummary(rep *reports.Run) error {
 	return f.Close()
 }
 
-// render renders rep with r into a buffer and writes it to w whole, with
-// the run's secrets redacted from its bytes: a renderer redacts its text
-// as it goes, and this catches whatever it missed (a secret split over
-// several writes is whole in the buffer).
+// render renders rep with r into a buffer and writes it to w whole. A
+// run with secrets is rendered from its redacted copy (reports.Run.
+// Redacted: every string of its JSON report redacted), so that a secret
+// that reads like report syntax (testcase, svg, HIST) is replaced where it
+// is text and never where it is structure. Should that copy fail (a rule
+// that no longer compiles once redacted), rep itself is rendered and the
+// secrets are redacted from the bytes.
 func render(w io.Writer, r func(io.Writer, *reports.Run) error, rep *reports.Run) error {
 	var b bytes.Buffer
+	if red, err := rep.Redacted(); err == nil {
+		if err := r(&b, red); err != nil {
+			return err
+		}
+		_, err := w.Write(b.Bytes())
+		return err
+	}
 	if err := r(&b, rep); err != nil {
 		return err
 	}

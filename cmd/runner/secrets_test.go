@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"encoding/xml"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runner-dev/runner/reports"
 )
 
 // issue12Secret is 46 characters of random base32: none of its 4-character
@@ -129,5 +134,56 @@ phases: [{name: "p-${RUNNER_I12_TOKEN}", closed: {connections: 1}, requests: 1}]
 		if both := out + errOut; strings.Contains(both, issue12Secret[:4]) || !strings.Contains(both, "[redacted]") {
 			t.Errorf("%s %s: the secret is not redacted:\n%s", args[0], filepath.Base(args[1]), both)
 		}
+	}
+}
+
+// TestIssue12_SecretThatReadsLikeSyntax: a secret equal to a word of a
+// report's syntax (a JSON literal, a JUnit element, the HDR log's tag)
+// is redacted where it is text, and every report stays readable: the
+// JSON loads, the JUnit file is well-formed XML with its test case, the
+// HDR log keeps its header. (Redacting the finished bytes broke them and
+// the run still said "report written".)
+func TestIssue12_SecretThatReadsLikeSyntax(t *testing.T) {
+	for _, secret := range []string{"true", "testcase", "Histogram"} {
+		t.Run(secret, func(t *testing.T) {
+			t.Setenv("RUNNER_I12_WORD", secret)
+			file := scenario(t, "s.yaml", `version: 1
+name: syntax
+target: {serve: http}
+driver: {http: {path: /x, headers: {X-Debug: "${RUNNER_I12_WORD}"}, timeout: 2s}}
+phases:
+  - {name: steady, closed: {connections: 1}, requests: 20}
+assert: [errors == 0]
+`)
+			dir := t.TempDir()
+			p := func(name string) string { return filepath.Join(dir, name) }
+			code, out, errOut := cli(t, "run", "--log-level", "disabled", "--json", p("r.json"), "--tsv", p("r.tsv"),
+				"--junit", p("r.xml"), "--hdr", p("r.hdr"), "--html", p("r.html"), "--markdown", p("r.md"), file)
+			if code != exitPass {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+			}
+			if _, err := reports.Load(p("r.json")); err != nil {
+				t.Errorf("JSON report: %v", err)
+			}
+			x := must(os.ReadFile(p("r.xml")))
+			dec := xml.NewDecoder(bytes.NewReader(x))
+			for {
+				if _, err := dec.Token(); err == io.EOF {
+					break
+				} else if err != nil {
+					t.Errorf("JUnit report is not well-formed: %v\n%s", err, x)
+					break
+				}
+			}
+			if !bytes.Contains(x, []byte("<testcase")) {
+				t.Errorf("JUnit report lost its test case:\n%s", x)
+			}
+			if h := must(os.ReadFile(p("r.hdr"))); !bytes.Contains(h, []byte("#[Histogram log format version")) {
+				t.Errorf("HDR log lost its header:\n%.300s", h)
+			}
+			if strings.Contains(string(must(os.ReadFile(p("r.json")))), `"X-Debug": "`+secret+`"`) {
+				t.Errorf("the secret header value is in the JSON report")
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"html"
 	"io"
 	"slices"
@@ -142,6 +143,54 @@ func (r *Redactor) Bytes(b []byte) []byte {
 		return []byte(t)
 	}
 	return b
+}
+
+// JSON redacts the string values and keys of the JSON text b, each
+// decoded, redacted (String) and encoded again, and leaves every other
+// byte as it is: a secret that reads like JSON syntax (true, null, "ok":)
+// can then never break the document, while the layout stays b's. It
+// returns b itself when there is nothing to redact; an error only when b
+// holds a string that is not valid JSON.
+func (r *Redactor) JSON(b []byte) ([]byte, error) {
+	if r.Empty() {
+		return b, nil
+	}
+	var out []byte
+	last := 0 // b[:last] is in out (once out is in use)
+	for i := 0; i < len(b); i++ {
+		if b[i] != '"' {
+			continue
+		}
+		end := i + 1
+		for end < len(b) && b[end] != '"' {
+			if b[end] == '\\' {
+				end++
+			}
+			end++
+		}
+		if end >= len(b) {
+			return nil, fmt.Errorf("redact: unterminated JSON string at byte %d", i)
+		}
+		var v string
+		if err := json.Unmarshal(b[i:end+1], &v); err != nil {
+			return nil, fmt.Errorf("redact: JSON string at byte %d: %w", i, err)
+		}
+		if red := r.String(v); red != v {
+			var enc bytes.Buffer
+			e := json.NewEncoder(&enc)
+			e.SetEscapeHTML(false)
+			if err := e.Encode(red); err != nil {
+				return nil, err
+			}
+			out = append(append(out, b[last:i]...), bytes.TrimRight(enc.Bytes(), "\n")...)
+			last = end + 1
+		}
+		i = end
+	}
+	if out == nil {
+		return b, nil
+	}
+	return append(out, b[last:]...), nil
 }
 
 // Writer returns a writer that redacts each Write to w before passing it

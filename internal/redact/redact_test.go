@@ -2,6 +2,7 @@ package redact
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -97,5 +98,27 @@ func TestIssue12_PrefixAtCutNonASCII(t *testing.T) {
 		if got := r.String(in); strings.Contains(got, front[:4]) {
 			t.Errorf("cut after %d characters: %q keeps the front of the secret", n, got)
 		}
+	}
+}
+
+// TestIssue12_JSONKeepsStructure: JSON redaction replaces a secret inside
+// strings (keys too) and nowhere else, so the document stays valid and
+// its layout unchanged.
+func TestIssue12_JSONKeepsStructure(t *testing.T) {
+	r := New([]string{"true", `ok":`})
+	in := []byte("{\n  \"ok\": true,\n  \"h\": \"true\",\n  \"true\": [\"is true\", null],\n  \"q\": \"say \\\"ok\\\":\"\n}\n")
+	got, err := r.JSON(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  \"ok\": true,\n  \"h\": \"" + Mark + "\",\n  \"" + Mark + "\": [\"is " + Mark + "\", null],\n  \"q\": \"say \\\"" + Mark + "\"\n}\n"
+	if string(got) != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if !json.Valid(got) {
+		t.Errorf("not valid JSON:\n%s", got)
+	}
+	if same, _ := New(nil).JSON(in); string(same) != string(in) {
+		t.Errorf("no secret changed the document")
 	}
 }
