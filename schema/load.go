@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/runner-dev/runner/internal/regularfile"
 	"io"
 	"math"
 	"os"
@@ -57,17 +58,7 @@ type Options struct {
 func LoadWith(path string, o Options) (*Scenario, error) {
 	// A named pipe or a device would block (opening a FIFO waits for a
 	// writer) or never end: a scenario is a regular file.
-	if st, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("load scenario: %w", err)
-	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("load scenario: %s: not a regular file (%s)", path, st.Mode().Type())
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("load scenario: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	data, err := regularfile.ReadPrefix(path, maxFileSize+1) // the parser refuses a larger one
 	if err != nil {
 		return nil, fmt.Errorf("load scenario: %w", err)
 	}

@@ -6,8 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
+	"github.com/runner-dev/runner/internal/regularfile"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -50,17 +49,7 @@ func (d *Data) row(seq uint64) []string {
 func LoadData(path string) (*Data, error) {
 	// A named pipe or a device would block or never end: a data file is
 	// a regular file.
-	if st, err := os.Stat(path); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxDataFile+1))
+	b, err := regularfile.ReadPrefix(path, MaxDataFile+1)
 	if err != nil {
 		return nil, err
 	}
