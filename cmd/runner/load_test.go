@@ -56,7 +56,7 @@ func TestValidateRejectsBeforeRunning(t *testing.T) {
 		{"invalid-utf8", url + "driver: {http: {path: \"/caf\xe9\"}}\n" + phases,
 			[]string{`:3:28: driver.http.path: invalid UTF-8: byte 0xe9; a scenario file is UTF-8 text`}},
 		{"tls-ca-file", "version: 1\ntarget: {url: \"https://127.0.0.1:1\"}\ndriver: {http: {path: /, tls: {ca_file: /nonexistent/ca.pem}}}\n" + phases,
-			[]string{`:3:41: driver.http: tls.ca_file: stat /nonexistent/ca.pem: no such file or directory`}},
+			[]string{`:3:41: driver.http: tls.ca_file: open /nonexistent/ca.pem: no such file or directory`}},
 		{"driver-header", url + "driver:\n  http:\n    headers: {Content-Length: \"5\"}\n" + phases,
 			[]string{`:5:31: driver.http: header "Content-Length": set by the driver from body or body_size`}},
 		{"plan-limits", url + driver + "phases:\n  - {ramp: {connections: {from: 0, to: 100000, step: 1, every: 1ms}}}\n  - {open: {rate: 10/s, inflight: 4}, duration: 1s}\n",
