@@ -326,3 +326,25 @@ func TestIssue12_LateSignalCounted(t *testing.T) {
 		t.Error("no signal, yet stop says one came")
 	}
 }
+
+// TestIssue12_EarlySignalInterrupts: a signal taken by main before the
+// run's handling began (early) interrupts the run as soon as the handling
+// starts; it used to kill the process, or, with SIGINT ignored, be lost.
+func TestIssue12_EarlySignalInterrupts(t *testing.T) {
+	old := early
+	defer func() { early = old }()
+	early = make(chan os.Signal, 2)
+	early <- syscall.SIGINT // came while the scenario was loading
+	ctx, stop := interruptible(context.Background(), io.Discard)
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the early signal did not interrupt within 10 s")
+	}
+	if c := context.Cause(ctx); c == nil || !strings.Contains(c.Error(), "interrupted by SIGINT") {
+		t.Errorf("cause %v, want interrupted by SIGINT", c)
+	}
+	if !stop() {
+		t.Error("stop does not report the early signal")
+	}
+}

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
 )
 
 // Exit codes (DESIGN.md §5). A failed rule wins over inconclusive.
@@ -21,8 +23,22 @@ const (
 )
 
 func main() {
+	if args := os.Args[1:]; len(args) > 0 && args[0] == "run" {
+		// Taken from the first instant: a signal before the run's own
+		// handling starts (while the scenario loads) would otherwise kill
+		// the process (exit 130), or be dropped when it was started with
+		// SIGINT ignored (a background job), and the run would go on to
+		// exit 0. interruptible takes what came.
+		early = make(chan os.Signal, 2)
+		signal.Notify(early, syscall.SIGINT, syscall.SIGTERM)
+	}
 	os.Exit(runGuarded(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// early, when non-nil, has received SIGINT and SIGTERM since the process
+// started (runner run); interruptible handles it instead of a channel of
+// its own.
+var early chan os.Signal
 
 // runGuarded is run with a panic turned into exit 3 ("could not
 // complete"), the stack on stderr: the Go runtime would exit a panic

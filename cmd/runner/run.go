@@ -268,8 +268,11 @@ func worse(a, b int) int {
 // one still undelivered included; it may be called more than once.
 func interruptible(parent context.Context, stderr io.Writer) (ctx context.Context, stop func() (signalled bool)) {
 	ctx, cancel := context.WithCancelCause(parent)
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	ch := early // signals since the process started, if main took them
+	if ch == nil {
+		ch = make(chan os.Signal, 2)
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	}
 	done := make(chan struct{})
 	var got atomic.Bool
 	first := make(chan struct{}) // closed once the first signal (or done) was taken
