@@ -74,8 +74,8 @@ func (c *consoleWriter) header() {
 func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	s, p := pr.Summary, pr.Phase
 	title := fmt.Sprintf("repeat %d · %s · %s model · %s", pr.Repeat, p.Name, p.Model, s.Elapsed.Round(time.Millisecond))
-	if d := s.Drain(); d > 0 && !pr.Interrupted {
-		title += fmt.Sprintf(" + drain %s", d.Round(time.Millisecond))
+	if d := s.Drain().Round(time.Millisecond); d > 0 && !pr.Interrupted { // under 0.5 ms reads as "drain 0s"
+		title += fmt.Sprintf(" + drain %s", d)
 	}
 	if p.Warmup {
 		title += " · warmup (recorded apart, never judged)"

@@ -281,3 +281,23 @@ func TestIssue12_ScenarioNameStaysInItsDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleDrainUnderAMillisecondNotShown: a drain that rounds to 0 ms
+// is not titled "+ drain 0s"; one of a few milliseconds is.
+func TestConsoleDrainUnderAMillisecondNotShown(t *testing.T) {
+	for _, c := range []struct {
+		drain time.Duration
+		want  string // in the phase's title; "" for no drain
+	}{{300 * time.Microsecond, ""}, {3 * time.Millisecond, " + drain 3ms"}} {
+		r := fixture(t)
+		for _, pr := range r.Result.Phases {
+			pr.Summary.LastDone = pr.Summary.Elapsed + c.drain
+		}
+		var b strings.Builder
+		Console(&b, r, true)
+		out := b.String()
+		if c.want == "" && strings.Contains(out, "+ drain") || c.want != "" && !strings.Contains(out, c.want) {
+			t.Errorf("drain %s: want %q in the titles (empty: none):\n%.600s", c.drain, c.want, out)
+		}
+	}
+}
