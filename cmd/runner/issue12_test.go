@@ -83,7 +83,8 @@ phases: [{name: only, closed: {connections: 1}, requests: 10}]
 `)
 	dir := t.TempDir()
 	held, jsonPath := filepath.Join(dir, "target.pid"), filepath.Join(dir, "run.json")
-	cmd := exec.Command(os.Args[0], "run", "--json", jsonPath, file)
+	junit := filepath.Join(dir, "run.xml")
+	cmd := exec.Command(os.Args[0], "run", "--json", jsonPath, "--junit", junit, file)
 	cmd.Env = append(raceQuietEnv(), serveHoldEnv+"="+held)
 	p := startCmd(t, cmd)
 	waitFile(t, p, held, 30*time.Second) // the target runs, and is not ready
@@ -109,6 +110,10 @@ phases: [{name: only, closed: {connections: 1}, requests: 10}]
 	rep := readJSON(t, jsonPath)
 	if rep["outcome"] != "interrupted" || rep["exit_code"] != float64(exitCouldNotRun) || rep["error"] != nil {
 		t.Errorf("report outcome %v exit_code %v error %v, want interrupted, 3, no error", rep["outcome"], rep["exit_code"], rep["error"])
+	}
+	// The other reports are written too: a CI job reads its JUnit file.
+	if b, err := os.ReadFile(junit); err != nil || !strings.Contains(string(b), "<testsuite") {
+		t.Errorf("JUnit report after an interrupted start: %v\n%s", err, b)
 	}
 	for end := time.Now().Add(5 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(end) {

@@ -402,16 +402,14 @@ func runOne(ctx context.Context, rep *reports.Run, f runFlags, newLog func(io.Wr
 			rep.Result.Interrupted = true
 			rep.Outcome, rep.ExitCode = "interrupted", exitCouldNotRun
 			fmt.Fprintf(stderr, "runner: %s: %v before the first phase; nothing was sent\n", sc.File, context.Cause(ctx))
-			if err := finish(rep, jsonPath); err != nil {
-				fmt.Fprintln(stderr, "runner:", err)
-			}
-			return exitCouldNotRun
+		} else {
+			rep.Error = fmt.Sprintf(format, a...)
+			rep.Outcome, rep.ExitCode = "could-not-run", exitCouldNotRun
+			fmt.Fprintln(stderr, "runner:", rep.Error)
 		}
-		rep.Error = fmt.Sprintf(format, a...)
-		rep.Outcome, rep.ExitCode = "could-not-run", exitCouldNotRun
-		fmt.Fprintln(stderr, "runner:", rep.Error)
-		// The reports say why (a JUnit file shared by several scenarios
-		// would otherwise read as if this one had not been asked for).
+		// Every report says why (a CI job that reads the JUnit file finds
+		// it; one shared by several scenarios would otherwise read as if
+		// this one had not been asked for).
 		_, lost := writeReports(rep, f)
 		if err := finish(rep, jsonPath); err != nil {
 			lost = append(lost, err)
