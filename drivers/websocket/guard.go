@@ -155,8 +155,12 @@ func (g *frameGuard) frame() error {
 			g.msg = 0
 		}
 		if n > g.max-g.msg {
+			declared := fmt.Sprintf("its frame header declared %d bytes", n)
+			if g.msg > 0 { // not its first fragment
+				declared = fmt.Sprintf("its fragments so far held %d bytes and the next one's header declared %d more", g.msg, n)
+			}
 			return &frameError{Code: "too-big", Status: websocket.StatusMessageTooBig,
-				Msg: fmt.Sprintf("a reply larger than max_message (%d bytes): its frame header declared %d bytes, so it was refused before its payload was read, and the connection was closed on our side with 1009", g.max, n)}
+				Msg: fmt.Sprintf("a reply larger than max_message (%d bytes): %s, so it was refused before that payload was read, and the connection was closed on our side with 1009", g.max, declared)}
 		}
 		g.msg += n
 		if fin {

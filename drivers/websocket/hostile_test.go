@@ -206,7 +206,7 @@ func TestIssue12_WSHugeFrameRefusedFromHeader(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		if o := do(c, 1, 5*time.Second); o.Class != drivers.BadFrame || o.Code != "too-big" || !strings.Contains(o.Err.Error(), "declared 10 bytes") {
+		if o := do(c, 1, 5*time.Second); o.Class != drivers.BadFrame || o.Code != "too-big" || !strings.Contains(o.Err.Error(), "fragments so far held 60 bytes and the next one's header declared 10 more") {
 			t.Errorf("%v %q %v, want bad-frame too-big at the second fragment", o.Class, o.Code, o.Err)
 		}
 		if code := closeCode(t, closes); code != 1009 {
