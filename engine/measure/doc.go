@@ -1,7 +1,7 @@
 // Package measure is the recorder and statistics stage of the pipeline: the
 // engine hands it one Result per request, it books every request in exactly
 // one outcome and in HdrHistograms, and turns a phase into a Summary that
-// reports, rules and `runner merge` read.
+// the rules, the reports and `runner compare` read.
 //
 // Times are time.Duration offsets on a monotonic clock from the phase
 // start. Response time = Done − Intended (what a user feels, DESIGN.md §1);
@@ -17,5 +17,6 @@
 //
 // A Summary is self-contained and mergeable (DESIGN.md §11): it holds
 // counters, never ratios, and full histograms in HdrHistogram's V2 encoded
-// form, so summaries of the same phase from N generators merge losslessly.
+// form, so summaries of the same phase from N generators can be merged
+// without loss (no command does so yet: the scale-out work will).
 package measure
