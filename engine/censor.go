@@ -130,7 +130,7 @@ func GeneratorFault(pr *PhaseResult) string {
 		why = append(why, fmt.Sprintf("%d of %d arrivals dispatched more than %s late (up to %s) while connections were free", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Millisecond)))
 	}
 	if cpuSaturated(pr) {
-		cores := float64(runnerCores())
+		cores := pr.clientCores()
 		why = append(why, fmt.Sprintf("client CPU at %.0f %% of its %d core(s)", 100*pr.ClientCPU/cores, int(cores)))
 	}
 	if len(why) == 0 {
@@ -204,7 +204,7 @@ func tooLate(pr *PhaseResult) bool {
 // the cores it may use over a phase of a second or more (getrusage counts
 // in ticks: over a shorter phase the ratio is noise).
 func cpuSaturated(pr *PhaseResult) bool {
-	return pr.ClientCPU > 0.9*float64(runnerCores()) && pr.Wall >= time.Second
+	return pr.ClientCPU > 0.9*pr.clientCores() && pr.Wall >= time.Second
 }
 
 // timeSensitive reports whether a metric a rule reads (as Rule.Metrics

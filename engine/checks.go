@@ -90,9 +90,9 @@ func Checks(pl *Plan, res *Result) []Warning {
 			ws = append(ws, Warning{Code: "closed-model", Phase: p.Name, Message: fmt.Sprintf("phase %s: closed model: the tail may be under-reported (coordinated omission): a slow response also delays the requests behind it; %s", p.Name, fix)})
 		}
 	}
-	cores := float64(runnerCores()) // the client's; the machine's are m.Cores
 	for _, pr := range res.Phases {
 		p, s := pr.Phase, pr.Summary
+		cores := pr.clientCores() // the client's, as recorded; the machine's are m.Cores
 		at := func(code, format string, a ...any) {
 			ws = append(ws, Warning{Code: code, Phase: p.Name, Repeat: pr.Repeat,
 				Message: fmt.Sprintf("repeat %d, phase %s: ", pr.Repeat, p.Name) + fmt.Sprintf(format, a...)})
@@ -286,7 +286,7 @@ func waitCause(pr *PhaseResult) string {
 	} else if in := s.InflightMean(); in >= 0.5*slots {
 		why = fmt.Sprintf("they waited for a free connection or in-flight slot (on average %.1f of %.0f in use): the target (or too few connections × in-flight) could not take the load", in, slots)
 	} else {
-		why = fmt.Sprintf("only %.1f of the %.0f in-flight slots were in use on average, so either the target slowed down for a while and filled them then, or the load generator could not hand the arrivals out fast enough (client CPU %.0f %% of its %d core(s))", in, slots, 100*pr.ClientCPU/float64(runnerCores()), runnerCores())
+		why = fmt.Sprintf("only %.1f of the %.0f in-flight slots were in use on average, so either the target slowed down for a while and filled them then, or the load generator could not hand the arrivals out fast enough (client CPU %.0f %% of its %d core(s))", in, slots, 100*pr.ClientCPU/pr.clientCores(), int(pr.clientCores()))
 	}
 	if pr.LateArrivals > 0 && GeneratorFault(pr) == "" {
 		why += fmt.Sprintf("; the load generator itself dispatched %d arrivals late while slots were free (see the warning on its schedule)", pr.LateArrivals)
@@ -351,7 +351,7 @@ func stallCause(pr *PhaseResult) string {
 		why = append(why, fmt.Sprintf("a garbage-collector pause of %s", pr.GCPauseMax.Round(time.Microsecond)))
 	}
 	if cpuSaturated(pr) {
-		cores := float64(runnerCores())
+		cores := pr.clientCores()
 		why = append(why, fmt.Sprintf("its CPU at %.0f %% of %d cores", 100*pr.ClientCPU/cores, int(cores)))
 	}
 	if m := pr.Machine; m != nil {

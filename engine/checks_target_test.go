@@ -286,3 +286,21 @@ func TestCoresUnderAffinity(t *testing.T) {
 		t.Errorf("client-cpu with 2 cores allowed: %q", m)
 	}
 }
+
+// TestJudgeReadsRecordedClientCores: the client's saturation is judged on
+// the cores recorded with the phase (ClientCores), not on this process's:
+// a result saved on a one-core runner and judged again on a larger
+// machine is judged as it was measured.
+func TestJudgeReadsRecordedClientCores(t *testing.T) {
+	was := runnerCores
+	t.Cleanup(func() { runnerCores = was })
+	runnerCores = func() int { return 8 } // the machine judging it again
+	pr := &PhaseResult{ClientCPU: 0.95, ClientCores: 1, Wall: 2 * time.Second}
+	if !cpuSaturated(pr) {
+		t.Errorf("0.95 of the 1 recorded core: not saturated")
+	}
+	pr.ClientCores = 0 // saved before it was recorded: this process's cores
+	if cpuSaturated(pr) {
+		t.Errorf("0.95 of 8 cores: saturated")
+	}
+}

@@ -38,7 +38,7 @@ type Verdict struct {
 
 // Env builds the rule environment of one measured (repeat, phase).
 func Env(pr *PhaseResult) rules.Env {
-	cores := float64(runnerCores()) // client.cpu: a fraction of the cores the runner may use
+	cores := pr.clientCores() // client.cpu: a fraction of the cores the runner could use
 	var target *rules.TargetUsage
 	if t := pr.Target; t != nil {
 		target = &rules.TargetUsage{CPU: t.CPU, CPUMaxThread: t.CPUMaxThread, RSS: t.RSS}

@@ -154,6 +154,12 @@ type PhaseResult struct {
 	// ClientCPU is this process's CPU time over the phase divided by its
 	// wall-clock time: 1.0 is one core fully busy (getrusage user+system).
 	ClientCPU float64 `json:"client_cpu"`
+	// ClientCores is how many cores the runner could use while it measured
+	// the phase (its CPU affinity, or GOMAXPROCS when lower): client.cpu
+	// and the generator's saturation are over it, so that a result judged
+	// again elsewhere (a saved report, a baseline) is judged as recorded.
+	// 0 in reports saved before it was recorded (clientCores).
+	ClientCores int `json:"client_cores,omitempty"`
 	// GCPauseMax is the longest garbage-collector stop-the-world pause of
 	// this process during the phase.
 	GCPauseMax time.Duration `json:"gc_pause_max"`
@@ -534,6 +540,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		LatenessMax:            ph.lateness,
 		LateArrivals:           ph.late,
 		ClientCPU:              cpu,
+		ClientCores:            runnerCores(),
 		GCPauseMax:             gcMax,
 		Machine:                machine,
 		Interrupted:            interrupted,

@@ -13,6 +13,16 @@ import (
 // (procstat.MachineUsage.Cores). A variable so that tests can set it.
 var runnerCores = func() int { return min(runtime.NumCPU(), runtime.GOMAXPROCS(0)) }
 
+// clientCores is the cores the runner could use while it measured pr, as
+// recorded (ClientCores); for a result saved before that was recorded,
+// this process's (runnerCores).
+func (pr *PhaseResult) clientCores() float64 {
+	if pr.ClientCores > 0 {
+		return float64(pr.ClientCores)
+	}
+	return float64(runnerCores())
+}
+
 // usageSample is the process's CPU time and GC count at an instant.
 type usageSample struct {
 	cpu   time.Duration
