@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -231,33 +230,8 @@ func writeReports(rep *reports.Run, f runFlags) (written []string, lost []error)
 		write := func(w io.Writer) error { return render(w, renderers[renderer(o.format)], rep) }
 		if o.format == "junit" {
 			runs := f.junitDocs.add(o.expanded, rep)
-			write = func(w io.Writer) error {
-				// Each scenario's suite holds its own secrets: each is
-				// rendered from its redacted copy, and every run's
-				// redactor passes over the bytes of a suite whose copy
-				// could not be made.
-				var red []*reports.Run
-				fallback := false
-				for _, r := range runs {
-					c, err := r.Redacted()
-					if err != nil {
-						c, fallback = r, true
-					}
-					red = append(red, c)
-				}
-				var b bytes.Buffer
-				if err := reports.JUnitRuns(&b, red); err != nil {
-					return err
-				}
-				out := b.Bytes()
-				for _, r := range runs {
-					if fallback {
-						out = r.Redactor().Bytes(out)
-					}
-				}
-				_, err := w.Write(out)
-				return err
-			}
+			// Each scenario's suite holds its own secrets.
+			write = func(w io.Writer) error { return renderRuns(w, reports.JUnitRuns, runs) }
 		}
 		if err := writeAtomically(o.expanded, write); err != nil {
 			lost = append(lost, fmt.Errorf("%s report %s: %w", o.format, o.expanded, err))

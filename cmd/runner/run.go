@@ -785,26 +785,41 @@ func stepSummary(rep *reports.Run) error {
 	return f.Close()
 }
 
-// render renders rep with r into a buffer and writes it to w whole. A
-// run with secrets is rendered from its redacted copy (reports.Run.
+// render renders rep with r into a buffer and writes it to w whole
+// (renderRuns with one run).
+func render(w io.Writer, r func(io.Writer, *reports.Run) error, rep *reports.Run) error {
+	one := func(w io.Writer, runs []*reports.Run) error { return r(w, runs[0]) }
+	return renderRuns(w, one, []*reports.Run{rep})
+}
+
+// renderRuns renders runs with r into a buffer and writes it to w whole.
+// A run with secrets is rendered from its redacted copy (reports.Run.
 // Redacted: every string of its JSON report redacted), so that a secret
 // that reads like report syntax (testcase, svg, HIST) is replaced where it
-// is text and never where it is structure. Should that copy fail (a rule
-// that no longer compiles once redacted), rep itself is rendered and the
-// secrets are redacted from the bytes.
-func render(w io.Writer, r func(io.Writer, *reports.Run) error, rep *reports.Run) error {
-	var b bytes.Buffer
-	if red, err := rep.Redacted(); err == nil {
-		if err := r(&b, red); err != nil {
-			return err
+// is text and never where it is structure. Should a copy fail (a rule
+// that no longer compiles once redacted), that run is rendered itself and
+// every run's secrets are redacted from the bytes.
+func renderRuns(w io.Writer, r func(io.Writer, []*reports.Run) error, runs []*reports.Run) error {
+	red := make([]*reports.Run, len(runs))
+	copied := true
+	for i, rep := range runs {
+		c, err := rep.Redacted()
+		if err != nil {
+			c, copied = rep, false
 		}
-		_, err := w.Write(b.Bytes())
+		red[i] = c
+	}
+	var b bytes.Buffer
+	if err := r(&b, red); err != nil {
 		return err
 	}
-	if err := r(&b, rep); err != nil {
-		return err
+	out := b.Bytes()
+	if !copied {
+		for _, rep := range runs {
+			out = rep.Redactor().Bytes(out)
+		}
 	}
-	_, err := w.Write(rep.Redactor().Bytes(b.Bytes()))
+	_, err := w.Write(out)
 	return err
 }
 
