@@ -260,10 +260,13 @@ func TestBusyMachineWarning(t *testing.T) {
 // the 1 core it may use (client-cpu, client.cpu).
 func TestCoresUnderAffinity(t *testing.T) {
 	pl := twoPhasePlan(t)
-	was := runnerCores
-	t.Cleanup(func() { runnerCores = was })
-	runnerCores = func() int { return 1 }
-	ph, codes := machineChecks(pl)
+	mc, codes := machineChecks(pl)
+	cores := 1 // the runner may use (recorded with the phase)
+	ph := func(m procstat.MachineUsage, client float64, target *TargetUsage) *PhaseResult {
+		pr := mc(m, client, target)
+		pr.ClientCores = cores
+		return pr
+	}
 	// 1.9 of 2 cores busy: the runner 0.95 core, the target a quarter of
 	// the machine (0.5 core): 0.45 other.
 	w := codes(ph(procstat.MachineUsage{Busy: 1.9, Cores: 2}, 0.95, &TargetUsage{CPU: 0.25}))
@@ -281,7 +284,7 @@ func TestCoresUnderAffinity(t *testing.T) {
 		t.Errorf("client.cpu > 0.9: %v %s, want a pass with 0.95 (of the 1 core)", v.Status, v.Observed)
 	}
 	// Allowed both cores: 0.95 of a core is not saturation.
-	runnerCores = func() int { return 2 }
+	cores = 2
 	if m, ok := codes(ph(procstat.MachineUsage{Busy: 1.9, Cores: 2}, 0.95, &TargetUsage{CPU: 0.25}))["client-cpu"]; ok {
 		t.Errorf("client-cpu with 2 cores allowed: %q", m)
 	}
@@ -292,15 +295,12 @@ func TestCoresUnderAffinity(t *testing.T) {
 // a result saved on a one-core runner and judged again on a larger
 // machine is judged as it was measured.
 func TestJudgeReadsRecordedClientCores(t *testing.T) {
-	was := runnerCores
-	t.Cleanup(func() { runnerCores = was })
-	runnerCores = func() int { return 8 } // the machine judging it again
 	pr := &PhaseResult{ClientCPU: 0.95, ClientCores: 1, Wall: 2 * time.Second}
 	if !cpuSaturated(pr) {
 		t.Errorf("0.95 of the 1 recorded core: not saturated")
 	}
-	pr.ClientCores = 0 // saved before it was recorded: this process's cores
+	pr.ClientCores = 8
 	if cpuSaturated(pr) {
-		t.Errorf("0.95 of 8 cores: saturated")
+		t.Errorf("0.95 of 8 recorded cores: saturated")
 	}
 }

@@ -10,17 +10,18 @@ import (
 // (runtime.NumCPU, which Go reads from the affinity mask), or GOMAXPROCS
 // when lower. The client's saturation (client-cpu, client.cpu) is over
 // it; machine-wide figures are over the machine's cores
-// (procstat.MachineUsage.Cores). A variable so that tests can set it.
-var runnerCores = func() int { return min(runtime.NumCPU(), runtime.GOMAXPROCS(0)) }
+// (procstat.MachineUsage.Cores). It is read when a phase is measured and
+// recorded with it (PhaseResult.ClientCores); judging reads the record.
+func runnerCores() int { return min(runtime.NumCPU(), runtime.GOMAXPROCS(0)) }
 
 // clientCores is the cores the runner could use while it measured pr, as
-// recorded (ClientCores); for a result saved before that was recorded,
-// this process's (runnerCores).
+// recorded (ClientCores). Judging never reads this process's cores: a
+// result judged again elsewhere is judged as it was measured. A result
+// that records none (saved before they were recorded; reports.Load fills
+// them from the run's recorded environment) counts as one core, the
+// least a client had.
 func (pr *PhaseResult) clientCores() float64 {
-	if pr.ClientCores > 0 {
-		return float64(pr.ClientCores)
-	}
-	return float64(runnerCores())
+	return float64(max(pr.ClientCores, 1))
 }
 
 // usageSample is the process's CPU time and GC count at an instant.

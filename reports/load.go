@@ -60,5 +60,15 @@ func parseRun(b []byte) (*Run, error) {
 			sr.Rule = rule
 		}
 	}
+	// A report saved before each phase recorded the cores its client
+	// could use: they are the run's recorded environment's (judging never
+	// reads the cores of the machine that judges again).
+	if cores := r.Env.ClientCores(); cores > 0 {
+		for _, pr := range r.Result.Phases {
+			if pr != nil && pr.ClientCores == 0 {
+				pr.ClientCores = cores
+			}
+		}
+	}
 	return &r, nil
 }

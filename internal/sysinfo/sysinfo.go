@@ -75,6 +75,20 @@ func (e Env) CoresText() string {
 }
 
 // Collect reads the environment. It never fails: unknown fields stay empty.
+// ClientCores is how many cores the runner could use, as recorded:
+// CoresAllowed (or Cores when that was not recorded), capped by
+// GOMAXPROCS when that is recorded and lower; 0 when nothing is recorded.
+func (e Env) ClientCores() int {
+	n := e.CoresAllowed
+	if n <= 0 {
+		n = e.Cores
+	}
+	if e.GOMAXPROCS > 0 && e.GOMAXPROCS < n {
+		n = e.GOMAXPROCS
+	}
+	return max(n, 0)
+}
+
 func Collect() Env {
 	e := Env{
 		OS:           runtime.GOOS,
