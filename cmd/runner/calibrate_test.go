@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/runner-dev/runner/internal/execute"
 )
 
 // calibrate measures and saves the client ceiling; a later run that
@@ -21,7 +23,7 @@ func TestCalibrateAndCeilingWarning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c Calibration
+	var c execute.Calibration
 	if err := json.Unmarshal(b, &c); err != nil || c.Rate <= 0 || c.Cores < 1 {
 		t.Fatalf("saved %s (%v)", b, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/internal/execute"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -73,12 +74,12 @@ func FuzzScenarioPipeline(f *testing.F) {
 		if len(data) > maxFuzzInput {
 			t.Skip()
 		}
-		sc, pl, err := compileData(file, data, fuzzEnv)
+		sc, pl, err := execute.CompileData(file, data, fuzzEnv)
 		if err != nil {
 			if pl != nil {
 				t.Fatal("a plan returned with an error")
 			}
-			problems := flatten(err)
+			problems := execute.Problems(err)
 			if len(problems) == 0 {
 				t.Fatalf("error %v without problems", err)
 			}
@@ -228,7 +229,7 @@ func TestCompileRefusesFIFOFiles(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			file := filepath.Join(dir, name+".yaml")
 			done := make(chan error, 1)
-			go func() { _, _, err := compileData(file, []byte(yaml), fuzzEnv); done <- err }()
+			go func() { _, _, err := execute.CompileData(file, []byte(yaml), fuzzEnv); done <- err }()
 			select {
 			case err := <-done:
 				if err == nil || !strings.Contains(err.Error(), "not a regular file") || !strings.Contains(err.Error(), file+":3:") {

@@ -10,10 +10,10 @@ import (
 // A panic (a bug of runner's) exits 3, never the Go runtime's 2, which a
 // CI gate would read as "invalid scenario, nothing was sent" (issue 12).
 func TestPanicExitsCouldNotRun(t *testing.T) {
-	beforeRun = func() { panic("boom") }
-	defer func() { beforeRun = nil }()
 	var out, errb bytes.Buffer
-	if code := runGuarded(context.Background(), []string{"version"}, &out, &errb); code != exitCouldNotRun {
+	a := newApp(&out, &errb)
+	a.beforeRun = func() { panic("boom") }
+	if code := a.guarded(context.Background(), []string{"version"}); code != exitCouldNotRun {
 		t.Fatalf("exit %d, want %d", code, exitCouldNotRun)
 	}
 	if !strings.Contains(errb.String(), "internal error") || !strings.Contains(errb.String(), "boom") {

@@ -31,7 +31,7 @@ const (
 
 // setTestHooks installs the holds the environment asks for; TestMain calls
 // it in a runner started by a test.
-func setTestHooks(args []string) {
+func setTestHooks(a *app, args []string) {
 	if path := os.Getenv(serveHoldEnv); path != "" && len(args) > 0 && args[0] == "serve" {
 		tmp := path + ".tmp"
 		if os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())), 0o644) == nil {
@@ -41,7 +41,7 @@ func setTestHooks(args []string) {
 		os.Exit(1)
 	}
 	if point, path, ok := strings.Cut(os.Getenv(holdEnv), "="); ok {
-		holdAt = func(ctx context.Context, at string) {
+		a.hold = func(ctx context.Context, at string) {
 			if at != point {
 				return
 			}
@@ -190,9 +190,6 @@ assert: [errors == 0]
 // names the planned length "of" (not "total", which reads as a count); a
 // phase bounded by a count has no planned length and no "of".
 func TestIssue12_ProgressLineUnits(t *testing.T) {
-	old := progressLogEvery
-	progressLogEvery = time.Second
-	defer func() { progressLogEvery = old }()
 	base := target(t, "--delay", "10ms")
 	file := scenario(t, "units.yaml", `version: 1
 target: {url: "`+base+`"}
@@ -202,7 +199,8 @@ phases:
   - {name: counted, closed: {connections: 1}, requests: 150}
 `)
 	dir := t.TempDir()
-	code, _, errOut := cli(t, "run", "--json", filepath.Join(dir, "r.json"), file)
+	everySecond := func(a *app) { a.progressEvery = time.Second }
+	code, _, errOut := cliWith(t, everySecond, "run", "--json", filepath.Join(dir, "r.json"), file)
 	if code != exitPass && code != exitInconclusive { // 4: a busy machine
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
@@ -268,7 +266,7 @@ phases:
 	dir := t.TempDir()
 	tty := &fakeTerminal{}
 	var stdout bytes.Buffer
-	if code := run(context.Background(), []string{"run", "--json", filepath.Join(dir, "r.json"), file}, &stdout, tty); code != exitPass && code != exitInconclusive {
+	if code := newApp(&stdout, tty).run(context.Background(), []string{"run", "--json", filepath.Join(dir, "r.json"), file}); code != exitPass && code != exitInconclusive {
 		t.Fatalf("exit %d\n%s", code, tty)
 	}
 	out := tty.String()
@@ -310,7 +308,7 @@ func TestIssue12_LateSignalCounted(t *testing.T) {
 	signal.Notify(seen, syscall.SIGINT)
 	defer signal.Stop(seen)
 	for i := range 50 {
-		_, stop := interruptible(context.Background(), io.Discard)
+		_, stop := newApp(io.Discard, io.Discard).interruptible(context.Background(), io.Discard)
 		if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +324,7 @@ func TestIssue12_LateSignalCounted(t *testing.T) {
 			t.Fatalf("round %d: stop called again forgot the signal", i)
 		}
 	}
-	_, stop := interruptible(context.Background(), io.Discard)
+	_, stop := newApp(io.Discard, io.Discard).interruptible(context.Background(), io.Discard)
 	if stop() {
 		t.Error("no signal, yet stop says one came")
 	}
@@ -336,11 +334,10 @@ func TestIssue12_LateSignalCounted(t *testing.T) {
 // run's handling began (early) interrupts the run as soon as the handling
 // starts; it used to kill the process, or, with SIGINT ignored, be lost.
 func TestIssue12_EarlySignalInterrupts(t *testing.T) {
-	old := early
-	defer func() { early = old }()
-	early = make(chan os.Signal, 2)
-	early <- syscall.SIGINT // came while the scenario was loading
-	ctx, stop := interruptible(context.Background(), io.Discard)
+	a := newApp(io.Discard, io.Discard)
+	a.signals = make(chan os.Signal, 2)
+	a.signals <- syscall.SIGINT // came while the scenario was loading
+	ctx, stop := a.interruptible(context.Background(), io.Discard)
 	select {
 	case <-ctx.Done():
 	case <-time.After(10 * time.Second):

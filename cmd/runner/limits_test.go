@@ -17,6 +17,7 @@ import (
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/internal/execute"
 	"github.com/runner-dev/runner/reports"
 )
 
@@ -116,7 +117,7 @@ driver: {http: {path: /x, keep_alive: false, timeout: 2s}}
 phases:
   - {name: steady, open: {rate: 3000/s, connections: 16}, duration: 2s}
 `)
-	sc, pl, err := compile(file)
+	sc, pl, err := execute.Compile(file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,61 +11,97 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
+
+	"github.com/runner-dev/runner/internal/execute"
+	"github.com/runner-dev/runner/reports"
 )
 
-// Exit codes (DESIGN.md §5). A failed rule wins over inconclusive.
+// Exit codes (DESIGN.md §5), as each run's report records them with its
+// outcome (execute.Decide). A failed rule wins over inconclusive.
 const (
-	exitPass         = 0 // every rule holds
-	exitFail         = 1 // a rule failed
-	exitInvalid      = 2 // invalid scenario or usage
-	exitCouldNotRun  = 3 // target unreachable, aborted, crashed target, client limits
-	exitInconclusive = 4 // the measurement cannot support a verdict
+	exitPass         = execute.ExitPass         // every rule holds
+	exitFail         = execute.ExitFail         // a rule failed
+	exitInvalid      = execute.ExitInvalid      // invalid scenario or usage
+	exitCouldNotRun  = execute.ExitCouldNotRun  // target unreachable, aborted, crashed target, client limits
+	exitInconclusive = execute.ExitInconclusive // the measurement cannot support a verdict
 )
 
 func main() {
+	a := newApp(os.Stdout, os.Stderr)
 	if args := os.Args[1:]; len(args) > 0 && args[0] == "run" {
 		// Taken from the first instant: a signal before the run's own
 		// handling starts (while the scenario loads) would otherwise kill
 		// the process (exit 130), or be dropped when it was started with
 		// SIGINT ignored (a background job), and the run would go on to
 		// exit 0. interruptible takes what came.
-		early = make(chan os.Signal, 2)
-		signal.Notify(early, syscall.SIGINT, syscall.SIGTERM)
+		a.signals = make(chan os.Signal, 2)
+		signal.Notify(a.signals, syscall.SIGINT, syscall.SIGTERM)
 	}
-	os.Exit(runGuarded(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(a.guarded(context.Background(), os.Args[1:]))
 }
 
-// early, when non-nil, has received SIGINT and SIGTERM since the process
-// started (runner run); interruptible handles it instead of a channel of
-// its own.
-var early chan os.Signal
+// app is one invocation of the runner: its writers and the parts of it a
+// test replaces. Each invocation has its own; nothing is a package-level
+// hook.
+type app struct {
+	stdout, stderr io.Writer
+	// signals, when non-nil, has received SIGINT and SIGTERM since the
+	// process started (runner run); interruptible handles it instead of a
+	// channel of its own.
+	signals chan os.Signal
+	// forceExit ends the process on a second signal.
+	forceExit func(code int)
+	// beforeRun, when set, is called by guarded first (tests make it panic).
+	beforeRun func()
+	// afterSpawn and hold are execute.Options' AfterSpawn and Hold; hold
+	// is also called at "written", once the results have been written.
+	afterSpawn func(url string)
+	hold       func(ctx context.Context, point string)
+	// progressEvery is how often a run without a terminal logs progress.
+	progressEvery time.Duration
+	// writeReport writes the JSON report, appendTSV appends TSV rows and
+	// renderers render the other reports by format (tests make them fail).
+	writeReport func(path string, rep *reports.Run) error
+	appendTSV   func(path string, rows [][]string) error
+	renderers   map[string]func(io.Writer, *reports.Run) error
+}
 
-// runGuarded is run with a panic turned into exit 3 ("could not
+// newApp is an invocation writing on stdout and stderr, with the
+// process's behaviour.
+func newApp(stdout, stderr io.Writer) *app {
+	return &app{
+		stdout: stdout, stderr: stderr,
+		forceExit:     os.Exit,
+		progressEvery: 5 * time.Second,
+		writeReport:   reports.WriteJSON,
+		appendTSV:     reports.AppendTSV,
+		renderers:     renderers,
+	}
+}
+
+// guarded is run with a panic turned into exit 3 ("could not
 // complete"), the stack on stderr: the Go runtime would exit a panic
 // with 2, which a CI gate reads as "invalid scenario, nothing was sent".
 // A panic is a bug of runner's; it never passes, fails or is inconclusive.
-func runGuarded(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+func (a *app) guarded(ctx context.Context, args []string) (code int) {
 	defer func() {
 		if p := recover(); p != nil {
-			fmt.Fprintf(stderr, "runner: internal error (a bug; please report it): %v\n%s", p, debug.Stack())
+			fmt.Fprintf(a.stderr, "runner: internal error (a bug; please report it): %v\n%s", p, debug.Stack())
 			code = exitCouldNotRun
 		}
 	}()
-	if beforeRun != nil {
-		beforeRun()
+	if a.beforeRun != nil {
+		a.beforeRun()
 	}
-	return run(ctx, args, stdout, stderr)
+	return a.run(ctx, args)
 }
-
-// beforeRun, when non-nil, is called by runGuarded first; tests make it
-// panic.
-var beforeRun func()
 
 // run is main without the process: tests call it with their own
 // arguments and writers and read the exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func (a *app) run(ctx context.Context, args []string) int {
 	code := exitPass
-	root := newRoot(stdout, stderr, &code)
+	root := newRoot(a, &code)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		if ec, ok := err.(exitError); ok {

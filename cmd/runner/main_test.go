@@ -25,8 +25,9 @@ func TestMain(m *testing.M) {
 	// coordinator, with its environment (asMain included) and -test.*
 	// flags: it is a test, not the runner.
 	if os.Getenv(asMain) == "1" && !slices.ContainsFunc(os.Args[1:], func(a string) bool { return strings.HasPrefix(a, "-test.") }) {
-		setTestHooks(os.Args[1:])
-		os.Exit(runGuarded(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		a := newApp(os.Stdout, os.Stderr)
+		setTestHooks(a, os.Args[1:])
+		os.Exit(a.guarded(context.Background(), os.Args[1:]))
 	}
 	os.Setenv(asMain, "1")
 	// A calibration saved on this machine (runner calibrate) would add
@@ -45,8 +46,19 @@ func TestMain(m *testing.M) {
 // cli runs the runner in-process and returns its exit code and output.
 func cli(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return cliWith(t, nil, args...)
+}
+
+// cliWith is cli with the invocation changed by with first (nil: as is):
+// a test replaces a writer or a hook of its own invocation only.
+func cliWith(t *testing.T, with func(*app), args ...string) (int, string, string) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), args, &out, &errb)
+	a := newApp(&out, &errb)
+	if with != nil {
+		with(a)
+	}
+	code := a.run(context.Background(), args)
 	return code, out.String(), errb.String()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,11 +90,12 @@ func TestUnwritableOutputs_LostDuringRunExit3(t *testing.T) {
 		// The path passes the check before traffic; then the append fails
 		// (a disk that fills up during the run).
 		tsv := filepath.Join(t.TempDir(), "r.tsv")
-		appendRows = func(path string, _ [][]string) error {
-			return errors.New("append to " + path + ": no space left on device")
+		full := func(a *app) {
+			a.appendTSV = func(path string, _ [][]string) error {
+				return errors.New("append to " + path + ": no space left on device")
+			}
 		}
-		defer func() { appendRows = reports.AppendTSV }()
-		code, out, stderr := cli(t, "run", "--log-level", "disabled", "--tsv", tsv, "--json", js, p)
+		code, out, stderr := cliWith(t, full, "run", "--log-level", "disabled", "--tsv", tsv, "--json", js, p)
 		if code != exitCouldNotRun || !strings.Contains(stderr, tsv) || !strings.Contains(stderr, "results lost") {
 			t.Fatalf("exit %d, want 3 naming %s\nstdout:\n%s\nstderr:\n%s", code, tsv, out, stderr)
 		}
@@ -109,11 +111,12 @@ func TestUnwritableOutputs_LostDuringRunExit3(t *testing.T) {
 
 	t.Run("json", func(t *testing.T) {
 		// The path passes the check before traffic; then every write fails.
-		writeReport = func(path string, _ *reports.Run) error {
-			return errors.New("json " + path + ": no space left on device")
+		full := func(a *app) {
+			a.writeReport = func(path string, _ *reports.Run) error {
+				return errors.New("json " + path + ": no space left on device")
+			}
 		}
-		defer func() { writeReport = reports.WriteJSON }()
-		code, out, stderr := cli(t, "run", "--log-level", "disabled", "--json", js, p)
+		code, out, stderr := cliWith(t, full, "run", "--log-level", "disabled", "--json", js, p)
 		if code != exitCouldNotRun || !strings.Contains(stderr, js) || !strings.Contains(stderr, "results lost") {
 			t.Fatalf("exit %d, want 3 naming %s\nstdout:\n%s\nstderr:\n%s", code, js, out, stderr)
 		}
@@ -127,10 +130,11 @@ func TestUnwritableOutputs_LostDuringRunExit3(t *testing.T) {
 		// a line on stderr and exit 0. It is written before the final
 		// JSON, which says so.
 		md := filepath.Join(t.TempDir(), "r.md")
-		old := renderers["md"]
-		renderers["md"] = func(io.Writer, *reports.Run) error { return errors.New("no space left on device") }
-		defer func() { renderers["md"] = old }()
-		code, out, stderr := cli(t, "run", "--log-level", "disabled", "--json", js, "--markdown", md, p)
+		full := func(a *app) {
+			a.renderers = maps.Clone(a.renderers)
+			a.renderers["md"] = func(io.Writer, *reports.Run) error { return errors.New("no space left on device") }
+		}
+		code, out, stderr := cliWith(t, full, "run", "--log-level", "disabled", "--json", js, "--markdown", md, p)
 		if code != exitCouldNotRun || !strings.Contains(stderr, "results lost: markdown report "+md) {
 			t.Fatalf("exit %d, want 3 naming %s\nstdout:\n%s\nstderr:\n%s", code, md, out, stderr)
 		}

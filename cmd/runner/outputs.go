@@ -225,9 +225,9 @@ func (d junitDocs) add(path string, rep *reports.Run) []*reports.Run {
 // writeReports writes the run's Markdown, JUnit, HTML and HDR reports
 // (each atomically) and returns what was written ("junit PATH") and the
 // errors of those that could not be, each naming its format and path.
-func writeReports(rep *reports.Run, f runFlags) (written []string, lost []error) {
+func (a *app) writeReports(rep *reports.Run, f runFlags) (written []string, lost []error) {
 	for _, o := range extraOutputs(rep, f) {
-		write := func(w io.Writer) error { return render(w, renderers[renderer(o.format)], rep) }
+		write := func(w io.Writer) error { return render(w, a.renderers[renderer(o.format)], rep) }
 		if o.format == "junit" {
 			runs := f.junitDocs.add(o.expanded, rep)
 			// Each scenario's suite holds its own secrets.

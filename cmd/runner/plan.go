@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runner-dev/runner/internal/execute"
 	"github.com/runner-dev/runner/internal/redact"
 )
 
@@ -19,7 +20,7 @@ requests and expected time, then the totals and the rules. It sends nothing.
 Values read from ${ENV} are redacted, as in every report.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, pl, err := compile(args[0])
+			_, pl, err := execute.Compile(args[0])
 			if err != nil {
 				printErrors(stderr, err)
 				return exitError(exitInvalid)

@@ -156,9 +156,6 @@ func TestShippedScenarioEveryFormat(t *testing.T) {
 // --log-format json it is JSON for machines, with the runner's own
 // memory (heap, live heap, runtime-mapped, GC cycles); --quiet has none.
 func TestProgressLogLines(t *testing.T) {
-	old := progressLogEvery
-	progressLogEvery = time.Second
-	defer func() { progressLogEvery = old }()
 	file := scenario(t, "s.yaml", `version: 1
 name: progress
 target: {serve: http}
@@ -167,7 +164,8 @@ phases:
   - {name: steady, open: {rate: 100/s, connections: 2}, duration: 3s}
 `)
 	dir := t.TempDir()
-	code, _, errOut := cli(t, "run", "--log-format", "json", "--json", filepath.Join(dir, "r.json"), "--tsv", filepath.Join(dir, "r.tsv"), file)
+	everySecond := func(a *app) { a.progressEvery = time.Second }
+	code, _, errOut := cliWith(t, everySecond, "run", "--log-format", "json", "--json", filepath.Join(dir, "r.json"), "--tsv", filepath.Join(dir, "r.tsv"), file)
 	// No rules: the run passes, or is inconclusive when a busy machine
 	// stalled the generator; either way it ran and logged its progress.
 	if code != exitPass && code != exitInconclusive {

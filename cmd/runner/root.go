@@ -1,12 +1,11 @@
 package main
 
 import (
-	"io"
-
 	"github.com/spf13/cobra"
 )
 
-func newRoot(stdout, stderr io.Writer, code *int) *cobra.Command {
+func newRoot(a *app, code *int) *cobra.Command {
+	stdout, stderr := a.stdout, a.stderr
 	root := &cobra.Command{
 		Use:   "runner",
 		Short: "Declarative load-test scenario runner with honest numbers",
@@ -29,7 +28,7 @@ Start with:
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(
-		newRunCmd(stdout, stderr, code),
+		newRunCmd(a, code),
 		newValidateCmd(stdout, stderr, code),
 		newPlanCmd(stdout, stderr, code),
 		newServeCmd(stdout, stderr),

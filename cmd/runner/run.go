@@ -2,16 +2,9 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"crypto/rand"
-	"crypto/tls"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"runtime"
@@ -27,18 +20,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine"
-	"github.com/runner-dev/runner/engine/rules"
-	"github.com/runner-dev/runner/internal/clock"
-	"github.com/runner-dev/runner/internal/counters"
-	"github.com/runner-dev/runner/internal/limits"
-	"github.com/runner-dev/runner/internal/procstat"
-	"github.com/runner-dev/runner/internal/redact"
+	"github.com/runner-dev/runner/internal/execute"
 	"github.com/runner-dev/runner/internal/sysinfo"
 	"github.com/runner-dev/runner/reports"
-	"github.com/runner-dev/runner/schema"
-	"github.com/runner-dev/runner/targets"
 )
 
 // runFlags override a scenario's outputs and logging.
@@ -62,9 +47,6 @@ type runFlags struct {
 	junitDocs junitDocs
 }
 
-// forceExit ends the process on a second signal; tests replace it.
-var forceExit = os.Exit
-
 // outputs is held while a result file is written. A forced exit takes it
 // first (waiting at most forceWait), so it never cuts a JSON report short
 // before its rename and leaves no temporary file behind.
@@ -73,7 +55,8 @@ var outputs sync.Mutex
 // forceWait bounds how long a forced exit waits for a write in progress.
 const forceWait = time.Second
 
-func newRunCmd(stdout, stderr io.Writer, code *int) *cobra.Command {
+func newRunCmd(a *app, code *int) *cobra.Command {
+	stdout, stderr := a.stdout, a.stderr
 	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "run FILE...",
@@ -109,7 +92,7 @@ phase); a second Ctrl-C exits immediately.`,
 			var todo []compiled
 			bad := false
 			for _, file := range files {
-				_, pl, err := compile(file)
+				_, pl, err := execute.Compile(file)
 				if err != nil {
 					printErrors(stderr, err)
 					bad = true
@@ -136,7 +119,7 @@ phase); a second Ctrl-C exits immediately.`,
 			// checked and locked are the ones written.
 			var runs []planned
 			for _, c := range todo {
-				runs = append(runs, planned{file: c.file, rep: newReport(c.pl)})
+				runs = append(runs, planned{file: c.file, rep: execute.NewReport(c.pl)})
 			}
 			if !preflight(runs, f, stderr) {
 				return exitError(exitInvalid)
@@ -184,11 +167,11 @@ phase); a second Ctrl-C exits immediately.`,
 					fh.Close()
 				}()
 			}
-			ctx, stop := interruptible(cmd.Context(), stderr)
+			ctx, stop := a.interruptible(cmd.Context(), stderr)
 			defer stop()
 			worst := exitPass
 			for _, p := range runs {
-				ec := runOne(ctx, p.rep, f, newLog, stdout, stderr)
+				ec := a.runOne(ctx, p.rep, f, newLog, stdout, stderr)
 				worst = worse(worst, ec)
 				if ctx.Err() != nil {
 					break
@@ -266,9 +249,9 @@ func worse(a, b int) int {
 // handling (a later signal has its default effect: the process dies of
 // it, never exit 0) and reports whether a signal came at any time before,
 // one still undelivered included; it may be called more than once.
-func interruptible(parent context.Context, stderr io.Writer) (ctx context.Context, stop func() (signalled bool)) {
+func (a *app) interruptible(parent context.Context, stderr io.Writer) (ctx context.Context, stop func() (signalled bool)) {
 	ctx, cancel := context.WithCancelCause(parent)
-	ch := early // signals since the process started, if main took them
+	ch := a.signals // signals since the process started, if main took them
 	if ch == nil {
 		ch = make(chan os.Signal, 2)
 		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
@@ -297,7 +280,7 @@ func interruptible(parent context.Context, stderr io.Writer) (ctx context.Contex
 				}
 			}
 			releaseHeld() // the kernel would drop the flocks, but not the files
-			forceExit(exitCouldNotRun)
+			a.forceExit(exitCouldNotRun)
 			if held {
 				outputs.Unlock()
 			}
@@ -330,27 +313,6 @@ func signalName(s os.Signal) string {
 	return s.String()
 }
 
-// newRunID names a run: UTC time plus random bits, sortable and unique
-// across concurrent runs.
-func newRunID() string {
-	var b [3]byte
-	rand.Read(b[:])
-	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-}
-
-// newReport starts the report of one run of a compiled scenario, with a
-// new run ID.
-func newReport(pl *engine.Plan) *reports.Run {
-	return &reports.Run{
-		RunID:    newRunID(),
-		Tool:     "runner",
-		Scenario: pl.Scenario,
-		Plan:     pl,
-		Result:   &engine.Result{},
-		Redact:   redact.New(pl.Scenario.Secrets),
-	}
-}
-
 // outputPaths are the TSV and JSON paths of a run, flags first, with
 // {run_id} and {scenario} expanded; "" when there is none.
 func outputPaths(rep *reports.Run, f runFlags) (tsv, json string) {
@@ -358,26 +320,19 @@ func outputPaths(rep *reports.Run, f runFlags) (tsv, json string) {
 	return rep.Expand(pick(f.tsv, out.TSV)), rep.Expand(pick(f.json, out.JSON))
 }
 
-// writeReport writes the JSON report and appendRows appends TSV rows;
-// tests replace them to make them fail.
-var (
-	writeReport = reports.WriteJSON
-	appendRows  = reports.AppendTSV
-)
-
-// runOne runs one compiled scenario, whose report newReport started,
-// and returns its exit code. An output file that could not be written
-// (TSV rows or the final JSON report lost) makes it exit 3 whatever the
-// verdict, saying which file. newLog makes the run's logger on a writer.
+// runOne runs one compiled scenario, whose report execute.NewReport
+// started, writes its results and returns its exit code. An output file
+// that could not be written (TSV rows or the final JSON report lost)
+// makes it exit 3 whatever the verdict, saying which file. newLog makes
+// the run's logger on a writer.
 //
 // The scenario's secrets (rep.Redact, built once) are redacted at every
 // sink: stdout and stderr (console, messages, progress, the spawned
 // target's stderr) and the log through redacting writers, output file
 // names in Expand, each report's bytes before they are written, and the
 // error examples before the engine shortens them.
-func runOne(ctx context.Context, rep *reports.Run, f runFlags, newLog func(io.Writer) zerolog.Logger, stdout, stderr io.Writer) int {
-	pl := rep.Plan
-	sc := pl.Scenario
+func (a *app) runOne(ctx context.Context, rep *reports.Run, f runFlags, newLog func(io.Writer) zerolog.Logger, stdout, stderr io.Writer) int {
+	sc := rep.Plan.Scenario
 	stdout = rep.Redact.Writer(stdout)
 	if lt, ok := stderr.(*liveTerm); ok {
 		// The terminal's progress line and everything else written on it
@@ -387,184 +342,78 @@ func runOne(ctx context.Context, rep *reports.Run, f runFlags, newLog func(io.Wr
 		stderr = rep.Redact.Writer(stderr)
 	}
 	log := newLog(stderr)
-	rep.Env = sysinfo.Collect()
-	// The sleep resolution of this machine, once per run (~60 ms).
-	timer := clock.Measure(timerSamples, time.Millisecond)
-	rep.Env.Timer = &timer
-	rep.Started = time.Now()
 	tsvPath, jsonPath := outputPaths(rep, f)
-
-	fail := func(format string, a ...any) int {
-		if ctx.Err() != nil {
-			// A signal before the first phase (while the spawned target
-			// was starting, say) is what stopped the run: interrupted,
-			// not a failure of the target's ("context canceled").
-			rep.Result.Interrupted = true
-			rep.Outcome, rep.ExitCode = "interrupted", exitCouldNotRun
-			fmt.Fprintf(stderr, "runner: %s: %v before the first phase; nothing was sent\n", sc.File, context.Cause(ctx))
-		} else {
-			rep.Error = fmt.Sprintf(format, a...)
-			rep.Outcome, rep.ExitCode = "could-not-run", exitCouldNotRun
-			fmt.Fprintln(stderr, "runner:", rep.Error)
-		}
-		// Every report says why (a CI job that reads the JUnit file finds
-		// it; one shared by several scenarios would otherwise read as if
-		// this one had not been asked for).
-		_, lost := writeReports(rep, f)
-		if err := finish(rep, jsonPath); err != nil {
-			lost = append(lost, err)
-		}
-		for _, err := range lost {
-			fmt.Fprintf(stderr, "runner: %s: results lost: %v\n", sc.File, err)
-		}
-		return exitCouldNotRun
-	}
-
-	// Client limits come before any traffic (DESIGN.md §10).
-	if _, err := limits.Descriptors(pl.MaxConnections); err != nil {
-		return fail("%s: %v", sc.File, err)
-	}
-	if err := limits.Ports(pl.MaxConnections); err != nil {
-		return fail("%s: %v", sc.File, err)
-	}
-
-	base := sc.Target.URL
-	var proc *targets.Process
-	if sc.Target.Serve != "" {
-		exe, err := targets.Self()
-		if err != nil {
-			return fail("find the runner executable to spawn the target: %v", err)
-		}
-		proc, err = targets.Spawn(ctx, exe, sc.Target.Serve, sc.Target.Args, stderr, 10*time.Second)
-		if err != nil {
-			return fail("%s: target: %v", sc.File, err)
-		}
-		defer proc.Stop()
-		base = proc.URL
-		if afterSpawn != nil {
-			afterSpawn(base)
-		}
-		rep.TargetSpawned = "runner serve " + sc.Target.Serve + " " + strings.Join(sc.Target.Args, " ")
-	}
-	rep.Target = base
-
-	ld, err := newDriver(sc, base)
-	if err != nil {
-		return fail("%s: %s: %v", sc.File, ld.key, err)
-	}
-	rep.Insecure = ld.insecure
-	r := &engine.Runner{
-		Driver:   ld.driver,
-		Timeout:  ld.timeout,
-		Progress: progress(stderr, log, f),
-		Log:      log,
-		Redact:   rep.Redact.String,
-	}
-	if sc.Reconcile != nil {
-		tlsConf, err := fetchTLS(sc, base)
-		if err != nil {
-			return fail("%s: reconcile.fetch: %v", sc.File, err)
-		}
-		r.Counters = fetchCounters(base, sc.Reconcile.Fetch, ld.driver, tlsConf)
-	}
-	switch {
-	case proc != nil:
-		r.TargetMeter = meterProcess(proc.Pid())
-	case sc.Target.Pid > 0:
-		// Checked before any traffic: a wrong pid is a scenario error,
-		// not a phase without target figures.
-		if _, err := procstat.Take(sc.Target.Pid); err != nil {
-			return fail("%s: target.pid: cannot read process %d: %v", sc.File, sc.Target.Pid, err)
-		}
-		r.TargetMeter = meterProcess(sc.Target.Pid)
-	}
 	var (
 		tsvErr     error // the last failed TSV append: rows were lost
 		jsonWarned bool
 	)
 	term, _ := stderr.(*liveTerm)
-	r.OnPhase = func(pr *engine.PhaseResult) {
-		term.clear() // the progress line gives way
-		rep.Result.Phases = append(rep.Result.Phases, pr)
-		// A snapshot until the final write replaces it: if it is all that
-		// is left (a forced exit), it must not read as a finished run.
-		rep.Outcome, rep.ExitCode = "incomplete", exitCouldNotRun
-		if pr.Interrupted {
-			// Marked now, not only at the end: a second signal may force
-			// the process out before the final write.
-			rep.Result.Interrupted = true
-			rep.Outcome = "interrupted"
-		}
-		if tsvPath != "" {
-			outputs.Lock()
-			err := appendRows(tsvPath, rep.Rows(pr))
-			outputs.Unlock()
-			if err != nil {
-				if tsvErr == nil {
-					fmt.Fprintf(stderr, "runner: results lost: %v\n", err)
+	opts := execute.Options{
+		TargetStderr: stderr,
+		Log:          log,
+		Progress:     a.progress(stderr, log, f),
+		Baseline:     f.base,
+		BaselineRef:  f.baseRef,
+		Calibration:  execute.LoadCalibration(sysinfo.Collect()),
+		AfterSpawn:   a.afterSpawn,
+		Hold:         a.hold,
+		OnPhase: func(pr *engine.PhaseResult) {
+			term.clear() // the progress line gives way
+			if tsvPath != "" {
+				outputs.Lock()
+				err := a.appendTSV(tsvPath, rep.Rows(pr))
+				outputs.Unlock()
+				if err != nil {
+					if tsvErr == nil {
+						fmt.Fprintf(stderr, "runner: results lost: %v\n", err)
+					}
+					tsvErr = err
 				}
-				tsvErr = err
 			}
+			// The JSON is rewritten whole after every phase (temporary
+			// file, then rename), so even a killed run leaves a parseable
+			// report. A failure here is lost only if the final write
+			// fails too.
+			if err := a.writeJSON(rep, jsonPath); err != nil && !jsonWarned {
+				fmt.Fprintf(stderr, "runner: %v (will try again at the end)\n", err)
+				jsonWarned = true
+			}
+		},
+	}
+	if err := execute.Run(ctx, rep, opts); err != nil {
+		// Nothing was sent.
+		if rep.Outcome == execute.Interrupted {
+			fmt.Fprintf(stderr, "runner: %s: %v before the first phase; nothing was sent\n", sc.File, err)
+		} else {
+			fmt.Fprintln(stderr, "runner:", rep.Error)
 		}
-		// The JSON is rewritten whole after every phase (temporary file,
-		// then rename), so even a killed run leaves a parseable report.
-		// A failure here is lost only if the final write fails too.
-		if err := writeJSON(rep, jsonPath); err != nil && !jsonWarned {
-			fmt.Fprintf(stderr, "runner: %v (will try again at the end)\n", err)
-			jsonWarned = true
+		// Every report says why (a CI job that reads the JUnit file finds
+		// it; one shared by several scenarios would otherwise read as if
+		// this one had not been asked for).
+		_, lost := a.writeReports(rep, f)
+		if err := a.finish(rep, jsonPath); err != nil {
+			lost = append(lost, err)
 		}
-	}
-	res, runErr := r.Run(ctx, pl)
-	rep.Result.Interrupted = res.Interrupted
-	rep.Result.ServerAtStart = res.ServerAtStart
-	rep.Ended = time.Now()
-	if holdAt != nil {
-		holdAt(ctx, "after-run")
-	}
-	// A signal after the last phase (in its counters' fetch, while
-	// judging) interrupts the run all the same: every phase was measured
-	// and is judged, but the outcome is interrupted (exit 3).
-	signalledLate(ctx, rep)
-	if proc != nil && proc.Exited() {
-		runErr = errors.Join(runErr, errors.New("the spawned target exited during the run"))
-	}
-	if msg := engine.ClientFailure(rep.Result); msg != "" {
-		// Ports or descriptors ran out mid-run: the client's failure,
-		// never a pass and never the target's (exit 3).
-		runErr = errors.Join(runErr, errors.New(msg))
-	}
-	rep.Verdict = engine.JudgeAgainst(pl, rep.Result, f.base)
-	rep.Across = engine.Across(rep.Result)
-	// Run-wide warnings first, as Checks orders its own.
-	rep.Warnings = append(engine.StaleCounters(rep.Result, proc != nil), engine.CountersMoved(rep.Result)...)
-	rep.Warnings = append(rep.Warnings, engine.TimerGranularity(pl, timer)...)
-	rep.Warnings = append(rep.Warnings, engine.Checks(pl, rep.Result)...)
-	rep.Warnings = append(rep.Warnings, ceilingWarnings(rep, loadCalibration(rep.Env))...)
-	if b := f.baseRef; b != nil {
-		rep.Baseline = b
-		if b.Scenario != sc.Name {
-			rep.Warnings = append(rep.Warnings, engine.Warning{Code: "baseline-mismatch",
-				Message: fmt.Sprintf("the baseline %s is scenario %q (run %s), not %q: baseline.* compares phases of another experiment", b.File, b.Scenario, b.RunID, sc.Name)})
+		for _, err := range lost {
+			fmt.Fprintf(stderr, "runner: %s: results lost: %v\n", sc.File, err)
 		}
+		return execute.ExitCouldNotRun
 	}
-	if runErr != nil {
-		rep.Error = runErr.Error()
-	}
-	rep.Outcome, rep.ExitCode = outcome(rep)
+	runErr := rep.Error // why the run could not complete, before any results lost
 	var lost []error
 	if tsvErr != nil {
 		lost = append(lost, tsvErr)
-		resultsLost(rep, tsvErr) // before the final JSON, which then says so
+		execute.ResultsLost(rep, tsvErr) // before the final JSON, which then says so
 	}
-	lost, written := writeResults(rep, jsonPath, f, lost)
-	if holdAt != nil {
-		holdAt(ctx, "written")
+	lost, written := a.writeResults(rep, jsonPath, f, lost)
+	if a.hold != nil {
+		a.hold(ctx, "written")
 	}
-	if signalledLate(ctx, rep) && rep.Error == "" {
+	if execute.SignalledLate(ctx, rep) && rep.Error == "" {
 		// The signal came while the results were written: they are
 		// written again, whole, with the outcome it makes.
-		rep.Outcome, rep.ExitCode = outcome(rep)
-		lost, written = writeResults(rep, jsonPath, f, nil)
+		execute.Decide(rep)
+		lost, written = a.writeResults(rep, jsonPath, f, nil)
 	}
 	if err := stepSummary(rep); err != nil {
 		fmt.Fprintf(stderr, "runner: GITHUB_STEP_SUMMARY: %v\n", err)
@@ -583,8 +432,8 @@ func runOne(ctx context.Context, rep *reports.Run, f runFlags, newLog func(io.Wr
 		}
 		fmt.Fprintf(stdout, "results: %s\n", strings.Join(where, "; "))
 	}
-	if runErr != nil {
-		fmt.Fprintf(stderr, "runner: %s: could not complete: %v\n", sc.File, runErr)
+	if runErr != "" {
+		fmt.Fprintf(stderr, "runner: %s: could not complete: %s\n", sc.File, runErr)
 	}
 	for _, err := range lost {
 		fmt.Fprintf(stderr, "runner: %s: results lost: %v\n", sc.File, err)
@@ -597,47 +446,27 @@ func runOne(ctx context.Context, rep *reports.Run, f runFlags, newLog func(io.Wr
 // failures appended to lost and the reports written ("markdown path").
 // A report that cannot be written marks the run as having lost results
 // (exit 3).
-func writeResults(rep *reports.Run, jsonPath string, f runFlags, lost []error) ([]error, []string) {
-	written, lostReports := writeReports(rep, f)
+func (a *app) writeResults(rep *reports.Run, jsonPath string, f runFlags, lost []error) ([]error, []string) {
+	written, lostReports := a.writeReports(rep, f)
 	for _, err := range lostReports {
 		lost = append(lost, err)
-		resultsLost(rep, err)
+		execute.ResultsLost(rep, err)
 	}
-	if err := finish(rep, jsonPath); err != nil {
+	if err := a.finish(rep, jsonPath); err != nil {
 		lost = append(lost, err)
-		resultsLost(rep, err)
+		execute.ResultsLost(rep, err)
 	}
 	return lost, written
 }
 
-// signalledLate marks rep interrupted when ctx was cancelled (the first
-// SIGINT or SIGTERM) although no phase was: the signal came after the
-// last phase had ended. It reports whether it marked it now.
-func signalledLate(ctx context.Context, rep *reports.Run) bool {
-	if ctx.Err() == nil || rep.Result.Interrupted {
-		return false
-	}
-	rep.Result.Interrupted = true
-	return true
-}
-
-// holdAt, when set (by tests), is called at named points of runOne:
-// "after-run" when the last phase has ended, "written" when the results
-// have been written. A test holds the run there to send it a signal.
-var holdAt func(ctx context.Context, point string)
-
-// progressLogEvery is how often a run without a terminal logs progress;
-// tests shorten it.
-var progressLogEvery = 5 * time.Second
-
 // progress returns the engine's progress callback: on a terminal (stderr
 // a *liveTerm) a live line on stderr, rewritten in place every second;
-// otherwise (CI) an info log line every progressLogEvery, its durations
+// otherwise (CI) an info log line every a.progressEvery, its durations
 // with their units (elapsed=11s of=30s; "of" only for a phase of planned
 // length), which also carries the process's own memory as the Go runtime
 // sees it (memFigures: heap_kib, heap_live_kib, go_mapped_kib,
 // gc_cycles). nil with --quiet.
-func progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Progress) {
+func (a *app) progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Progress) {
 	if f.quiet {
 		return nil
 	}
@@ -658,7 +487,7 @@ func progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(engine.Prog
 		if key := fmt.Sprint(p.Repeat, p.Phase); key != phase {
 			phase, last = key, 0 // a new phase: its clock starts again
 		}
-		if p.Elapsed-last < progressLogEvery {
+		if p.Elapsed-last < a.progressEvery {
 			return
 		}
 		last = p.Elapsed
@@ -823,41 +652,6 @@ func renderRuns(w io.Writer, r func(io.Writer, []*reports.Run) error, runs []*re
 	return err
 }
 
-// resultsLost marks a run whose output file could not be written: it
-// could not complete (exit 3), whatever its verdict.
-func resultsLost(rep *reports.Run, err error) {
-	msg := "results lost: " + err.Error()
-	if rep.Error != "" {
-		msg = rep.Error + "; " + msg
-	}
-	rep.Error = msg
-	rep.Outcome, rep.ExitCode = "could-not-run", exitCouldNotRun
-}
-
-// outcome turns a finished run into its one-word outcome and exit code:
-// a run that could not complete or was interrupted is never judged as
-// passed; otherwise the verdict decides, a failed rule winning over an
-// inconclusive one.
-func outcome(rep *reports.Run) (string, int) {
-	switch {
-	case rep.Error != "":
-		return "could-not-run", exitCouldNotRun
-	case rep.Result.Interrupted:
-		return "interrupted", exitCouldNotRun
-	}
-	switch rep.Verdict.Status {
-	case rules.Fail:
-		return "fail", exitFail
-	case rules.Inconclusive, rules.Error:
-		return "inconclusive", exitInconclusive
-	}
-	if engine.Invalidating(rep.Warnings) {
-		// The generator was the bottleneck: a pass would measure us.
-		return "inconclusive", exitInconclusive
-	}
-	return "pass", exitPass
-}
-
 func pick(flag, scenario string) string {
 	if flag != "" {
 		return flag
@@ -866,48 +660,22 @@ func pick(flag, scenario string) string {
 }
 
 // finish stamps the end of the run and writes the final JSON report.
-func finish(rep *reports.Run, jsonPath string) error {
+func (a *app) finish(rep *reports.Run, jsonPath string) error {
 	if rep.Ended.IsZero() {
 		rep.Ended = time.Now()
 	}
-	return writeJSON(rep, jsonPath)
+	return a.writeJSON(rep, jsonPath)
 }
 
 // writeJSON writes the JSON report to path, if there is one; its error
 // names path.
-func writeJSON(rep *reports.Run, path string) error {
+func (a *app) writeJSON(rep *reports.Run, path string) error {
 	if path == "" {
 		return nil
 	}
 	outputs.Lock()
 	defer outputs.Unlock()
-	return writeReport(path, rep)
-}
-
-// timerSamples is how many 1 ms sleeps measure each clock's resolution.
-const timerSamples = 25
-
-// afterSpawn, when set (by tests), is called with the spawned target's
-// URL before the run starts.
-var afterSpawn func(url string)
-
-// meterProcess measures process pid over a phase from /proc: CPU of the
-// whole process and of its busiest thread, and RSS at the end.
-func meterProcess(pid int) func() func() (*engine.TargetUsage, error) {
-	return func() func() (*engine.TargetUsage, error) {
-		a, errA := procstat.Take(pid)
-		return func() (*engine.TargetUsage, error) {
-			if errA != nil {
-				return nil, errA
-			}
-			b, err := procstat.Take(pid)
-			if err != nil {
-				return nil, err
-			}
-			u := procstat.Between(a, b, procstat.OnlineCores()) // a fraction of the machine, whatever our affinity
-			return &engine.TargetUsage{CPU: u.CPU, CPUMaxThread: u.CPUMaxThread, RSS: u.RSS}, nil
-		}
-	}
+	return a.writeReport(path, rep)
 }
 
 // generatorGCPercent is the garbage collector's target for a run: a heap
@@ -922,85 +690,5 @@ const generatorGCPercent = 400
 func tuneGC() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(generatorGCPercent)
-	}
-}
-
-// fetchTLS is the TLS configuration of the counter fetches of an https://
-// or wss:// target: the driver's own (ca_file, insecure_skip_verify,
-// server_name), so that the fetch trusts what the traffic trusts; nil
-// for a plain target.
-func fetchTLS(sc *schema.Scenario, base string) (*tls.Config, error) {
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "wss") {
-		return nil, nil
-	}
-	var t *schema.TLS
-	switch {
-	case sc.Driver.HTTP != nil:
-		t = sc.Driver.HTTP.TLS
-	case sc.Driver.WebSocket != nil:
-		t = sc.Driver.WebSocket.TLS
-	}
-	return drivers.TLSConfig(t, u.Hostname(), nil)
-}
-
-// fetchCounters reads the target's counters through the channel f names:
-// GET base+path answering JSON (the object at f.Field), GET base+prometheus
-// answering the Prometheus text format, or a WebSocket control message on
-// a connection of its own (the driver's Control). A ws:// base is reached
-// over http:// for the GETs. The fetch's connection is its own: never
-// counted as the run's.
-func fetchCounters(base string, f schema.Fetch, d drivers.Driver, tlsConf *tls.Config) func(context.Context) (map[string]float64, error) {
-	if f.Message != "" {
-		ctl, _ := d.(interface {
-			Control(ctx context.Context, message string) ([]byte, error)
-		})
-		return func(ctx context.Context) (map[string]float64, error) {
-			if ctl == nil {
-				return nil, errors.New("this driver cannot send control messages")
-			}
-			b, err := ctl.Control(ctx, f.Message)
-			if err != nil {
-				return nil, fmt.Errorf("control message %s: %w", f.Message, err)
-			}
-			m, err := counters.JSON(b, f.Field)
-			if err != nil {
-				return nil, fmt.Errorf("control message %s: %w", f.Message, err)
-			}
-			return m, nil
-		}
-	}
-	httpBase := strings.TrimSuffix(targets.HealthURL(base), "/healthz")
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: tlsConf}}
-	path := cmp.Or(f.Path, f.Prometheus)
-	return func(ctx context.Context) (map[string]float64, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, httpBase+path, nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
-		}
-		if f.Prometheus != "" {
-			m, err := counters.Prometheus(resp.Body)
-			if err != nil {
-				return nil, fmt.Errorf("GET %s: %w", path, err)
-			}
-			return m, nil
-		}
-		b, err := io.ReadAll(io.LimitReader(resp.Body, counters.MaxSize))
-		if err != nil {
-			return nil, fmt.Errorf("GET %s: %w", path, err)
-		}
-		m, err := counters.JSON(b, f.Field)
-		if err != nil {
-			return nil, fmt.Errorf("GET %s: %w", path, err)
-		}
-		return m, nil
 	}
 }

@@ -27,9 +27,8 @@ const issue12Secret = "QF7KZV2MXW4RJN6TPB3HLY5GDC7SWQ2EZK4VNM6XRT3JPF"
 // line) nor on stderr (log lines in both formats, progress). Not even 4
 // characters of it in a row.
 func TestIssue12_SecretsNeverWritten(t *testing.T) {
-	old := progressLogEvery
-	progressLogEvery = 500 * time.Millisecond // a progress line within the phase
-	defer func() { progressLogEvery = old }()
+	// A progress line within the phase.
+	often := func(a *app) { a.progressEvery = 500 * time.Millisecond }
 	t.Setenv("RUNNER_I12_TOKEN", issue12Secret)
 	// The driver quotes 64 bytes of the bad status line "XTTP/1.1 502 "
 	// + X-Echo: the cut falls after 24 characters of the secret.
@@ -53,7 +52,7 @@ assert: [errors == 0]
 			dir := t.TempDir()
 			t.Setenv("GITHUB_STEP_SUMMARY", filepath.Join(dir, "step-summary.md"))
 			p := func(name string) string { return filepath.Join(dir, name) }
-			code, out, errOut := cli(t, "run", "--log-format", format, "--log-level", "debug",
+			code, out, errOut := cliWith(t, often, "run", "--log-format", format, "--log-level", "debug",
 				"--json", p("{scenario}.json"), "--tsv", p("{scenario}.tsv"), "--markdown", p("{scenario}.md"),
 				"--html", p("{scenario}.html"), "--junit", p("{scenario}.xml"), "--hdr", p("{scenario}-{run_id}.hdr"), file)
 			if code != exitFail {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/runner-dev/runner/internal/execute"
 )
 
 // selfCheckScenario is a short closed run with reconciliation: the
@@ -78,9 +80,8 @@ func TestSpawnedTargetStaleCountersAndFigures(t *testing.T) {
 	tsv, json := filepath.Join(dir, "r.tsv"), filepath.Join(dir, "r.json")
 	file := scenario(t, "s.yaml", strings.Replace(selfCheckScenario("{serve: http}", tsv, json),
 		"  - errors == 0\n", "  - errors == 0\n  - target.rss > 1000000\n  - target.cpu_max_thread <= 1.5\n", 1))
-	afterSpawn = func(base string) { bump(t, base, 3) }
-	defer func() { afterSpawn = nil }()
-	code, out, errOut = cli(t, "run", "--log-level", "disabled", file)
+	bumped := func(a *app) { a.afterSpawn = func(base string) { bump(t, base, 3) } }
+	code, out, errOut = cliWith(t, bumped, "run", "--log-level", "disabled", file)
 	if code != exitPass {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -121,7 +122,7 @@ func TestSpawnedTargetStaleCountersAndFigures(t *testing.T) {
 
 	// The sleep resolution, once per run.
 	env := rep["environment"].(map[string]any)
-	if n := jsonNum(t, env, "timer_resolution", "samples"); n != timerSamples {
+	if n := jsonNum(t, env, "timer_resolution", "samples"); n != execute.TimerSamples {
 		t.Errorf("timer_resolution.samples = %g", n)
 	}
 	if jsonNum(t, env, "timer_resolution", "timer_overshoot") < 0 || jsonNum(t, env, "timer_resolution", "precise_overshoot") < 0 {

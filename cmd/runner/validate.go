@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/runner-dev/runner/internal/execute"
 	"github.com/spf13/cobra"
 )
 
@@ -19,7 +20,7 @@ Exit 0 when all files are valid, 2 otherwise.`,
 		RunE: func(cmd *cobra.Command, files []string) error {
 			bad := 0
 			for _, f := range files {
-				if _, _, err := compile(f); err != nil {
+				if _, _, err := execute.Compile(f); err != nil {
 					printErrors(stderr, err)
 					bad++
 					continue

@@ -1,19 +1,13 @@
-package main
+package execute
 
 import (
 	"errors"
 	"fmt"
-	"io"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/runner-dev/runner/drivers"
-	framedriver "github.com/runner-dev/runner/drivers/frame"
-	httpdriver "github.com/runner-dev/runner/drivers/http"
-	wsdriver "github.com/runner-dev/runner/drivers/websocket"
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/rules"
 	"github.com/runner-dev/runner/internal/redact"
@@ -21,57 +15,10 @@ import (
 	"github.com/runner-dev/runner/targets/httptarget"
 )
 
-// placeholderURL stands in for a reference target's address, which is
-// known only once it is spawned, so that validation never needs a target.
-func placeholderURL(sc *schema.Scenario) string {
-	if sc.Driver.WebSocket != nil {
-		return "ws://127.0.0.1:1"
-	}
-	if sc.Driver.Frame != nil {
-		return "tcp://127.0.0.1:1"
-	}
-	return "http://127.0.0.1:1"
-}
-
-// loaded is the driver a scenario names, built against a base URL.
-type loaded struct {
-	driver   drivers.Driver
-	key      string        // its scenario key, e.g. driver.http
-	timeout  time.Duration // its request timeout
-	insecure bool          // certificate verification is off
-	maxIn    int           // its largest in-flight cap per connection
-}
-
-// newDriver builds the scenario's driver against base. Its error holds
-// every problem the driver found (errors.Join of drivers.ConfigError).
-func newDriver(sc *schema.Scenario, base string) (*loaded, error) {
-	switch {
-	case sc.Driver.HTTP != nil:
-		d, err := httpdriver.New(*sc.Driver.HTTP, base)
-		if err != nil {
-			return &loaded{key: "driver.http"}, err
-		}
-		return &loaded{driver: d, key: "driver.http", timeout: d.Timeout(), insecure: d.Insecure(), maxIn: d.MaxInflight()}, nil
-	case sc.Driver.WebSocket != nil:
-		d, err := wsdriver.New(*sc.Driver.WebSocket, base, filepath.Dir(sc.File))
-		if err != nil {
-			return &loaded{key: "driver.websocket"}, err
-		}
-		return &loaded{driver: d, key: "driver.websocket", timeout: d.Timeout(), insecure: d.Insecure(), maxIn: d.MaxInflight()}, nil
-	case sc.Driver.Frame != nil:
-		d, err := framedriver.New(*sc.Driver.Frame, base, filepath.Dir(sc.File))
-		if err != nil {
-			return &loaded{key: "driver.frame"}, err
-		}
-		return &loaded{driver: d, key: "driver.frame", timeout: d.Timeout(), maxIn: d.MaxInflight()}, nil
-	}
-	return nil, errors.New("driver: no protocol")
-}
-
-// compile loads, validates and compiles one scenario file without sending
+// Compile loads, validates and compiles one scenario file without sending
 // anything. Every problem of the file is in the returned error, each as
 // `file:line:col: key.path: message`.
-func compile(file string) (*schema.Scenario, *engine.Plan, error) {
+func Compile(file string) (*schema.Scenario, *engine.Plan, error) {
 	sc, err := schema.LoadWith(file, ruleOptions(nil))
 	if err != nil {
 		return nil, nil, err
@@ -79,10 +26,10 @@ func compile(file string) (*schema.Scenario, *engine.Plan, error) {
 	return compileScenario(sc)
 }
 
-// compileData is compile of a scenario's bytes, named file (data files
+// CompileData is Compile of a scenario's bytes, named file (data files
 // it names are relative to file's directory); env looks up `${NAME}`
 // variables (nil means the process's environment).
-func compileData(file string, data []byte, env func(string) (string, bool)) (*schema.Scenario, *engine.Plan, error) {
+func CompileData(file string, data []byte, env func(string) (string, bool)) (*schema.Scenario, *engine.Plan, error) {
 	sc, err := schema.ParseWith(file, data, ruleOptions(env))
 	if err != nil {
 		return nil, nil, err
@@ -109,7 +56,7 @@ func ruleOptions(env func(string) (string, bool)) schema.Options {
 
 // compileScenario builds the driver of a loaded scenario against its URL
 // (a placeholder for a reference target) and compiles its plan; errors
-// as compile's.
+// as Compile's.
 func compileScenario(sc *schema.Scenario) (*schema.Scenario, *engine.Plan, error) {
 	base := sc.Target.URL
 	if base == "" {
@@ -124,23 +71,17 @@ func compileScenario(sc *schema.Scenario) (*schema.Scenario, *engine.Plan, error
 		}
 	}
 	lim := engine.Limits{MaxInflight: 1}
-	if ld, err := newDriver(sc, base); err != nil {
-		for _, e := range flatten(err) {
-			errs = append(errs, driverError(sc, ld.key, e))
+	if d, err := NewDriver(sc, base); err != nil {
+		for _, e := range Problems(err) {
+			errs = append(errs, driverError(sc, d.Key, e))
 		}
 		lim.MaxInflight = -1 // unknown: the driver's errors come first
 	} else {
-		lim.MaxInflight, lim.Timeout = ld.maxIn, ld.timeout
-		if w := sc.Driver.WebSocket; w != nil && w.Correlate == "" {
-			lim.InflightHint = "without driver.websocket.correlate a connection carries one message at a time: set correlate to the reply field that carries the request id, or use more connections"
-		}
-		if sc.Driver.HTTP != nil {
-			lim.InflightHint = "HTTP/1.x carries one request at a time per connection: use more connections instead"
-		}
+		lim.MaxInflight, lim.Timeout, lim.InflightHint = d.MaxInflight, d.Timeout, d.InflightHint
 	}
 	pl, err := engine.Compile(sc, lim)
 	if err != nil {
-		for _, e := range flatten(err) {
+		for _, e := range Problems(err) {
 			errs = append(errs, locate(sc, e))
 		}
 	}
@@ -264,18 +205,13 @@ func locate(sc *schema.Scenario, err error) error {
 	return &schema.Error{File: sc.File, Line: line, Col: col, Path: m[1], Msg: strings.TrimPrefix(rest, m[1]+": ")}
 }
 
-// printErrors writes each problem on its own line.
-func printErrors(w io.Writer, err error) {
-	for _, e := range flatten(err) {
-		fmt.Fprintln(w, e)
-	}
-}
-
-func flatten(err error) []error {
+// Problems lists the problems an error of Compile or CompileData holds,
+// one error each, in order (errors.Join trees flattened).
+func Problems(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		var out []error
 		for _, e := range j.Unwrap() {
-			out = append(out, flatten(e)...)
+			out = append(out, Problems(e)...)
 		}
 		return out
 	}

@@ -1,0 +1,100 @@
+package execute
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/internal/counters"
+	"github.com/runner-dev/runner/internal/procstat"
+	"github.com/runner-dev/runner/schema"
+	"github.com/runner-dev/runner/targets"
+)
+
+// meterProcess measures process pid over a phase from /proc: CPU of the
+// whole process and of its busiest thread, and RSS at the end.
+func meterProcess(pid int) func() func() (*engine.TargetUsage, error) {
+	return func() func() (*engine.TargetUsage, error) {
+		a, errA := procstat.Take(pid)
+		return func() (*engine.TargetUsage, error) {
+			if errA != nil {
+				return nil, errA
+			}
+			b, err := procstat.Take(pid)
+			if err != nil {
+				return nil, err
+			}
+			u := procstat.Between(a, b, procstat.OnlineCores()) // a fraction of the machine, whatever our affinity
+			return &engine.TargetUsage{CPU: u.CPU, CPUMaxThread: u.CPUMaxThread, RSS: u.RSS}, nil
+		}
+	}
+}
+
+// fetchCounters reads the target's counters through the channel f names:
+// GET base+path answering JSON (the object at f.Field), GET base+prometheus
+// answering the Prometheus text format, or a WebSocket control message on
+// a connection of its own (the driver's Control). A ws:// base is reached
+// over http:// for the GETs. The fetch's connection is its own: never
+// counted as the run's.
+func fetchCounters(base string, f schema.Fetch, d drivers.Driver, tlsConf *tls.Config) func(context.Context) (map[string]float64, error) {
+	if f.Message != "" {
+		ctl, _ := d.(interface {
+			Control(ctx context.Context, message string) ([]byte, error)
+		})
+		return func(ctx context.Context) (map[string]float64, error) {
+			if ctl == nil {
+				return nil, errors.New("this driver cannot send control messages")
+			}
+			b, err := ctl.Control(ctx, f.Message)
+			if err != nil {
+				return nil, fmt.Errorf("control message %s: %w", f.Message, err)
+			}
+			m, err := counters.JSON(b, f.Field)
+			if err != nil {
+				return nil, fmt.Errorf("control message %s: %w", f.Message, err)
+			}
+			return m, nil
+		}
+	}
+	httpBase := strings.TrimSuffix(targets.HealthURL(base), "/healthz")
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: tlsConf}}
+	path := cmp.Or(f.Path, f.Prometheus)
+	return func(ctx context.Context) (map[string]float64, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, httpBase+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
+		}
+		if f.Prometheus != "" {
+			m, err := counters.Prometheus(resp.Body)
+			if err != nil {
+				return nil, fmt.Errorf("GET %s: %w", path, err)
+			}
+			return m, nil
+		}
+		b, err := io.ReadAll(io.LimitReader(resp.Body, counters.MaxSize))
+		if err != nil {
+			return nil, fmt.Errorf("GET %s: %w", path, err)
+		}
+		m, err := counters.JSON(b, f.Field)
+		if err != nil {
+			return nil, fmt.Errorf("GET %s: %w", path, err)
+		}
+		return m, nil
+	}
+}

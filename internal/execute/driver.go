@@ -1,0 +1,95 @@
+package execute
+
+import (
+	"crypto/tls"
+	"errors"
+	"net/url"
+	"path/filepath"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+	framedriver "github.com/runner-dev/runner/drivers/frame"
+	httpdriver "github.com/runner-dev/runner/drivers/http"
+	wsdriver "github.com/runner-dev/runner/drivers/websocket"
+	"github.com/runner-dev/runner/schema"
+)
+
+// Driver is the driver a scenario names, built against a base URL, with
+// what the plan and the report need to know of it. It is the one place
+// that maps a scenario's driver key to a driver package: a new driver is
+// added here (and in the schema).
+type Driver struct {
+	drivers.Driver
+	// Key is its scenario key, e.g. driver.http.
+	Key string
+	// Timeout is its request timeout.
+	Timeout time.Duration
+	// Insecure is true when certificate verification is off.
+	Insecure bool
+	// MaxInflight is its largest in-flight cap per connection.
+	MaxInflight int
+	// InflightHint says, when the scenario asks for more in flight per
+	// connection than MaxInflight, what to do instead ("" when nothing
+	// more useful than the limit can be said).
+	InflightHint string
+	// TLS is its TLS section, nil for a driver without one.
+	TLS *schema.TLS
+}
+
+// NewDriver builds the scenario's driver against base. On an error the
+// returned Driver still has its Key, and the error holds every problem the
+// driver found (errors.Join of drivers.ConfigError).
+func NewDriver(sc *schema.Scenario, base string) (*Driver, error) {
+	switch {
+	case sc.Driver.HTTP != nil:
+		d, err := httpdriver.New(*sc.Driver.HTTP, base)
+		if err != nil {
+			return &Driver{Key: "driver.http"}, err
+		}
+		return &Driver{Driver: d, Key: "driver.http", Timeout: d.Timeout(), Insecure: d.Insecure(), MaxInflight: d.MaxInflight(),
+			InflightHint: "HTTP/1.x carries one request at a time per connection: use more connections instead",
+			TLS:          sc.Driver.HTTP.TLS}, nil
+	case sc.Driver.WebSocket != nil:
+		w := sc.Driver.WebSocket
+		d, err := wsdriver.New(*w, base, filepath.Dir(sc.File))
+		if err != nil {
+			return &Driver{Key: "driver.websocket"}, err
+		}
+		ld := &Driver{Driver: d, Key: "driver.websocket", Timeout: d.Timeout(), Insecure: d.Insecure(), MaxInflight: d.MaxInflight(), TLS: w.TLS}
+		if w.Correlate == "" {
+			ld.InflightHint = "without driver.websocket.correlate a connection carries one message at a time: set correlate to the reply field that carries the request id, or use more connections"
+		}
+		return ld, nil
+	case sc.Driver.Frame != nil:
+		d, err := framedriver.New(*sc.Driver.Frame, base, filepath.Dir(sc.File))
+		if err != nil {
+			return &Driver{Key: "driver.frame"}, err
+		}
+		return &Driver{Driver: d, Key: "driver.frame", Timeout: d.Timeout(), MaxInflight: d.MaxInflight()}, nil
+	}
+	return &Driver{Key: "driver"}, errors.New("driver: no protocol")
+}
+
+// placeholderURL stands in for a reference target's address, which is
+// known only once it is spawned, so that validation never needs a target.
+func placeholderURL(sc *schema.Scenario) string {
+	switch {
+	case sc.Driver.WebSocket != nil:
+		return "ws://127.0.0.1:1"
+	case sc.Driver.Frame != nil:
+		return "tcp://127.0.0.1:1"
+	}
+	return "http://127.0.0.1:1"
+}
+
+// fetchTLS is the TLS configuration of the counter fetches of an https://
+// or wss:// target: the driver's own (ca_file, insecure_skip_verify,
+// server_name), so that the fetch trusts what the traffic trusts; nil
+// for a plain target.
+func fetchTLS(d *Driver, base string) (*tls.Config, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "wss") {
+		return nil, nil
+	}
+	return drivers.TLSConfig(d.TLS, u.Hostname(), nil)
+}

@@ -1,0 +1,186 @@
+package execute
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/engine/rules"
+	"github.com/runner-dev/runner/reports"
+	"github.com/runner-dev/runner/targets/httptarget"
+	"github.com/runner-dev/runner/targets/targettest"
+)
+
+// compileText compiles a scenario's text, named s.yaml, with no
+// environment variables.
+func compileText(t *testing.T, yaml string) *engine.Plan {
+	t.Helper()
+	_, pl, err := CompileData(filepath.Join(t.TempDir(), "s.yaml"), []byte(yaml), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+// A scenario runs from the library alone: the report comes back as a
+// value, each phase is handed to OnPhase as it ends (marked incomplete
+// until the run is judged), and the figures are the reference target's:
+// every request served with at least its fixed 2 ms delay.
+func TestRunReturnsTheJudgedReport(t *testing.T) {
+	addr, _ := targettest.Start(t, func(ctx context.Context, ready func(string)) error {
+		return httptarget.Serve(ctx, httptarget.Config{Listen: "127.0.0.1:0", Delay: 2 * time.Millisecond}, ready)
+	})
+	pl := compileText(t, `version: 1
+name: lib
+target: {url: "http://`+addr+`"}
+driver: {http: {path: /x, timeout: 5s}}
+phases:
+  - {name: warm, warmup: true, closed: {connections: 2}, requests: 20}
+  - {name: steady, closed: {connections: 2}, requests: 200}
+assert:
+  - errors == 0
+  - min >= 2ms
+`)
+	rep := NewReport(pl)
+	var seen []string
+	err := Run(context.Background(), rep, Options{Log: zerolog.Nop(), OnPhase: func(pr *engine.PhaseResult) {
+		seen = append(seen, pr.Phase.Name+":"+rep.Outcome)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || seen[0] != "warm:"+Incomplete || seen[1] != "steady:"+Incomplete {
+		t.Errorf("OnPhase saw %v, want each phase once, while the run was incomplete", seen)
+	}
+	steady := rep.Result.Phases[1]
+	if n := steady.Summary.OK; n != 200 {
+		t.Errorf("steady: %d ok requests, want the 200 the plan bounds it to", n)
+	}
+	if rep.Verdict == nil || len(rep.Verdict.Rules) != 2 {
+		t.Fatalf("verdict %+v, want both rules judged", rep.Verdict)
+	}
+	for _, r := range rep.Verdict.Rules {
+		if r.Status != rules.Pass {
+			t.Errorf("rule %s: %s (%s), want pass: every response took at least the target's 2 ms", r.Source, r.Status, r.Reason)
+		}
+	}
+	if rep.Outcome != Pass && rep.Outcome != Inconclusive { // inconclusive: a busy machine stalled the generator
+		t.Errorf("outcome %s (exit %d), error %q", rep.Outcome, rep.ExitCode, rep.Error)
+	}
+	if rep.Env.Timer == nil || rep.Env.Timer.Samples != TimerSamples {
+		t.Errorf("timer resolution %+v, want %d samples recorded", rep.Env.Timer, TimerSamples)
+	}
+}
+
+// Judging depends only on what a report records: the report saved as
+// JSON, loaded back and judged again gives the same verdict, the same
+// warnings and the same outcome.
+func TestJudgeAgainFromTheSavedReport(t *testing.T) {
+	addr, _ := targettest.Start(t, func(ctx context.Context, ready func(string)) error {
+		return httptarget.Serve(ctx, httptarget.Config{Listen: "127.0.0.1:0", ErrorEvery: 10, ErrorStatus: 503}, ready)
+	})
+	pl := compileText(t, `version: 1
+name: again
+target: {url: "http://`+addr+`"}
+driver: {http: {path: /x, timeout: 5s}}
+phases:
+  - {name: steady, closed: {connections: 1}, requests: 100}
+assert:
+  - errors == 0
+  - p99 < 1s
+`)
+	rep := NewReport(pl)
+	if err := Run(context.Background(), rep, Options{Log: zerolog.Nop()}); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcome != Fail {
+		t.Fatalf("outcome %s, want fail: one request in ten answers 503", rep.Outcome)
+	}
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := reports.WriteJSON(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := reports.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved.Verdict, saved.Warnings, saved.Outcome, saved.ExitCode = nil, nil, "", 0
+	Judge(saved, nil, nil)
+	Decide(saved)
+	if saved.Outcome != rep.Outcome || saved.ExitCode != rep.ExitCode {
+		t.Errorf("judged again: %s (exit %d), want %s (exit %d)", saved.Outcome, saved.ExitCode, rep.Outcome, rep.ExitCode)
+	}
+	for i, r := range rep.Verdict.Rules {
+		got := saved.Verdict.Rules[i]
+		if got.Status != r.Status || len(got.Repeats) != len(r.Repeats) || got.Repeats[0].Observed != r.Repeats[0].Observed {
+			t.Errorf("rule %s judged again: %s %+v, want %s %+v", r.Source, got.Status, got.Repeats, r.Status, r.Repeats)
+		}
+	}
+	if len(saved.Warnings) != len(rep.Warnings) {
+		t.Errorf("judged again: %d warnings, want the run's %d", len(saved.Warnings), len(rep.Warnings))
+	}
+}
+
+// Nothing is sent when the run cannot start: Run says why, the outcome is
+// could-not-run (or interrupted, for a cancelled context), never judged.
+func TestRunThatCannotStart(t *testing.T) {
+	pl := compileText(t, `version: 1
+name: spawn
+target: {serve: http}
+driver: {http: {path: /x}}
+phases:
+  - {name: steady, closed: {connections: 1}, requests: 10}
+`)
+	rep := NewReport(pl)
+	err := Run(context.Background(), rep, Options{Executable: filepath.Join(t.TempDir(), "no-such-runner"), Log: zerolog.Nop()})
+	if err == nil || rep.Outcome != CouldNotRun || rep.ExitCode != ExitCouldNotRun || rep.Error == "" || rep.Verdict != nil {
+		t.Errorf("err %v, outcome %s, exit %d, error %q, verdict %v: want could-not-run, unjudged", err, rep.Outcome, rep.ExitCode, rep.Error, rep.Verdict)
+	}
+	if len(rep.Result.Phases) != 0 {
+		t.Errorf("%d phases measured, want none", len(rep.Result.Phases))
+	}
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("interrupted by SIGINT"))
+	rep = NewReport(pl)
+	err = Run(ctx, rep, Options{Executable: filepath.Join(t.TempDir(), "no-such-runner"), Log: zerolog.Nop()})
+	if err == nil || err.Error() != "interrupted by SIGINT" || rep.Outcome != Interrupted || rep.ExitCode != ExitCouldNotRun || rep.Error != "" {
+		t.Errorf("cancelled: err %v, outcome %s, exit %d, error %q: want interrupted by its cause", err, rep.Outcome, rep.ExitCode, rep.Error)
+	}
+}
+
+// Decide never passes a run that could not complete, was interrupted,
+// was never judged, or whose generator was the bottleneck; a failed rule
+// wins over an inconclusive one.
+func TestDecide(t *testing.T) {
+	pass := &engine.Verdict{Status: rules.Pass}
+	for _, c := range []struct {
+		name    string
+		rep     reports.Run
+		outcome string
+		exit    int
+	}{
+		{"pass", reports.Run{Verdict: pass}, Pass, ExitPass},
+		{"error", reports.Run{Verdict: pass, Error: "the spawned target exited during the run"}, CouldNotRun, ExitCouldNotRun},
+		{"interrupted", reports.Run{Verdict: pass, Result: &engine.Result{Interrupted: true}}, Interrupted, ExitCouldNotRun},
+		{"unjudged", reports.Run{}, Inconclusive, ExitInconclusive},
+		{"fail", reports.Run{Verdict: &engine.Verdict{Status: rules.Fail}}, Fail, ExitFail},
+		{"inconclusive", reports.Run{Verdict: &engine.Verdict{Status: rules.Inconclusive}}, Inconclusive, ExitInconclusive},
+		{"generator-bound", reports.Run{Verdict: pass, Warnings: []engine.Warning{{Code: "client-cpu", Invalidates: true}}}, Inconclusive, ExitInconclusive},
+		{"generator-bound fail", reports.Run{Verdict: &engine.Verdict{Status: rules.Fail}, Warnings: []engine.Warning{{Code: "client-cpu", Invalidates: true}}}, Fail, ExitFail},
+	} {
+		rep := c.rep
+		if rep.Result == nil {
+			rep.Result = &engine.Result{}
+		}
+		Decide(&rep)
+		if rep.Outcome != c.outcome || rep.ExitCode != c.exit {
+			t.Errorf("%s: %s (exit %d), want %s (exit %d)", c.name, rep.Outcome, rep.ExitCode, c.outcome, c.exit)
+		}
+	}
+}

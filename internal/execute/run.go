@@ -1,0 +1,261 @@
+package execute
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/internal/clock"
+	"github.com/runner-dev/runner/internal/limits"
+	"github.com/runner-dev/runner/internal/procstat"
+	"github.com/runner-dev/runner/internal/redact"
+	"github.com/runner-dev/runner/internal/sysinfo"
+	"github.com/runner-dev/runner/reports"
+	"github.com/runner-dev/runner/targets"
+)
+
+// Options are what Run needs from its caller. The zero value runs quietly,
+// finds the runner executable with targets.Self, and judges without a
+// baseline or a calibration.
+type Options struct {
+	// Executable is the runner executable that spawns a reference target
+	// (`runner serve KIND`); "" means targets.Self.
+	Executable string
+	// TargetStderr receives a spawned target's stderr; nil discards it.
+	TargetStderr io.Writer
+	// Log is the engine's logger (connection events, retries).
+	Log zerolog.Logger
+	// Progress, when set, is called by the engine about once a second.
+	Progress func(engine.Progress)
+	// OnPhase, when set, is called after each phase ended, once the
+	// report holds it (its outcome then Incomplete, or Interrupted): the
+	// caller appends its rows and writes a snapshot of the report.
+	OnPhase func(*engine.PhaseResult)
+	// Baseline is a saved result whose phases rules may read as
+	// baseline.<metric>; BaselineRef says which run it was (the report
+	// records it, and a mismatching scenario name warns).
+	Baseline    *engine.Result
+	BaselineRef *reports.BaselineRef
+	// Calibration is this machine's client ceiling (LoadCalibration), nil
+	// when none: phases near it warn client-ceiling.
+	Calibration *Calibration
+	// AfterSpawn, when set, is called with a spawned target's URL before
+	// the first phase (tests move its counters there).
+	AfterSpawn func(url string)
+	// Hold, when set, is called at named points of the run: "after-run"
+	// when the last phase has ended, before judging. A test holds the run
+	// there to send it a signal.
+	Hold func(ctx context.Context, point string)
+}
+
+// TimerSamples is how many 1 ms sleeps measure each clock's resolution
+// (internal/clock.Measure), once per run.
+const TimerSamples = 25
+
+// NewReport starts the report of one run of a compiled plan, with a new
+// run ID (UTC time plus random bits: sortable, and unique across
+// concurrent runs) and the redactor of the scenario's secrets.
+func NewReport(pl *engine.Plan) *reports.Run {
+	var b [3]byte
+	rand.Read(b[:])
+	return &reports.Run{
+		RunID:    time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:]),
+		Tool:     "runner",
+		Scenario: pl.Scenario,
+		Plan:     pl,
+		Result:   &engine.Result{},
+		Redact:   redact.New(pl.Scenario.Secrets),
+	}
+}
+
+// Run runs the plan of rep (started by NewReport) and fills rep: the
+// environment and timer resolution, the target (spawned from the
+// scenario's target.serve, and stopped at the end, or its URL), every
+// phase's result, then the verdict, the repeat summary, the warnings and
+// the outcome (Judge, Decide). It writes no file: the caller writes the
+// reports (OnPhase for the snapshots after each phase).
+//
+// It returns nil when the plan ran, whatever the outcome; an error of a
+// run that started (the target crashed, ports ran out, a fetch failed) is
+// in rep.Error and makes the outcome CouldNotRun. It returns an error when
+// nothing was sent: ctx was cancelled before the first phase (rep's
+// outcome Interrupted; the error is ctx's cause) or the run could not
+// start (client limits, the target would not start or cannot be metered,
+// the driver refused its configuration: outcome CouldNotRun, the error is
+// rep.Error).
+func Run(ctx context.Context, rep *reports.Run, o Options) error {
+	pl := rep.Plan
+	sc := pl.Scenario
+	rep.Env = sysinfo.Collect()
+	// The sleep resolution of this machine, once per run (~60 ms).
+	timer := clock.Measure(TimerSamples, time.Millisecond)
+	rep.Env.Timer = &timer
+	rep.Started = time.Now()
+
+	fail := func(format string, a ...any) error {
+		if ctx.Err() != nil {
+			// A signal before the first phase (while the spawned target
+			// was starting, say) is what stopped the run: interrupted,
+			// not a failure of the target's ("context canceled").
+			rep.Result.Interrupted = true
+			rep.Outcome, rep.ExitCode = Interrupted, ExitCouldNotRun
+			return context.Cause(ctx)
+		}
+		rep.Error = fmt.Sprintf(format, a...)
+		rep.Outcome, rep.ExitCode = CouldNotRun, ExitCouldNotRun
+		return errors.New(rep.Error)
+	}
+
+	// Client limits come before any traffic.
+	if _, err := limits.Descriptors(pl.MaxConnections); err != nil {
+		return fail("%s: %v", sc.File, err)
+	}
+	if err := limits.Ports(pl.MaxConnections); err != nil {
+		return fail("%s: %v", sc.File, err)
+	}
+
+	base := sc.Target.URL
+	var proc *targets.Process
+	if sc.Target.Serve != "" {
+		exe := o.Executable
+		if exe == "" {
+			var err error
+			if exe, err = targets.Self(); err != nil {
+				return fail("find the runner executable to spawn the target: %v", err)
+			}
+		}
+		var err error
+		proc, err = targets.Spawn(ctx, exe, sc.Target.Serve, sc.Target.Args, orDiscard(o.TargetStderr), 10*time.Second)
+		if err != nil {
+			return fail("%s: target: %v", sc.File, err)
+		}
+		defer proc.Stop()
+		base = proc.URL
+		if o.AfterSpawn != nil {
+			o.AfterSpawn(base)
+		}
+		rep.TargetSpawned = "runner serve " + sc.Target.Serve + " " + strings.Join(sc.Target.Args, " ")
+	}
+	rep.Target = base
+
+	d, err := NewDriver(sc, base)
+	if err != nil {
+		return fail("%s: %s: %v", sc.File, d.Key, err)
+	}
+	rep.Insecure = d.Insecure
+	r := &engine.Runner{
+		Driver:   d.Driver,
+		Timeout:  d.Timeout,
+		Progress: o.Progress,
+		Log:      o.Log,
+		Redact:   rep.Redact.String,
+	}
+	if sc.Reconcile != nil {
+		tlsConf, err := fetchTLS(d, base)
+		if err != nil {
+			return fail("%s: reconcile.fetch: %v", sc.File, err)
+		}
+		r.Counters = fetchCounters(base, sc.Reconcile.Fetch, d.Driver, tlsConf)
+	}
+	switch {
+	case proc != nil:
+		r.TargetMeter = meterProcess(proc.Pid())
+	case sc.Target.Pid > 0:
+		// Checked before any traffic: a wrong pid is a scenario error,
+		// not a phase without target figures.
+		if _, err := procstat.Take(sc.Target.Pid); err != nil {
+			return fail("%s: target.pid: cannot read process %d: %v", sc.File, sc.Target.Pid, err)
+		}
+		r.TargetMeter = meterProcess(sc.Target.Pid)
+	}
+	r.OnPhase = func(pr *engine.PhaseResult) {
+		rep.Result.Phases = append(rep.Result.Phases, pr)
+		// A snapshot until the final write replaces it.
+		rep.Outcome, rep.ExitCode = Incomplete, ExitCouldNotRun
+		if pr.Interrupted {
+			// Marked now, not only at the end: a second signal may force
+			// the process out before the final write.
+			rep.Result.Interrupted = true
+			rep.Outcome = Interrupted
+		}
+		if o.OnPhase != nil {
+			o.OnPhase(pr)
+		}
+	}
+	res, runErr := r.Run(ctx, pl)
+	rep.Result.Interrupted = res.Interrupted
+	rep.Result.ServerAtStart = res.ServerAtStart
+	rep.Ended = time.Now()
+	if o.Hold != nil {
+		o.Hold(ctx, "after-run")
+	}
+	// A signal after the last phase (in its counters' fetch, while
+	// judging) interrupts the run all the same: every phase was measured
+	// and is judged, but the outcome is interrupted (exit 3).
+	SignalledLate(ctx, rep)
+	if proc != nil && proc.Exited() {
+		runErr = errors.Join(runErr, errors.New("the spawned target exited during the run"))
+	}
+	if msg := engine.ClientFailure(rep.Result); msg != "" {
+		// Ports or descriptors ran out mid-run: the client's failure,
+		// never a pass and never the target's (exit 3).
+		runErr = errors.Join(runErr, errors.New(msg))
+	}
+	rep.Baseline = o.BaselineRef
+	Judge(rep, o.Baseline, o.Calibration)
+	if runErr != nil {
+		rep.Error = runErr.Error()
+	}
+	Decide(rep)
+	return nil
+}
+
+// Judge judges a run from what its report records, and nothing else: it
+// sets the verdict of the plan's rules (against base, a saved result, for
+// baseline.<metric>; nil when there is none), the repeat summary (median
+// and range) and the warnings: run-wide ones first (stale or moved
+// counters, timer granularity from the recorded resolution), then each
+// phase's self-checks (engine.Checks), then the client ceiling (cal, nil
+// when none) and a baseline of another scenario (rep.Baseline). A saved
+// or merged result is judged again the same way.
+func Judge(rep *reports.Run, base *engine.Result, cal *Calibration) {
+	pl, res := rep.Plan, rep.Result
+	rep.Verdict = engine.JudgeAgainst(pl, res, base)
+	rep.Across = engine.Across(res)
+	rep.Warnings = append(engine.StaleCounters(res, rep.TargetSpawned != ""), engine.CountersMoved(res)...)
+	if t := rep.Env.Timer; t != nil {
+		rep.Warnings = append(rep.Warnings, engine.TimerGranularity(pl, *t)...)
+	}
+	rep.Warnings = append(rep.Warnings, engine.Checks(pl, res)...)
+	rep.Warnings = append(rep.Warnings, ceilingWarnings(rep, cal)...)
+	if b := rep.Baseline; b != nil && rep.Scenario != nil && b.Scenario != rep.Scenario.Name {
+		rep.Warnings = append(rep.Warnings, engine.Warning{Code: "baseline-mismatch",
+			Message: fmt.Sprintf("the baseline %s is scenario %q (run %s), not %q: baseline.* compares phases of another experiment", b.File, b.Scenario, b.RunID, rep.Scenario.Name)})
+	}
+}
+
+// SignalledLate marks rep interrupted when ctx was cancelled (the first
+// SIGINT or SIGTERM) although no phase was: the signal came after the
+// last phase had ended. It reports whether it marked it now.
+func SignalledLate(ctx context.Context, rep *reports.Run) bool {
+	if ctx.Err() == nil || rep.Result.Interrupted {
+		return false
+	}
+	rep.Result.Interrupted = true
+	return true
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
