@@ -36,48 +36,75 @@ type Driver struct {
 	TLS *schema.TLS
 }
 
+// kinds are the drivers a scenario can name, one entry each: its key,
+// whether the scenario configures it, the URL that stands in for a
+// reference target's address while validating (known only once it is
+// spawned, so that validation never needs a target), and how it is built
+// against a base URL. A new driver is one entry here.
+var kinds = []struct {
+	key         string
+	configured  func(sc *schema.Scenario) bool
+	placeholder string
+	build       func(sc *schema.Scenario, base string) (*Driver, error)
+}{
+	{"driver.http", func(sc *schema.Scenario) bool { return sc.Driver.HTTP != nil }, "http://127.0.0.1:1",
+		func(sc *schema.Scenario, base string) (*Driver, error) {
+			d, err := httpdriver.New(*sc.Driver.HTTP, base)
+			if err != nil {
+				return nil, err
+			}
+			return &Driver{Driver: d, Timeout: d.Timeout(), Insecure: d.Insecure(), MaxInflight: d.MaxInflight(),
+				InflightHint: "HTTP/1.x carries one request at a time per connection: use more connections instead",
+				TLS:          sc.Driver.HTTP.TLS}, nil
+		}},
+	{"driver.websocket", func(sc *schema.Scenario) bool { return sc.Driver.WebSocket != nil }, "ws://127.0.0.1:1",
+		func(sc *schema.Scenario, base string) (*Driver, error) {
+			w := sc.Driver.WebSocket
+			d, err := wsdriver.New(*w, base, filepath.Dir(sc.File))
+			if err != nil {
+				return nil, err
+			}
+			ld := &Driver{Driver: d, Timeout: d.Timeout(), Insecure: d.Insecure(), MaxInflight: d.MaxInflight(), TLS: w.TLS}
+			if w.Correlate == "" {
+				ld.InflightHint = "without driver.websocket.correlate a connection carries one message at a time: set correlate to the reply field that carries the request id, or use more connections"
+			}
+			return ld, nil
+		}},
+	{"driver.frame", func(sc *schema.Scenario) bool { return sc.Driver.Frame != nil }, "tcp://127.0.0.1:1",
+		func(sc *schema.Scenario, base string) (*Driver, error) {
+			d, err := framedriver.New(*sc.Driver.Frame, base, filepath.Dir(sc.File))
+			if err != nil {
+				return nil, err
+			}
+			return &Driver{Driver: d, Timeout: d.Timeout(), MaxInflight: d.MaxInflight()}, nil
+		}},
+}
+
 // NewDriver builds the scenario's driver against base. On an error the
 // returned Driver still has its Key, and the error holds every problem the
 // driver found (errors.Join of drivers.ConfigError).
 func NewDriver(sc *schema.Scenario, base string) (*Driver, error) {
-	switch {
-	case sc.Driver.HTTP != nil:
-		d, err := httpdriver.New(*sc.Driver.HTTP, base)
+	for _, k := range kinds {
+		if !k.configured(sc) {
+			continue
+		}
+		d, err := k.build(sc, base)
 		if err != nil {
-			return &Driver{Key: "driver.http"}, err
+			return &Driver{Key: k.key}, err
 		}
-		return &Driver{Driver: d, Key: "driver.http", Timeout: d.Timeout(), Insecure: d.Insecure(), MaxInflight: d.MaxInflight(),
-			InflightHint: "HTTP/1.x carries one request at a time per connection: use more connections instead",
-			TLS:          sc.Driver.HTTP.TLS}, nil
-	case sc.Driver.WebSocket != nil:
-		w := sc.Driver.WebSocket
-		d, err := wsdriver.New(*w, base, filepath.Dir(sc.File))
-		if err != nil {
-			return &Driver{Key: "driver.websocket"}, err
-		}
-		ld := &Driver{Driver: d, Key: "driver.websocket", Timeout: d.Timeout(), Insecure: d.Insecure(), MaxInflight: d.MaxInflight(), TLS: w.TLS}
-		if w.Correlate == "" {
-			ld.InflightHint = "without driver.websocket.correlate a connection carries one message at a time: set correlate to the reply field that carries the request id, or use more connections"
-		}
-		return ld, nil
-	case sc.Driver.Frame != nil:
-		d, err := framedriver.New(*sc.Driver.Frame, base, filepath.Dir(sc.File))
-		if err != nil {
-			return &Driver{Key: "driver.frame"}, err
-		}
-		return &Driver{Driver: d, Key: "driver.frame", Timeout: d.Timeout(), MaxInflight: d.MaxInflight()}, nil
+		d.Key = k.key
+		return d, nil
 	}
 	return &Driver{Key: "driver"}, errors.New("driver: no protocol")
 }
 
-// placeholderURL stands in for a reference target's address, which is
-// known only once it is spawned, so that validation never needs a target.
+// placeholderURL stands in for a reference target's address while a
+// scenario is validated (its driver's placeholder in kinds).
 func placeholderURL(sc *schema.Scenario) string {
-	switch {
-	case sc.Driver.WebSocket != nil:
-		return "ws://127.0.0.1:1"
-	case sc.Driver.Frame != nil:
-		return "tcp://127.0.0.1:1"
+	for _, k := range kinds {
+		if k.configured(sc) {
+			return k.placeholder
+		}
 	}
 	return "http://127.0.0.1:1"
 }

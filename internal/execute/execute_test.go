@@ -184,3 +184,36 @@ func TestDecide(t *testing.T) {
 		}
 	}
 }
+
+// Every shipped scenario compiles, and its driver is built from the one
+// table of driver kinds under the key of the section the scenario names.
+func TestShippedScenariosBuildTheirDriver(t *testing.T) {
+	files, err := filepath.Glob("../../scenarios/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no shipped scenarios (%v)", err)
+	}
+	seen := map[string]bool{}
+	for _, file := range files {
+		sc, pl, err := Compile(file)
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+			continue
+		}
+		if pl.Scenario != sc {
+			t.Errorf("%s: the plan holds another scenario", file)
+		}
+		d, err := NewDriver(sc, placeholderURL(sc))
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+			continue
+		}
+		want := map[bool]string{sc.Driver.HTTP != nil: "driver.http", sc.Driver.WebSocket != nil: "driver.websocket", sc.Driver.Frame != nil: "driver.frame"}[true]
+		if d.Key != want || d.Driver == nil || d.Timeout <= 0 || d.MaxInflight < 1 {
+			t.Errorf("%s: driver %q (timeout %s, in-flight %d), want %q built", file, d.Key, d.Timeout, d.MaxInflight, want)
+		}
+		seen[d.Key] = true
+	}
+	if len(seen) != len(kinds) {
+		t.Errorf("shipped scenarios use %v: want every driver kind (%d) exercised", seen, len(kinds))
+	}
+}
