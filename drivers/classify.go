@@ -140,7 +140,8 @@ func isTLS(err error) bool {
 
 // ClientSide reports whether code names a failure of the load generator's
 // own machine (local ports or descriptors exhausted) rather than of the
-// target. Such failures are never blamed on the target (DESIGN.md §10).
+// target. Such failures are never blamed on the target (docs/design.md,
+// "Client limits").
 func ClientSide(code string) bool {
 	return code == CodeAddrNotAvail || code == CodeFileLimit || code == CodeIDInUse
 }

@@ -107,10 +107,11 @@ type Request struct {
 // Class is a request's outcome class. Every request ends in exactly one.
 type Class string
 
-// Outcome classes (DESIGN.md §3). Transport: Connect, Reset, Timeout,
-// EOF, ShortRead. Protocol: BadFrame, UnknownID, DuplicateID. Semantic:
-// Status, RuleFailed. Client-side ends that are not target errors:
-// Cancelled (interrupted or still open after the end-of-phase grace).
+// Outcome classes (docs/design.md, "Outcomes"). Transport: Connect,
+// Reset, Timeout, EOF, ShortRead. Protocol: BadFrame, UnknownID,
+// DuplicateID. Semantic: Status, RuleFailed. Client-side ends that are
+// not target errors: Cancelled (interrupted or still open after the
+// end-of-phase grace).
 const (
 	OK          Class = "ok"
 	Connect     Class = "connect"

@@ -67,8 +67,8 @@ var acrossMetrics = []acrossMetric{
 }
 
 // Across summarises every phase that finished in more than zero repeats,
-// in plan order, metric by metric (DESIGN.md §3: median, min and max;
-// never an average of percentiles).
+// in plan order, metric by metric: median, min and max, never an average
+// of percentiles (docs/design.md, "Repeats").
 func Across(res *Result) []PhaseSpread {
 	var order []*PhasePlan
 	by := map[*PhasePlan][]*PhaseResult{}

@@ -14,8 +14,9 @@ import (
 	"github.com/runner-dev/runner/internal/procstat"
 )
 
-// Warning is an honesty warning (DESIGN.md §6): something that limits how
-// far a run's numbers can be trusted.
+// Warning is an honesty warning (docs/design.md, "Self-checks and
+// warnings"): something that limits how far a run's numbers can be
+// trusted.
 type Warning struct {
 	// Code names the kind: closed-model, single-repeat, achieved-below-offered,
 	// littles-law, few-samples, connections-missing, client-side-errors,
@@ -31,7 +32,8 @@ type Warning struct {
 	Message string `json:"message"`
 	// Invalidates is true when the warning means the measurement cannot
 	// support a verdict (the load generator itself was the bottleneck):
-	// a run that would pass is then inconclusive (DESIGN.md §5).
+	// a run that would pass is then inconclusive (docs/design.md, "Rules
+	// and verdicts").
 	Invalidates bool `json:"invalidates,omitempty"`
 }
 

@@ -15,7 +15,7 @@ import (
 // Model is a phase's load model.
 type Model string
 
-// The load models (DESIGN.md §1).
+// The load models (docs/design.md, "Vocabulary").
 const (
 	// Closed: a fixed number of connections, each sends its next request
 	// only after the previous response (plus think time).
@@ -173,7 +173,7 @@ type Limits struct {
 	// more connections.
 	InflightHint string
 	// Timeout is the driver's per-request timeout, used as the
-	// end-of-phase grace (DESIGN.md §10).
+	// end-of-phase grace (docs/design.md, "End of a phase and censoring").
 	Timeout time.Duration
 }
 

@@ -1,7 +1,8 @@
 // Package reports is the last stage of the pipeline: it renders a run
 // (plan, measured phases, verdict, warnings, environment) for people and
-// tools: the console summary, TSV rows (DESIGN.md §7), the JSON report,
-// Markdown (for a pull request or a CI step summary), JUnit XML, a
-// self-contained HTML page with charts, and HdrHistogram interval logs.
+// tools: the console summary, TSV rows (docs/design.md, "Outputs"), the
+// JSON report, Markdown (for a pull request or a CI step summary), JUnit
+// XML, a self-contained HTML page with charts, and HdrHistogram interval
+// logs.
 // Every number it prints comes from engine and measure; it computes none.
 package reports

@@ -42,7 +42,8 @@ type Run struct {
 	// "incomplete" (exit code 3) in the snapshots written after each phase
 	// while the run goes on, replaced by the final write.
 	Outcome string `json:"outcome,omitempty"`
-	// ExitCode is the process exit code for this scenario (DESIGN.md §5).
+	// ExitCode is the process exit code for this scenario
+	// (docs/design.md, "Exit codes").
 	ExitCode int `json:"exit_code"`
 	// Baseline names the saved run `baseline.<metric>` read, when one
 	// was given (--baseline); nil otherwise.

@@ -143,8 +143,8 @@ func TestTSVRowsGolden(t *testing.T) {
 			b.WriteString(strings.Join(row, "\t") + "\n")
 		}
 	}
-	// The leading columns are fixed by DESIGN.md §7 (it says "12" and
-	// names 13, note included; all 13 are fixed here).
+	// The leading 13 columns, note included, are fixed (docs/design.md,
+	// "Outputs").
 	first := "timestamp runId tool connections requests throughput p50 p95 p99 errors cpu gcPause note"
 	if got := strings.Join(TSVColumns[:13], " "); got != first {
 		t.Fatalf("first 12 columns %q, want %q", got, first)

@@ -16,8 +16,9 @@ import (
 	"github.com/runner-dev/runner/engine/measure"
 )
 
-// TSVColumns is the TSV header. The first 12 columns are fixed by
-// DESIGN.md §7 and never move; the rest may grow at the end.
+// TSVColumns is the TSV header. The first 13 columns (through note) are
+// fixed and never move (docs/design.md, "Outputs"); the rest may grow at
+// the end.
 var TSVColumns = []string{
 	"timestamp", "runId", "tool", "connections", "requests", "throughput", "p50", "p95", "p99", "errors", "cpu", "gcPause", "note",
 	"scenario", "phase", "repeat", "model", "warmup", "offered_rate", "achieved_rate", "ok", "error_rate", "dropped", "cancelled",

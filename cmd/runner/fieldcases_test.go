@@ -364,8 +364,8 @@ reconcile:
 func checkB04(t *testing.T, r *fcRun) {
 	if r.code == exitInconclusive && fcInvalidated(t, r) {
 		// The runner's self-check found its own machine too starved to
-		// vouch for the run (DESIGN.md §5): a correct answer, whose counts
-		// must still hold.
+		// vouch for the run (docs/design.md, "Self-checks and warnings"): a
+		// correct answer, whose counts must still hold.
 		t.Logf("%s: inconclusive, the load generator was starved:\n%s", filepath.Base(r.file), r.stdout)
 	} else {
 		r.expect(t, exitPass)

@@ -17,8 +17,9 @@ import (
 	"github.com/runner-dev/runner/reports"
 )
 
-// Exit codes (DESIGN.md §5), as each run's report records them with its
-// outcome (execute.Decide). A failed rule wins over inconclusive.
+// Exit codes (docs/design.md, "Exit codes"), as each run's report
+// records them with its outcome (execute.Decide). A failed rule wins over
+// inconclusive.
 const (
 	exitPass         = execute.ExitPass         // every rule holds
 	exitFail         = execute.ExitFail         // a rule failed

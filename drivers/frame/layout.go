@@ -24,8 +24,9 @@ const (
 	MaxMaxPayload     = 64 << 20 // 64 MiB
 )
 
-// LKDF constants of the preset (DESIGN.md §8); the request and response
-// type values 1 and 2 are this project's choice (the seeds do not say).
+// LKDF constants of the preset (docs/design.md, "Drivers and reference
+// targets"); the request and response type values 1 and 2 are this
+// project's choice (the experiments the preset comes from do not fix them).
 const (
 	LKDFMagic        = 0x4C4B4446
 	LKDFVersion      = 1

@@ -16,7 +16,8 @@ import (
 // MSG_DONTWAIT through syscall.RawConn, one system call and no allocation.
 //
 // What it finds decides the connection's fate, never the request's: the
-// request has not been sent, so re-dialling is no retry (DESIGN.md §10).
+// request has not been sent, so re-dialling is no retry (docs/design.md,
+// "Connections and re-dials").
 //   - nothing: the connection is reused;
 //   - bytes: an unsolicited (stale) response, which the next read would
 //     otherwise take for this request's: closed, re-dialled;

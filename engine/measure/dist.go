@@ -15,7 +15,8 @@ import (
 )
 
 // Histogram geometry shared by every Dist: values in microseconds from
-// 1 µs to 1 hour with 3 significant digits (DESIGN.md §3).
+// 1 µs to 1 hour with 3 significant digits (docs/design.md, "Execution
+// semantics").
 const (
 	histLowest  = 1                                   // µs
 	histHighest = int64(time.Hour / time.Microsecond) // µs
@@ -297,7 +298,8 @@ func (d *Dist) Stddev() (v time.Duration, ok bool) {
 	return time.Duration(math.Round(sd)), true
 }
 
-// Percentile returns the nearest-rank p-th percentile (DESIGN.md §1):
+// Percentile returns the nearest-rank p-th percentile (docs/design.md,
+// "Percentiles"):
 //
 //	rank = ⌈p/100 · n⌉ (at least 1), value = the rank-th smallest sample.
 //

@@ -4,19 +4,21 @@
 // the rules, the reports and `runner compare` read.
 //
 // Times are time.Duration offsets on a monotonic clock from the phase
-// start. Response time = Done − Intended (what a user feels, DESIGN.md §1);
-// service time = Done − Sent. Latency distributions without a prefix cover
-// ok outcomes only; failed outcomes are kept per error class (DESIGN.md §10).
+// start. Response time = Done − Intended (what a user feels;
+// docs/design.md, "Vocabulary"); service time = Done − Sent. Latency
+// distributions without a prefix cover ok outcomes only; failed outcomes
+// are kept per error class (docs/design.md, "Metrics").
 //
-// Percentiles are nearest rank (DESIGN.md §1): for n samples and 0 < p ≤ 100,
+// Percentiles are nearest rank (docs/design.md, "Percentiles"): for n
+// samples and 0 < p ≤ 100,
 //
 //	rank = ⌈p/100 · n⌉,  pN = the rank-th smallest sample,
 //
 // computed by walking the histogram's buckets, never with HdrHistogram's
 // ValueAtQuantile, which rounds the rank.
 //
-// A Summary is self-contained and mergeable (DESIGN.md §11): it holds
-// counters, never ratios, and full histograms in HdrHistogram's V2 encoded
-// form, so summaries of the same phase from N generators can be merged
-// without loss (no command does so yet: the scale-out work will).
+// A Summary is self-contained and mergeable (docs/design.md, "Mergeable
+// results"): it holds counters, never ratios, and full histograms in
+// HdrHistogram's V2 encoded form, so summaries of the same phase from N
+// generators can be merged without loss (no command does so yet: the scale-out work will).
 package measure

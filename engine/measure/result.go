@@ -24,7 +24,8 @@ type Result struct {
 }
 
 // ResponseTime is Done − Intended: what a user feels, including any wait
-// for a free connection (DESIGN.md §1). Negative differences read as 0.
+// for a free connection (docs/design.md, "Vocabulary"). Negative
+// differences read as 0.
 func (r *Result) ResponseTime() time.Duration { return nonNegative(r.Done - r.Intended) }
 
 // ServiceTime is Done − Sent: what the server and the wire took once the

@@ -11,9 +11,9 @@ import (
 )
 
 // Summary is everything measured in one phase of one repeat (or of one
-// segment of it). It is self-contained and mergeable (DESIGN.md §11):
-// counters rather than ratios, exact sums, and full histograms that encode
-// to JSON in HdrHistogram's V2 form. Derived metrics are methods.
+// segment of it). It is self-contained and mergeable (docs/design.md,
+// "Mergeable results"): counters rather than ratios, exact sums, and full
+// histograms that encode to JSON in HdrHistogram's V2 form. Derived metrics are methods.
 //
 // Identities (Check): every sent request ends in exactly one outcome, and
 // every arrival is sent, dropped, left over unsent or cancelled before it
@@ -229,9 +229,9 @@ func mergeTimeline(dst, src []Second) []Second {
 
 // Merge adds o to s losslessly. Both must be summaries of the same phase
 // over the same wall-clock window, e.g. the segments of one phase run by N
-// generators (DESIGN.md §11): counters and sums add, histograms merge
-// bucket by bucket, timelines add second by second, and Elapsed is the
-// longer of the two. Never merge repeats to average them: each repeat is
+// generators (docs/design.md, "Mergeable results"): counters and sums
+// add, histograms merge bucket by bucket, timelines add second by second,
+// and Elapsed is the longer of the two. Never merge repeats to average them: each repeat is
 // judged on its own. A nil o is a no-op.
 func (s *Summary) Merge(o *Summary) {
 	if o == nil {
@@ -472,9 +472,10 @@ func (s *Summary) SendWindow() time.Duration { return max(s.Elapsed, s.LastSent)
 // 0 when none completed after it.
 func (s *Summary) Drain() time.Duration { return max(s.LastDone-s.Elapsed, 0) }
 
-// Throughput is OK / CompletionWindow in responses per second (DESIGN.md
-// §1): successful responses per second of the time in which they
-// completed; failures never count. 0 when the window is empty.
+// Throughput is OK / CompletionWindow in responses per second
+// (docs/design.md, "Throughput"): successful responses per second of the
+// time in which they completed; failures never count. 0 when the window
+// is empty.
 func (s *Summary) Throughput() float64 { return perSecond(float64(s.OK), s.CompletionWindow()) }
 
 // CompletedRate is Responded / CompletionWindow per second: every

@@ -55,7 +55,8 @@ type targetVars struct {
 	RSS          int64   `expr:"rss"`
 }
 
-// metrics is the typed environment rules compile against (DESIGN.md §4).
+// metrics is the typed environment rules compile against
+// (docs/design.md, "Metrics").
 type metrics struct {
 	latency
 

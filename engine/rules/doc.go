@@ -1,6 +1,7 @@
 // Package rules is the verdict stage of the pipeline: it compiles a
-// scenario's assertions (expr-lang rules over the metrics of DESIGN.md §4)
-// before any traffic, and judges them on each repeat's measure.Summary.
+// scenario's assertions (expr-lang rules over the metrics of
+// docs/design.md, "Metrics") before any traffic, and judges them on each
+// repeat's measure.Summary.
 //
 // # Language
 //
@@ -79,7 +80,7 @@
 //   - median(x) is the middle value; with an even number of repeats the
 //     worse of the two middle values (the higher for metrics without a
 //     direction). It is always a measured value, never an average of
-//     percentiles (DESIGN.md §3).
+//     percentiles (docs/design.md, "Repeats").
 //
 // # Inconclusive
 //
@@ -88,8 +89,8 @@
 //
 //   - a percentile pN read from fewer than n ≥ 10 / (1 − N/100) samples,
 //     i.e. fewer than ten samples expected above it: p50 needs 20, p75 40,
-//     p90 100, p95 200, p99 1000, p99.9 10000, p99.99 100000 (DESIGN.md
-//     §4 names p99 and p99.9);
+//     p90 100, p95 200, p99 1000, p99.9 10000, p99.99 100000 (docs/design.md,
+//     "Percentiles");
 //   - a condition whose value is undefined (a division by zero at run
 //     time, an overflow), unless the rest of the rule decides it;
 //   - any latency statistic of an empty distribution ("n/a (0 samples)");

@@ -65,8 +65,8 @@ func (s *Status) UnmarshalText(b []byte) error {
 }
 
 // Worst returns the worst of statuses: Fail > Error > Inconclusive > Pass.
-// A failed rule wins over an inconclusive one (DESIGN.md §5). No statuses
-// is Pass.
+// A failed rule wins over an inconclusive one (docs/design.md, "Rules and
+// verdicts"). No statuses is Pass.
 func Worst(statuses ...Status) Status {
 	w := Pass
 	for _, s := range statuses {
@@ -156,7 +156,8 @@ type Env struct {
 }
 
 // NewEnv builds the rule environment of a phase from its Summary (nil
-// reads as empty) and the extras. Metric names and units are DESIGN.md §4:
+// reads as empty) and the extras. Metric names and units are those of
+// docs/design.md, "Metrics":
 // counters are int64, rates float64 per second, error_rate a fraction 0..1,
 // latencies time.Duration; p50…stddev are response times of ok requests,
 // service.* service times of ok requests, failed.* response times of
@@ -337,8 +338,8 @@ type viewValue struct {
 // median is the middle value, and with an even number of repeats the worse
 // of the two middle ones (the upper for metrics without a direction), so a
 // median is always a measured value and never an average of percentiles
-// (DESIGN.md §3). Either is unavailable when the metric is unavailable in
-// any repeat.
+// (docs/design.md, "Repeats"). Either is unavailable when the metric is
+// unavailable in any repeat.
 func (r *Rule) views(envs []*Env) map[ref]viewValue {
 	out := map[ref]viewValue{}
 	for _, x := range r.refs {

@@ -506,8 +506,8 @@ func TestWorst(t *testing.T) {
 	}
 }
 
-// TestCatalogue keeps the metric names in step with DESIGN.md §4 and the
-// typed environment.
+// TestCatalogue keeps the metric names in step with the list in
+// docs/design.md, "Metrics", and the typed environment.
 func TestCatalogue(t *testing.T) {
 	design := strings.Fields(`requests ok errors error_rate timeouts late dropped arrivals
 		throughput completed_rate offered_rate achieved_rate duration samples
