@@ -33,7 +33,8 @@ func TestClassify(t *testing.T) {
 		// No route to the target host or network.
 		{"host unreachable", opErr("dial", "connect", syscall.EHOSTUNREACH), Connect, "EHOSTUNREACH"},
 		{"net unreachable", opErr("dial", "connect", syscall.ENETUNREACH), Connect, "ENETUNREACH"},
-		// Ephemeral ports exhausted on the client: client-side, B23 (b).
+		// Ephemeral ports exhausted on the client: client-side (B23 (b): the
+		// client's limits are never the target's errors).
 		{"addr not avail", opErr("dial", "connect", syscall.EADDRNOTAVAIL), Connect, "EADDRNOTAVAIL"},
 		// Descriptor limits on the client: client-side, B23 (a); ENFILE folds into EMFILE.
 		{"emfile", opErr("dial", "socket", syscall.EMFILE), Connect, "EMFILE"},

@@ -67,6 +67,9 @@ func warningOf(pl *Plan, res *Result, code string) string {
 	return ""
 }
 
+// The defect pinned: connections the server accepted and closed at once
+// counted as established, so a run claims a concurrency it never had.
+//
 // Accepted, then closed: dials 49 to 52 give connections the server
 // closed at once. The barrier's probe finds two dead, re-dials each once,
 // finds the re-dials dead too, and counts 48 established, not 50.

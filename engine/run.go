@@ -677,7 +677,9 @@ func (ph *phaseRun) conn(ctx context.Context, k int) (drivers.Conn, drivers.Outc
 func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 	seq := ph.seq.Add(1)
 	// The send is stamped before anything touches the wire (the dial
-	// included), so no part of the request's time is hidden (B02).
+	// included), so no part of the request's time is hidden (B02 in
+	// docs/design.md, "Field cases": a clock started after the write would
+	// hide a slow send).
 	now := time.Now()
 	sent := now.Sub(ph.start)
 	if closed {

@@ -55,7 +55,9 @@ func constRate(r float64) schema.RateSpec {
 	return schema.RateSpec{From: schema.Rate(r), To: schema.Rate(r)}
 }
 
-// B04 at the engine: the rate is global, never multiplied by connections.
+// B04, the defect pinned: a rate applied per connection instead of to the
+// whole run. At the engine: the rate is global, never multiplied by
+// connections.
 func TestField_B04_RateIsGlobal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &fake.Driver{Service: constService(5 * time.Millisecond)}
@@ -76,7 +78,10 @@ func TestField_B04_RateIsGlobal(t *testing.T) {
 	})
 }
 
-// B08: the request in flight when a closed phase's time is up finishes and
+// B08, the defect pinned: requests in flight at a phase's end cancelled and
+// booked as the target's errors.
+//
+// The request in flight when a closed phase's time is up finishes and
 // counts as ok; nothing at the end is booked as an error of the target.
 func TestField_B08_EndOfPhaseDrains(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

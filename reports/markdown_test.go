@@ -245,7 +245,10 @@ func TestMarkdownFromLoadedJSON(t *testing.T) {
 	}
 }
 
-// Field case B10: a quarter of the requests failed; `errors == 0` fails
+// B10, the defect pinned: a CI report that shows a pass although requests
+// failed.
+//
+// A quarter of the requests failed; `errors == 0` fails
 // and `p99 < 50ms` passes, and both reports say so.
 func TestField_B10_ReportsShowFailures(t *testing.T) {
 	sc := &schema.Scenario{

@@ -5,7 +5,9 @@ import (
 	"testing"
 )
 
-// B04: the rate is global and units are explicit (rakyll/hey#140). A
+// B04, the defect pinned: a number accepted without its unit, as a guess.
+//
+// The rate is global and units are explicit (rakyll/hey#140). A
 // value without its unit is rejected with its position, key path and the
 // accepted units; 600/m is the same rate as 10/s.
 func TestField_B04_UnitsExplicit(t *testing.T) {
@@ -45,7 +47,9 @@ phases:
 	})
 }
 
-// B11: warmup is never judged (grafana/k6#891). A rule scoped to a
+// B11, the defect pinned: warmup traffic entering the verdict.
+//
+// Warmup is never judged (grafana/k6#891). A rule scoped to a
 // warmup phase is a validation error.
 func TestField_B11_WarmupNeverJudged(t *testing.T) {
 	const phases = `version: 1
@@ -66,13 +70,16 @@ phases:
 		`s.yaml:4:90: reconcile.expect[0].phase: phase "warmup" is a warmup phase, and warmup phases are never judged`)
 }
 
-// B20: misplaced and unknown YAML keys are never silently ignored
+// B20, the defect pinned: a misplaced or misspelt YAML key silently
+// ignored.
+//
+// Misplaced and unknown YAML keys are never silently ignored
 // (artilleryio/artillery#1834). Each file is rejected with file:line:col,
 // the key path, what was expected and, where one is plausible, a
 // suggestion.
 func TestField_B20_MisplacedAndUnknownKeys(t *testing.T) {
 	t.Run("a: phases under the protocol block", func(t *testing.T) {
-		// The field case puts phases under driver.websocket; this format
+		// The original report put phases under driver.websocket; this format
 		// has no websocket driver yet, so it goes under driver.http.
 		wantProblems(t, `version: 1
 target: {serve: http}

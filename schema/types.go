@@ -194,7 +194,7 @@ type HTTP struct {
 	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 	// Success is an expr rule over `status` (int), `headers` (map of
 	// canonical name to first value) and `body` (string); default: a 2xx
-	// status or 304 Not Modified (a successful conditional GET; B14).
+	// status or 304 Not Modified (a successful conditional GET).
 	Success string `yaml:"success,omitempty" json:"success,omitempty"`
 	// TLS configures https:// targets.
 	TLS *TLS `yaml:"tls,omitempty" json:"tls,omitempty"`

@@ -1,10 +1,11 @@
 package main
 
-// End-to-end tests named after the field cases of ../shared/field-cases.md:
-// each runs the CLI against the real HTTP reference target over loopback
-// (127.0.0.1 only) and asserts the case's "Correct result". Runs that send
-// traffic go as separate processes (see fcExec); validate and plan, which
-// send nothing, run in-process (cli).
+// End-to-end tests of field cases (docs/design.md, "Field cases"): defects
+// other load tools shipped, each pinned by a TestField_Bnn_… test whose doc
+// comment says which. Each runs the CLI against the real HTTP reference
+// target over loopback (127.0.0.1 only) and asserts what a correct runner
+// reports. Runs that send traffic go as separate processes (see fcExec);
+// validate and plan, which send nothing, run in-process (cli).
 //
 // Counts are asserted exactly where the engine guarantees them (a uniform
 // open schedule offers exactly ⌈rate·T⌉ arrivals; the target numbers its
@@ -289,7 +290,10 @@ func fcPosition(file, yaml, key, value string) string {
 	return "(not found)"
 }
 
-// B04: the rate is the whole run's, never per connection, and a rate or a
+// B04, the defect pinned: a rate applied per connection, or a number
+// accepted without its unit.
+//
+// The rate is the whole run's, never per connection, and a rate or a
 // duration without a unit is an error before any traffic.
 func TestField_B04_RateIsGlobalAndUnitsExplicit(t *testing.T) {
 	t.Parallel()
@@ -359,7 +363,7 @@ reconcile:
 	}
 }
 
-// checkB04 asserts the correct result of B04 (a) or (b): 300 requests at
+// checkB04 asserts what B04 (a) or (b) must give: 300 requests at
 // 10/s over 30 s, whatever the 50 connections, and the plan said so.
 func checkB04(t *testing.T, r *fcRun) {
 	if r.code == exitInconclusive && fcInvalidated(t, r) {
@@ -414,7 +418,9 @@ func checkB04(t *testing.T, r *fcRun) {
 	}
 }
 
-// B05: non-2xx responses are errors, never throughput, and the target's
+// B05, the defect pinned: non-2xx responses counted as throughput.
+//
+// Non-2xx responses are errors, never throughput, and the target's
 // own 503 counter reconciles with the client's.
 func TestField_B05_Non2xxIsNotThroughput(t *testing.T) {
 	t.Parallel()
@@ -498,7 +504,10 @@ assert: [errors == 0]
 	t.Logf("B05: ok %d, errors %d, throughput %s/s, achieved %s/s, error_rate %s", ok, errs, col(t, header, row, "throughput"), col(t, header, row, "achieved_rate"), col(t, header, row, "error_rate"))
 }
 
-// B08: requests in flight when the phase's time is up finish in the grace
+// B08, the defect pinned: requests in flight at the end of a run booked as
+// the target's errors.
+//
+// Requests in flight when the phase's time is up finish in the grace
 // period and count as what they are (ok here), never as target errors.
 func TestField_B08_EndOfRunNotTargetErrors(t *testing.T) {
 	t.Parallel()
@@ -595,7 +604,9 @@ assert: [errors == 0]
 	})
 }
 
-// B10: a CI gate fails on errors: exit 1 with the failed rule and its
+// B10, the defect pinned: a CI gate that passes although requests failed.
+//
+// A CI gate fails on errors: exit 1 with the failed rule and its
 // observed value; the same run without rules exits 0 yet reports the
 // error rate; a scenario that is not even YAML exits 2.
 func TestField_B10_GateFailsOnErrors(t *testing.T) {
@@ -690,7 +701,9 @@ phases:
 	}
 }
 
-// B11: warmup traffic and the reconciliation fetches never enter the
+// B11, the defect pinned: warmup or set-up traffic entering the verdict.
+//
+// Warmup traffic and the reconciliation fetches never enter the
 // verdict or the client's counts.
 func TestField_B11_WarmupNeverJudged(t *testing.T) {
 	t.Parallel()
@@ -807,7 +820,10 @@ reconcile:
 	t.Logf("B11: warmup p99 %s (n=%d), steady p99 %s (n=1000)", wp99, wd.Count(), sp99)
 }
 
-// B19: nearest-rank percentiles, end to end. Request n takes exactly
+// B19, the defect pinned: a percentile interpolated, rounded or bucketed
+// so that it reports a latency no request had.
+//
+// Nearest-rank percentiles, end to end. Request n takes exactly
 // 4·n ms at the target, so the k-th smallest response time is request k's
 // and every percentile is known: rank = ⌈p/100 · 1006⌉, value 4·rank ms.
 func TestField_B19_PercentilesEndToEnd(t *testing.T) {
@@ -829,7 +845,7 @@ assert: [p999 < 5s, p99 < 5s]
 	// the k-th smallest sample is at least request k's 4k ms, and a
 	// percentile is the upper edge of its sample's histogram bucket, above
 	// the sample. Ceiling: strictly below the least value rank k+1 could
-	// report. The case allows 3 ms above expected; on two noisy shared
+	// report. The test allows 3 ms above expected; on two noisy shared
 	// cores under -race, loopback and scheduling alone take that now and
 	// then, and the edge of a 2.048 ms bucket comes on top. The range
 	// still tells the ranks apart: p90 is rank 906, ≥ 3624 ms, never 3620
@@ -945,7 +961,9 @@ assert: [p999 < 5s, p99 < 5s]
 	}
 }
 
-// TestField_B19_BucketModel: the test's model of the histogram's reporting matches
+// TestField_B19_BucketModel keeps B19's end-to-end test honest (B19: a
+// percentile that reports a latency no request had): the test's model of
+// the histogram's reporting matches
 // the runner's: for a middle sample v of three (rank 2, neither the exact
 // min nor max), the p50 reported is fcReported(v).
 func TestField_B19_BucketModel(t *testing.T) {

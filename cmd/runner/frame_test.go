@@ -22,6 +22,9 @@ phases:
 ` + rest
 }
 
+// B17, the defect pinned: a hostile frame header (huge length, bad magic,
+// unsolicited id) crashing the client or making it allocate.
+//
 // TestField_B17_HostileFrames: the target replaces every 100th reply
 // with a malformed one. (a) length 0x80000000 then 10 bytes and silence,
 // (b) length 0xFFFFFFFF, (c) magic "GET ": each is a bad-frame error
@@ -149,6 +152,9 @@ assert:
 	t.Logf("requests %d, errors %d, faults %.0f", fcCount(t, ph, "requests"), fcCount(t, ph, "errors"), jsonNum(t, ph, "server", "malformed_sent"))
 }
 
+// The defect pinned: a reply cut mid-frame booking one request twice, or
+// every request on the connection as the same error.
+//
 // TestField_MidFrameCut: 4 connections × 8 in flight (open model; each
 // reply 20 ms late, so several are in flight on a connection when it
 // ends). "cut": after each connection's 50th reply the target writes the

@@ -131,7 +131,8 @@ func targetGone(t *testing.T, base string) {
 	}
 }
 
-// interruptScenario: 3 repeats × 2 phases of 3 s (B25 scaled down) against
+// interruptScenario: 3 repeats × 2 phases of 3 s (B25, an interrupted run
+// leaving broken files, scaled down) against
 // the spawned reference target with a 10 ms service time. The second
 // phase is closed with 4 connections, so requests are always in flight
 // when the signal comes. The request timeout, and so the end-of-phase
@@ -157,7 +158,10 @@ const interruptBound = 7 * time.Second
 // per-repeat lines under a rule may say a finished repeat passed).
 var notPassed = regexp.MustCompile(`(?m)^(verdict: PASS|  PASS )`)
 
-// B25 (a)–(c), scaled down: the run is interrupted during repeat 1, phase 2.
+// B25, the defect pinned: an interrupted run leaving broken result files
+// or a passing verdict.
+//
+// (a)–(c), scaled down: the run is interrupted during repeat 1, phase 2.
 // It exits 3 well within the 10 s grace; the TSV has its header once, the finished
 // (repeat, phase) as one complete row and at most one row noted
 // interrupted; the JSON parses and says interrupted; requests in flight

@@ -33,7 +33,10 @@ func underNofile(t *testing.T, soft, hard int, args ...string) *exec.Cmd {
 	return exec.Command("sh", append([]string{"-c", sh, os.Args[0]}, args...)...)
 }
 
-// B23 (a): under `ulimit -n 256` (soft and hard), a plan of 500
+// B23, the defect pinned: the client's own descriptor or port limits
+// reported as the target's errors.
+//
+// (a): under `ulimit -n 256` (soft and hard), a plan of 500
 // connections cannot fit. The runner exits 3 before any traffic (the
 // target sees no request and no connection) and says what it needs (500
 // connections plus a reserve), the limit (256) and how to raise it; it
@@ -77,7 +80,8 @@ phases:
 	}
 }
 
-// B23 (a), the allowed way out: with the soft limit at 256 but the hard
+// B23 (the client's descriptor limit booked as target errors), (a), the
+// allowed way out: with the soft limit at 256 but the hard
 // one high enough, the runner raises its soft limit and runs every
 // connection.
 func TestField_B23_SoftLimitRaised(t *testing.T) {
@@ -105,7 +109,8 @@ phases:
 	}
 }
 
-// B23 (b), unit level: connect errors with EADDRNOTAVAIL (the client's
+// B23 (the client's port limit booked as target errors), (b), unit level:
+// connect errors with EADDRNOTAVAIL (the client's
 // ephemeral ports exhausted) are classed connect/EADDRNOTAVAIL, booked as
 // errors of that class (never timeouts or target statuses), and the
 // self-checks and the console name the client as the likely cause.
@@ -180,7 +185,8 @@ phases:
 	}
 }
 
-// B23 (b) for real, scaled down: in a private network namespace whose
+// B23 (the client's port limit booked as target errors), (b) for real,
+// scaled down: in a private network namespace whose
 // local port range has 64 ports and no TIME_WAIT reuse, HTTP without
 // keep-alive at 1000/s for 2 s runs out of local ports (every connection
 // the client closes first sits in TIME_WAIT for a minute). The failures

@@ -93,6 +93,9 @@ func throttledServer(t *testing.T, rate int) (url string, took func() []time.Dur
 	}
 }
 
+// B02, the defect pinned: the latency clock started after the request was
+// written, so a slow send reads as a fast response.
+//
 // TestField_B02_ClockStartsBeforeTheSend: a 1 MiB POST to a server that
 // reads at 512 KiB/s takes 2.0 s to leave the client, and the server
 // answers as soon as the last byte is read. The response time (= service

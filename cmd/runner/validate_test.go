@@ -37,7 +37,10 @@ assert:
 	}
 }
 
-// B20: misplaced and unknown keys are errors from validate, plan and run
+// B20, the defect pinned: a misplaced or misspelt YAML key silently
+// ignored.
+//
+// Misplaced and unknown keys are errors from validate, plan and run
 // alike, before any traffic: the target counts 0 requests.
 func TestField_B20_MisplacedAndUnknownKeys(t *testing.T) {
 	base := target(t)

@@ -98,6 +98,9 @@ assert:
 	}
 }
 
+// B16, the defect pinned: the client hanging, or booking timeouts, when
+// the server closes a WebSocket.
+//
 // TestField_B16_ServerInitiatedClose: the gateway closes every connection
 // after its 5th message, (a) with a close handshake (1000 "bye"), (b) by
 // dropping the TCP connection. 20 connections, one message per 100 ms

@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// The defect pinned: an explicit 0 read as "not given" and replaced by a
+// default.
+//
 // An explicit zero is a value: `rate: 0/s` is a pause of the phase's
 // duration (its connections open, nothing sent, the target counts
 // nothing), and a ramp from 0/s sends exactly its closed-form count, none

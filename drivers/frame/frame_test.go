@@ -102,7 +102,10 @@ func TestEchoAndOutOfOrder(t *testing.T) {
 	}
 }
 
-// TestField_B17 at the driver: each malformed reply header ends the
+// B17, the defect pinned: a hostile reply header (huge length, bad magic,
+// unsolicited id) crashing the client or making it allocate.
+//
+// At the driver: each malformed reply header ends the
 // request as bad-frame (or short-read) with the value and the limit in
 // the message, as soon as the header is read, without allocating the
 // declared length; the link is closed and the next request re-dials.
@@ -206,7 +209,7 @@ func TestShortReadAndEOF(t *testing.T) {
 	}
 }
 
-// B17 d and e: an unsolicited frame before the real reply is unknown-id
+// B17 (d) and (e): an unsolicited frame before the real reply is unknown-id
 // and the reply still matches; a zero-length reply is valid.
 func TestUnknownIDAndZeroLength(t *testing.T) {
 	url := stub(t, func(_ int, id uint32, p []byte) []byte {

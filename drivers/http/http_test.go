@@ -233,6 +233,9 @@ func TestBodySize(t *testing.T) {
 	}
 }
 
+// B05, the defect pinned: non-2xx responses counted as successes and
+// throughput.
+//
 // TestField_B05_StatusIsAnError: a 503 is an error of class status with
 // code "503", never throughput; the connection stays in use.
 func TestField_B05_StatusIsAnError(t *testing.T) {
@@ -612,6 +615,9 @@ func TestTLS(t *testing.T) {
 	}
 }
 
+// B14, the defect pinned: waiting for a body after HEAD, 204 or 304, which
+// have none, until the server closes.
+//
 // TestField_B14_HeadAnd204And304WithoutBodies: HEAD, 204 and 304
 // responses have no body whatever their headers say (RFC 9112 §6.3); the
 // connection stays in sync across 300 exchanges on at most three
@@ -708,6 +714,9 @@ func TestFirstByte(t *testing.T) {
 	}
 }
 
+// B02, the defect pinned: the latency clock started after the request was
+// written, hiding a slow send.
+//
 // TestField_B02_TimeSitsBeforeFirstByte: a body the server reads slowly
 // delays the first response byte; FirstByte (from Do's start, before the
 // write) includes that time and Connect stays zero.

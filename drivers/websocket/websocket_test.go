@@ -184,7 +184,8 @@ func TestSuccessRuleAndErrorCode(t *testing.T) {
 	}
 }
 
-// B16 at the driver: a server close (clean or dropped) ends the request in
+// B16 (the client hanging, or booking timeouts, when the server closes a
+// WebSocket) at the driver: a server close (clean or dropped) ends the request in
 // flight as eof with the close code, counts the close, and the next Do
 // re-dials.
 func TestServerCloses(t *testing.T) {

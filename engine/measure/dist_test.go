@@ -30,7 +30,7 @@ func TestNearestRank(t *testing.T) {
 		n    int64
 		want int64
 	}{
-		{90, 1006, 906},    // 905.4 rounds up, not to 905 (B19)
+		{90, 1006, 906},    // 905.4 rounds up, not to 905 (B19: rank rounded, not ceiled)
 		{99, 100, 99},      // 0.99·100 is 99.00000000000001 in float64: still rank 99
 		{50, 1006, 503},    // exact product
 		{95, 1006, 956},    // 955.7
@@ -144,8 +144,9 @@ func TestPercentileMatchesExactNearestRank(t *testing.T) {
 	}
 }
 
-// TestField_B19_PercentileMaths pins field case B19 (locust#331 and kin):
-// percentiles must be nearest rank over exact samples, never above the max.
+// B19, the defect pinned: a percentile interpolated, rounded or bucketed
+// so that it reports a latency no request had (locust#331 and kin).
+// Percentiles must be nearest rank over exact samples, never above the max.
 func TestField_B19_PercentileMaths(t *testing.T) {
 	r := NewRecorder(4, Options{})
 	for n := 1; n <= 1006; n++ {
@@ -182,7 +183,7 @@ func TestField_B19_PercentileMaths(t *testing.T) {
 		}
 	}
 	// Why we walk the buckets ourselves: rounding the rank (905.4 → 905)
-	// gives 3620 ms, the value B19 says must not be reported.
+	// gives 3620 ms, the value a rounded rank gives and B19 forbids.
 	h := hdr.New(1, 3_600_000_000, 3)
 	for n := 1; n <= 1006; n++ {
 		_ = h.RecordValue(int64(4*n) * 1000)

@@ -39,7 +39,7 @@ func ExampleCompile() {
 }
 
 func ExampleRule_Eval() {
-	// Field case B19: 1006 responses of 4·n ms. p99.9 needs 10000 samples.
+	// B19's phase (docs/design.md, "Field cases"): 1006 responses of 4·n ms. p99.9 needs 10000 samples.
 	env := rules.NewEnv(phase(1006, 4*time.Millisecond, 0), rules.Extras{})
 	for _, src := range []string{
 		"p99 < 5s",

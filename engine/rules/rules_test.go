@@ -14,7 +14,8 @@ import (
 
 var ok200 = drivers.Outcome{Class: drivers.OK, Responded: true}
 
-// b19Summary is field case B19's phase: 1006 ok requests whose response
+// b19Summary is the phase of B19 (percentiles that report a latency no
+// request had; docs/design.md, "Field cases"): 1006 ok requests whose response
 // time is 4·n ms, plus one 503, over 10 s.
 func b19Summary() *measure.Summary {
 	rec := measure.NewRecorder(2, measure.Options{})

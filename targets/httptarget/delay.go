@@ -37,6 +37,6 @@ func (t *target) delay(r *nethttp.Request) time.Duration {
 // wait blocks for d or until ctx is done, on the precise clock: a Go timer
 // can wake up to a millisecond late where the runtime has nothing else to
 // do, which would make a "fixed" delay of d anything from d to d + 1 ms,
-// and the truth tests need it exact (field case B19 spaces delays 4 ms
-// apart). It never returns before d has passed unless ctx is done.
+// and the truth tests need it exact (the end-to-end percentile test, B19
+// in docs/design.md, "Field cases", spaces delays 4 ms apart). It never returns before d has passed unless ctx is done.
 func wait(ctx context.Context, d time.Duration) { clock.Sleep(ctx, d) }

@@ -52,7 +52,7 @@ func TestDelay_Knobs(t *testing.T) {
 		{Config{Delay: 5 * ms}, 0, "/", 5 * ms},
 		// request 17: 17 × 4 ms on top of the plain delay
 		{perSeq, 0, "/d/17", 69 * ms},
-		// request 1006: the longest of field case B19
+		// request 1006: the longest of B19's end-to-end test
 		{perSeq, 0, "/d/1006", 4025 * ms},
 		// a query string is not part of the path
 		{perSeq, 0, "/d/3?x=9", 13 * ms},
