@@ -1,6 +1,9 @@
-// Package drivers defines the contract between the engine and a protocol
-// driver: the engine decides when a request starts and stamps every time;
-// a driver only sends one request on a connection and says how it ended.
+// Package drivers is the protocol stage of the pipeline, between the
+// engine's plan and measure: it defines the contract between the engine and
+// a protocol driver (http, websocket, frame), and the outcome classes every
+// request ends in. The engine decides when a request starts and stamps every
+// time; a driver only sends one request on a connection and says how it
+// ended.
 package drivers
 
 import (

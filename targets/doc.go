@@ -1,5 +1,6 @@
-// Package targets starts reference targets, servers with known behaviour
-// that scenarios load (`runner serve KIND`), as separate child processes:
+// Package targets holds the reference targets, servers outside the
+// pipeline with known behaviour that scenarios load (`runner serve KIND`),
+// and starts them as separate child processes:
 // the load generator and the target never share a process, a heap or a
 // scheduler. The servers themselves live in subpackages (httptarget).
 package targets

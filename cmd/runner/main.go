@@ -1,6 +1,8 @@
-// Command runner runs declarative load-test scenarios: it loads a YAML
-// scenario, compiles it into a plan, drives the target, measures honestly
-// and gives a verdict as its exit code.
+// Command runner is the command line that wires the pipeline together: it
+// loads a YAML scenario (schema), compiles it into a plan and runs it
+// (engine, drivers, measure), judges the rules (engine/rules), writes the
+// reports (reports) and turns the verdict into its exit code. `runner
+// serve KIND` runs a reference target (targets).
 package main
 
 import (

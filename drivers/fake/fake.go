@@ -1,6 +1,7 @@
-// Package fake is an in-memory driver for engine tests: its "target"
-// takes a chosen service time per request, in the caller's clock, so
-// engine tests run under testing/synctest with fake time and exact counts.
+// Package fake stands in for the drivers stage in engine tests: an in-memory
+// driver whose "target" takes a chosen service time per request, in the
+// caller's clock, so engine tests run under testing/synctest with fake time
+// and exact counts.
 package fake
 
 import (

@@ -1,8 +1,8 @@
-// Package frame is the binary frame driver: a request is one frame, a
-// header declared field by field (or the lkdf preset) and a payload from
-// a template, written at once on a TCP connection; its reply is the frame
-// that carries its request id, in any order. Replies are decoded with a
-// strict header check before any payload byte is read, so a hostile
+// Package frame is the binary-frame driver of the drivers stage: a request
+// is one frame, a header declared field by field (or the lkdf preset) and a
+// payload from a template, written at once on a TCP connection; its reply is
+// the frame that carries its request id, in any order. Replies are decoded
+// with a strict header check before any payload byte is read, so a hostile
 // length never makes the client allocate it.
 package frame
 

@@ -1,5 +1,6 @@
-// Package http is the HTTP/1.x driver: it turns one drivers.Request into
-// one request on the wire and says how it ended (drivers.Outcome).
+// Package http is the HTTP/1.x driver of the drivers stage: it turns one
+// drivers.Request into one request on the wire and says how it ended
+// (drivers.Outcome).
 //
 // The driver owns its connections (net.Dialer, optional TLS) instead of
 // using net/http's Transport, so that keep-alive, re-dials and the count

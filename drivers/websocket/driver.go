@@ -1,8 +1,10 @@
-// Package websocket is the WebSocket driver: each request is one message
-// rendered from a template, answered by one reply that is paired to it by
-// an id field (in any order), decoded from JSON and judged by a success
-// rule. Replies no request waits for (late, unknown id, duplicate id) and
-// closes the server starts are counted apart (drivers.StrayCounter).
+// Package websocket is the WebSocket driver of the drivers stage: each
+// request is one message rendered from a template, answered by one reply,
+// paired to it by an id field in any order (or, without `correlate`, the
+// next reply on its connection), decoded from JSON where a rule or the id
+// needs it, and judged by a success rule. Replies no request waits for
+// (late, unknown id, duplicate id) and closes the server starts are counted
+// apart (drivers.StrayCounter).
 //
 // It is built on github.com/coder/websocket. A connection carries up to
 // MaxInflight messages at once; one goroutine per connection reads the

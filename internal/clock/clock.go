@@ -1,4 +1,5 @@
-// Package clock sleeps precisely: until an instant of the monotonic clock,
+// Package clock is a kit for the engine's pacer and the reference
+// targets: it sleeps precisely, until an instant of the monotonic clock,
 // within microseconds rather than the up-to-a-millisecond lateness of Go
 // timers on an idle Linux process. The engine's open-model pacer and the
 // reference targets' fixed delays both depend on it.

@@ -1,4 +1,5 @@
-// Package counters reads a target's own counters for reconciliation, in
+// Package counters is the reconciliation kit of cmd/runner: it reads a
+// target's own counters, in
 // the formats targets expose them: a JSON object (over HTTP, or in a
 // WebSocket control reply) and the Prometheus text format. A counter is a
 // name and a number; the runner compares the deltas of two readings with

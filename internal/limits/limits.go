@@ -1,6 +1,7 @@
-// Package limits checks, before any traffic, that this machine lets the
-// client hold the connections a plan needs: open descriptors
-// (RLIMIT_NOFILE) and local ports (net.ipv4.ip_local_port_range).
+// Package limits is the pre-flight kit of cmd/runner: it checks, before any
+// traffic, that this machine lets the client hold the connections a plan
+// needs: open descriptors (RLIMIT_NOFILE) and local ports
+// (net.ipv4.ip_local_port_range).
 package limits
 
 import (

@@ -1,6 +1,8 @@
-// Package procstat samples a Linux process's CPU time (whole process and
-// each thread) and resident set size from /proc, to tell how busy a
-// target process was over a phase.
+// Package procstat is a kit for the engine's self-checks and the target's
+// figures: it samples from /proc a Linux process's CPU time (whole process
+// and each thread) and resident set size, and the whole machine's CPU
+// time (/proc/stat), to tell how busy a target process and the machine
+// were over a phase.
 package procstat
 
 import (

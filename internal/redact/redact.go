@@ -1,9 +1,9 @@
-// Package redact removes a run's secrets (the values a scenario read from
-// ${ENV} into its strings) from every byte runner writes. One Redactor is
-// built per run from the scenario's secrets and applied at every sink:
-// the console, the log lines and progress on stderr, output file names,
-// and each report file (JSON, TSV, Markdown, HTML, JUnit, HDR log) before
-// it is written.
+// Package redact is the kit every output goes through (reports, the console,
+// logs): it removes a run's secrets (the values a scenario read from ${ENV}
+// into its strings) from every byte runner writes. One Redactor is built per
+// run from the scenario's secrets and applied at every sink: the console,
+// the log lines and progress on stderr, output file names, and each report
+// file (JSON, TSV, Markdown, HTML, JUnit, HDR log) before it is written.
 //
 // A secret is matched whole, as written and in the escaped forms the
 // reports and logs give it (JSON, HTML/XML, Go quoted), and also where a

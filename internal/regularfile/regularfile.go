@@ -1,6 +1,7 @@
-// Package regularfile reads a file that a scenario names (the scenario
-// itself, a payload, a CA bundle, a data file) whole and bounded, and only
-// if it is a regular file.
+// Package regularfile is a kit for the stages that read files a scenario
+// names (schema, drivers): it reads such a file (the scenario itself, a
+// payload, a CA bundle, a data file) whole and bounded, and only if it is
+// a regular file.
 package regularfile
 
 import (

@@ -1,5 +1,6 @@
-// Package sysinfo describes the machine and build a run happened on, for
-// the JSON report: a number means little without the machine behind it.
+// Package sysinfo is a kit for the reports: it describes the machine and
+// build a run happened on, for the JSON report: a number means little
+// without the machine behind it.
 package sysinfo
 
 import (

@@ -1,5 +1,6 @@
-// Command gen writes the JSON Schema of scenario files, generated from the
-// Go types by schema.JSONSchema. `go generate ./schema/` runs it.
+// Command gen is the schema stage's generator: it writes the JSON Schema of
+// scenario files, generated from the Go types by schema.JSONSchema. `go
+// generate ./schema/` runs it.
 package main
 
 import (

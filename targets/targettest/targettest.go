@@ -1,5 +1,6 @@
-// Package targettest runs a reference target's Serve in a test: on a
-// free loopback port, stopped (and its return checked) when the test ends.
+// Package targettest is a test kit for the reference targets: it runs a
+// target's Serve in a test on a free loopback port, stopped (and its return
+// checked) when the test ends.
 package targettest
 
 import (
