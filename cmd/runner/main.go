@@ -1,7 +1,8 @@
-// Command runner is the command line that wires the pipeline together: it
-// loads a YAML scenario (schema), compiles it into a plan and runs it
-// (engine, drivers, measure), judges the rules (engine/rules), writes the
-// reports (reports) and turns the verdict into its exit code. `runner
+// Command runner is the command line in front of the pipeline: through
+// internal/execute it loads a YAML scenario (schema), compiles it into a
+// plan, runs it (engine, drivers, measure) and judges the rules
+// (engine/rules); it keeps the flags, signals and terminal, writes the
+// reports (reports) and turns the outcome into its exit code. `runner
 // serve KIND` runs a reference target (targets).
 package main
 
