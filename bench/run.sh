@@ -19,8 +19,8 @@ mkdir -p bench/out
 tmp=$(mktemp bench/out/latest.XXXXXX)
 trap 'rm -f "$tmp"' EXIT
 go test -run '^$' -bench . -benchmem -count "$COUNT" \
-  ./engine/ ./engine/measure/ ./drivers/http/ ./drivers/correlate/ \
-  ./drivers/frame/ ./drivers/websocket/ ./drivers/relink/ | tee "$tmp"
+  ./engine/ ./engine/measure/ ./drivers/http/ ./drivers/internal/correlate/ \
+  ./drivers/frame/ ./drivers/websocket/ ./drivers/internal/relink/ | tee "$tmp"
 # Only a complete run replaces the last one (benchstat compares the two).
 [[ -f bench/out/latest.txt ]] && mv bench/out/latest.txt bench/out/previous.txt
 mv "$tmp" bench/out/latest.txt

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/runner-dev/runner/drivers"
-	"github.com/runner-dev/runner/drivers/drivertest"
+	"github.com/runner-dev/runner/drivers/internal/drivertest"
 	"github.com/runner-dev/runner/schema"
 	"github.com/runner-dev/runner/targets/frametarget"
 	"github.com/runner-dev/runner/targets/targettest"

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
-	"github.com/runner-dev/runner/drivers/correlate"
-	"github.com/runner-dev/runner/drivers/relink"
+	"github.com/runner-dev/runner/drivers/internal/correlate"
+	"github.com/runner-dev/runner/drivers/internal/relink"
 )
 
 // link is one TCP connection of a conn; when it ends (the server closed

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
-	"github.com/runner-dev/runner/drivers/drivertest"
+	"github.com/runner-dev/runner/drivers/internal/drivertest"
 )
 
 // Accepted, then reset: the dial succeeds, and the probe finds the

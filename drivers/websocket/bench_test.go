@@ -11,7 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/runner-dev/runner/drivers"
-	"github.com/runner-dev/runner/drivers/drivertest"
+	"github.com/runner-dev/runner/drivers/internal/drivertest"
 	"github.com/runner-dev/runner/schema"
 	"github.com/runner-dev/runner/targets/targettest"
 	"github.com/runner-dev/runner/targets/wsgateway"

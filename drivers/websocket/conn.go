@@ -16,8 +16,8 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/runner-dev/runner/drivers"
-	"github.com/runner-dev/runner/drivers/correlate"
-	"github.com/runner-dev/runner/drivers/relink"
+	"github.com/runner-dev/runner/drivers/internal/correlate"
+	"github.com/runner-dev/runner/drivers/internal/relink"
 )
 
 // link is one WebSocket connection of a conn; a server close ends it and

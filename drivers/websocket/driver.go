@@ -32,8 +32,8 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/runner-dev/runner/drivers"
-	"github.com/runner-dev/runner/drivers/correlate"
-	"github.com/runner-dev/runner/drivers/template"
+	"github.com/runner-dev/runner/drivers/internal/correlate"
+	"github.com/runner-dev/runner/drivers/internal/template"
 	"github.com/runner-dev/runner/schema"
 )
 

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
-	"github.com/runner-dev/runner/drivers/drivertest"
+	"github.com/runner-dev/runner/drivers/internal/drivertest"
 	"github.com/runner-dev/runner/schema"
 )
 

@@ -1,8 +1,13 @@
-// Package drivertest drives one connection of a driver in a benchmark as
-// the engine does for a drivers.DeadlineKeeper: the phase's context
-// (cancellation only) and each request's deadline in drivers.Request;
-// several requests in flight at once, in tests; and servers that drop what
-// they accept.
+// Package drivertest holds the drivers' test and benchmark helpers:
+// driving one connection as the engine does, and hand-written servers
+// that misbehave.
+//
+// Serial and Parallel drive a connection in a benchmark as the engine
+// does for a drivers.DeadlineKeeper: the phase's context (cancellation
+// only) and each request's deadline in drivers.Request. InFlight sends
+// several requests at once, in tests. Serve runs a hand-written server,
+// Reset drops a connection it accepted, and WaitDead waits for the client
+// to notice.
 package drivertest
 
 import (

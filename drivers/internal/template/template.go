@@ -1,8 +1,9 @@
-// Package template renders the message templates of the message drivers
-// (WebSocket, binary frames): text parsed once, before any traffic, into
-// literal parts and holes, and rendered per request into a caller's buffer
-// without parsing and, for literals, {{seq}} and {{bytes N}}, without
-// allocating.
+// Package template parses and renders the message templates of the
+// message drivers (WebSocket, binary frames), and loads the data files
+// their {{data.NAME}} reads (LoadData). A template's text is parsed once,
+// before any traffic, into literal parts and holes, and rendered per
+// request into a caller's buffer without parsing and, for literals,
+// {{seq}} and {{bytes N}}, without allocating.
 //
 // Actions (spaces inside the braces are allowed):
 //

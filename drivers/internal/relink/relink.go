@@ -1,9 +1,14 @@
-// Package relink keeps the current transport link of one driver
-// connection (a WebSocket, a TCP connection of frames): when the target
-// ends it, the next request opens another, once for every request that
-// finds it gone, and a released connection opens nothing more. A Watch
-// bounds the link's writes (cancellation, timeout) and a Deadline keeps a
-// request's own deadline, neither allocating per request.
+// Package relink is what the message drivers (WebSocket, binary frames)
+// share about the transport link of one driver connection: keeping it,
+// re-opening it once it ends, and bounding its writes and waits.
+//
+// A Slot keeps the current link (a WebSocket, a TCP connection of
+// frames): when the target ends it, the next request opens another, once
+// for every request that finds it gone, and a released connection opens
+// nothing more. A Gate admits one writer at a time, a Watch bounds the
+// link's writes (cancellation, timeout) and a Deadline keeps a request's
+// own deadline, none allocating per request. Peek tells, without reading,
+// whether the server closed or reset a connection.
 package relink
 
 import (
