@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -74,35 +73,6 @@ type Runner struct {
 	straysMark *drivers.Strays
 }
 
-// Progress is a running phase's state, for a progress line.
-type Progress struct {
-	Repeat  int
-	Phase   string
-	Warmup  bool
-	Elapsed time.Duration
-	// Total is the phase's planned length (its duration or window); 0
-	// when it is bounded by a request count only.
-	Total time.Duration
-	// Requests, OK and Errors so far; InFlight now.
-	Requests, OK, Errors int64
-	InFlight             int64
-	// P99 is the response time's p99 so far; P99OK false before any.
-	P99   time.Duration
-	P99OK bool
-}
-
-// TargetUsage is the target process's resource use over a phase.
-type TargetUsage struct {
-	// CPU is the process's CPU time over the phase's wall time as a
-	// fraction of the machine (1.0: every core busy).
-	CPU float64 `json:"cpu"`
-	// CPUMaxThread is its busiest thread's CPU time over the phase's wall
-	// time as a fraction of one core (1.0: one core fully busy).
-	CPUMaxThread float64 `json:"cpu_max_thread"`
-	// RSS is its resident set size at the phase's end, in bytes.
-	RSS int64 `json:"rss"`
-}
-
 // interrupted reports whether ctx ended because the run was interrupted,
 // rather than by the phase's own end.
 func (r *Runner) interrupted(ctx context.Context) bool {
@@ -114,84 +84,6 @@ func (r *Runner) sleeper() Sleeper {
 		return r.NewSleeper()
 	}
 	return NewPreciseSleeper()
-}
-
-// PhaseResult is what one (repeat, phase) measured.
-type PhaseResult struct {
-	// Repeat is 1-based.
-	Repeat int `json:"repeat"`
-	// Phase is the plan of the phase (name, index, model, warmup, …).
-	Phase *PhasePlan `json:"phase"`
-	// Start is the wall-clock instant the barrier released the phase.
-	Start time.Time `json:"start"`
-	// Summary holds every count and distribution of the phase.
-	Summary *measure.Summary `json:"summary"`
-	// Metrics are the headline figures derived from Summary.
-	Metrics *Metrics `json:"metrics"`
-	// Wall is the phase's wall-clock length including the end-of-phase
-	// drain; Summary.Elapsed is the phase's own length (its duration when
-	// bounded by time), the denominator of its rates.
-	Wall time.Duration `json:"wall"`
-	// ConnectionsRequested and ConnectionsEstablished compare the plan's
-	// connections with those that were open when the phase started (for a
-	// ramp, at its top stair).
-	ConnectionsRequested   int `json:"connections_requested"`
-	ConnectionsEstablished int `json:"connections_established"`
-	// ConnectionsClosedEarly counts the connections the server accepted
-	// and then closed or reset before the phase started (found by the
-	// barrier's probe, drivers.Prober) whose one re-dial failed or was
-	// closed too: they are not established (a failed re-dial is also a
-	// connect failure).
-	ConnectionsClosedEarly int `json:"connections_closed_early,omitempty"`
-	// LatenessMax is how late the engine sent an arrival that was not
-	// waiting for a connection (scheduler lateness); large values mean the
-	// load generator fell behind its own schedule.
-	LatenessMax time.Duration `json:"lateness_max"`
-	// LateArrivals counts the arrivals the pacer dispatched more than
-	// LatenessLimit after their intended start although no connection was
-	// busy: the generator's own delay, not the target's.
-	LateArrivals int64 `json:"late_arrivals"`
-	// ClientCPU is this process's CPU time over the phase divided by its
-	// wall-clock time: 1.0 is one core fully busy (getrusage user+system).
-	ClientCPU float64 `json:"client_cpu"`
-	// ClientCores is how many cores the runner could use while it measured
-	// the phase (its CPU affinity, or GOMAXPROCS when lower): client.cpu
-	// and the generator's saturation are over it, so that a result judged
-	// again elsewhere (a saved report, a baseline) is judged as recorded.
-	// 0 in reports saved before it was recorded (clientCores).
-	ClientCores int `json:"client_cores,omitempty"`
-	// GCPauseMax is the longest garbage-collector stop-the-world pause of
-	// this process during the phase.
-	GCPauseMax time.Duration `json:"gc_pause_max"`
-	// Machine is the whole machine's CPU use over the phase, in cores
-	// (/proc/stat); nil where it cannot be read. Busy minus ClientCPU and
-	// the target's share is other processes' (busy-machine).
-	Machine *procstat.MachineUsage `json:"machine_cpu,omitempty"`
-	// Server holds the deltas of the target's counters over the phase; nil
-	// when not fetched. ServerErr says why they are missing.
-	Server    map[string]float64 `json:"server,omitempty"`
-	ServerErr string             `json:"server_error,omitempty"`
-	// Target is the target process's resource use over the phase; nil
-	// when not measured (a target that was not spawned). TargetErr says
-	// why a measurement failed.
-	Target    *TargetUsage `json:"target,omitempty"`
-	TargetErr string       `json:"target_error,omitempty"`
-	// serverBefore and serverAfter are the counters fetched before and
-	// after the phase.
-	serverBefore, serverAfter map[string]float64
-	// Interrupted is true when a signal stopped the phase early.
-	Interrupted bool `json:"interrupted,omitempty"`
-}
-
-// Result is a whole run: every (repeat, phase) that ran, in order.
-type Result struct {
-	Phases []*PhaseResult `json:"phases"`
-	// Interrupted is true when the run was stopped by its context.
-	Interrupted bool `json:"interrupted,omitempty"`
-	// ServerAtStart are the target's counters fetched before the run's
-	// first phase (reconcile.fetch); nil when not fetched. A freshly
-	// spawned target starts at zero (StaleCounters).
-	ServerAtStart map[string]float64 `json:"server_at_start,omitempty"`
 }
 
 // Run executes every repeat of the plan. It returns the phases measured
@@ -231,68 +123,6 @@ func (r *Runner) Run(ctx context.Context, pl *Plan) (*Result, error) {
 		pool.close()
 	}
 	return res, nil
-}
-
-// pool holds a repeat's connections; phases of a repeat reuse them.
-type pool struct {
-	mu    sync.Mutex
-	conns []drivers.Conn // nil where a dial failed
-}
-
-func (p *pool) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		if c != nil {
-			c.Close()
-		}
-	}
-	p.conns = nil
-}
-
-// reserve makes room for n slots without dialling them.
-func (p *pool) reserve(n int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for len(p.conns) < n {
-		p.conns = append(p.conns, nil)
-	}
-}
-
-func (p *pool) get(i int) drivers.Conn {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.conns[i]
-}
-
-func (p *pool) set(i int, c drivers.Conn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.conns[i] = c
-}
-
-func (p *pool) established(n int) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	k := 0
-	for _, c := range p.conns[:min(n, len(p.conns))] {
-		if c != nil {
-			k++
-		}
-	}
-	return k
-}
-
-// established counts the slots that held a live connection when they
-// started: at the barrier, or at their stair.
-func (ph *phaseRun) established() int {
-	n := 0
-	for i := range ph.live {
-		if ph.live[i].Load() {
-			n++
-		}
-	}
-	return n
 }
 
 // phaseRun is the state of one running phase, shared by its workers.
@@ -569,30 +399,6 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	return pr, nil
 }
 
-// report calls the Runner's Progress every ProgressEvery until done.
-func (ph *phaseRun) report(done <-chan struct{}, total time.Duration) {
-	every := ph.r.ProgressEvery
-	if every <= 0 {
-		every = time.Second
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-			l := ph.rec.Live()
-			ph.r.Progress(Progress{
-				Repeat: ph.repeat, Phase: ph.p.Name, Warmup: ph.p.Warmup,
-				Elapsed: time.Since(ph.start), Total: total,
-				Requests: l.Requests, OK: l.OK, Errors: l.Errors, InFlight: ph.inflight.Load(),
-				P99: l.P99, P99OK: l.P99OK,
-			})
-		}
-	}
-}
-
 // keepsDeadline reports whether d enforces Request.Deadline itself.
 func keepsDeadline(d drivers.Driver) bool {
 	_, ok := d.(drivers.DeadlineKeeper)
@@ -644,32 +450,6 @@ func (ph *phaseRun) stopped() bool {
 	default:
 		return false
 	}
-}
-
-// conn returns connection k, dialling it if its slot is empty. A failed
-// dial is returned as the outcome of the request that needed it.
-func (ph *phaseRun) conn(ctx context.Context, k int) (drivers.Conn, drivers.Outcome, bool) {
-	if c := ph.pool.get(k); c != nil {
-		return c, drivers.Outcome{}, true
-	}
-	t0 := time.Now()
-	c, err := ph.r.Driver.Dial(ctx)
-	if err != nil {
-		cl, code := drivers.Classify(err)
-		if cl == drivers.Timeout || cl == drivers.Cancelled {
-			// A dial that ran out of time is still a failure to connect,
-			// unless the phase itself cancelled it.
-			if ph.hard.Err() == nil {
-				cl = drivers.Connect
-			}
-		}
-		if ph.hard.Err() == nil {
-			ph.dials.failure(err, 1, "")
-		}
-		return nil, drivers.Outcome{Class: cl, Code: code, Err: err, Connect: time.Since(t0)}, false
-	}
-	ph.pool.set(k, c)
-	return c, drivers.Outcome{Dialed: 1, Connect: time.Since(t0)}, true
 }
 
 // send performs one request on connection k and records it. intended is
@@ -755,159 +535,6 @@ func (ph *phaseRun) closedWorker(k int, at time.Duration) {
 	}
 }
 
-// pace is the open model's clock: it dispatches every arrival at its
-// intended start, computed from the schedule (never from the previous
-// dispatch, so a late dispatch cannot shift the schedule), to whichever
-// in-flight slot is free. In queue mode it waits for a free slot, and the
-// arrival's response time keeps counting from its intended start; in drop
-// mode an arrival that finds no free slot at that instant is dropped.
-//
-// When the phase's time is up no new arrival comes due, but every arrival
-// that came due is offered load: one still waiting for a slot is handed
-// over during the drain, until the drain runs out (hard), and whatever is
-// still unsent then is left over (unsent). Cutting the queue at the
-// phase's end instead would remove exactly the longest waits.
-func (ph *phaseRun) pace(out chan<- time.Duration) {
-	defer close(out)
-	sl := ph.r.sleeper()
-	defer sl.Close()
-	sched := ph.p.Schedule(ph.repeat)
-	for i := int64(0); ; i++ {
-		if ph.p.Requests > 0 && i >= ph.p.Requests {
-			return
-		}
-		at := sched.At(i)
-		if ph.p.Duration > 0 && at >= ph.p.Duration {
-			return
-		}
-		// In drop mode the pacer never waits for a slot, so any delay is
-		// the generator's; in queue mode only for arrivals it reached early.
-		early := ph.p.Drop || at > time.Since(ph.start)
-		if !sl.Until(ph.start.Add(at), ph.hard.Done()) {
-			return // halted before the arrival was due: it never happened
-		}
-		late := time.Duration(0)
-		if early {
-			// Lateness of our own clock: the arrival was not waiting for
-			// a slot, so any delay here is the generator's.
-			late = time.Since(ph.start) - at
-			ph.lateness = max(ph.lateness, late)
-			if late > LatenessLimit {
-				ph.late++
-			}
-		}
-		ph.rec.AddArrivals(1)
-		if ph.isDrained() {
-			// The drain ran out (or the run was interrupted) while the
-			// arrival waited for a slot.
-			ph.unsent(sched, i)
-			return
-		}
-		if ph.p.Drop {
-			select {
-			case out <- at:
-				ph.busy.Add(1)
-			default:
-				// Every slot busy at the intended start. After a late
-				// dispatch the slots met a burst of the generator's making.
-				ph.rec.AddDropped(1)
-				if late > LatenessLimit {
-					ph.rec.AddDroppedLate(1)
-				}
-			}
-			continue
-		}
-		select {
-		case out <- at:
-			ph.busy.Add(1) // counted by the pacer, so never behind a handoff
-			continue
-		default:
-		}
-		// No worker took it at once. If one was idle, it is not running:
-		// the generator cannot hand arrivals out (CPU, scheduler), and a
-		// wait past the lateness limit is the generator's, not the target's.
-		idle := ph.busy.Load() < int64(ph.p.Connections*ph.p.Inflight)
-		t0 := time.Now()
-		select {
-		case out <- at:
-			ph.busy.Add(1)
-		case <-ph.drained:
-			ph.unsent(sched, i)
-			return
-		case <-ph.hard.Done():
-			ph.unsent(sched, i)
-			return
-		}
-		if w := time.Since(t0); idle && w > LatenessLimit {
-			ph.lateness = max(ph.lateness, w)
-			ph.late++
-		}
-	}
-}
-
-// isDrained reports whether queued arrivals may no longer be sent: the
-// drain's bound passed, or the phase was halted.
-func (ph *phaseRun) isDrained() bool {
-	select {
-	case <-ph.drained:
-		return true
-	case <-ph.hard.Done():
-		return true
-	default:
-		return false
-	}
-}
-
-// unsent books arrival i, which came due but was never sent, and every
-// later arrival that came due before the phase stopped, so that
-// arrivals == requests + dropped + cancelled-unsent + left-over-unsent
-// always holds. They are left over when the drain ran out (the target
-// could not absorb them in time; each with the lower bound of its
-// response time) and cancelled when the run was interrupted. Arrival i is
-// already counted.
-func (ph *phaseRun) unsent(sched Schedule, i int64) {
-	now := time.Since(ph.start)
-	due := time.Duration(ph.stopAt.Load())
-	if due == 0 {
-		// The run's context was cancelled before halt noted the instant.
-		due = now
-	}
-	interrupted := ph.r.interrupted(ph.hard)
-	w := ph.window
-	if w > 0 && (!interrupted || due > w) {
-		// Every arrival of the window came due.
-		due = w
-	}
-	last := int64(math.MaxInt64) // one past the last arrival the count allows
-	if r := ph.p.Requests; r > 0 {
-		last = r
-	}
-	if interrupted {
-		n := max(min(Due(sched, due, i+1), last)-i, 1)
-		ph.rec.AddArrivals(n - 1)
-		ph.rec.AddCancelled(n)
-		return
-	}
-	// Left over: each was still waiting now, so its response time is at
-	// least now − intended. The schedule is walked forward (a Poisson
-	// draw cannot go back); past a long walk the smallest bound any
-	// arrival of the window can have, now − due, stands in for the rest.
-	j := i
-	for ; j < last && j-i < maxBoundWalk; j++ {
-		at := sched.At(j)
-		if j > i && at >= due {
-			break
-		}
-		ph.rec.LeftOver(int(j-i), now-at)
-	}
-	rest := int64(0)
-	if j-i == maxBoundWalk {
-		rest = max(min(Due(sched, due, j), last)-j, 0)
-		ph.rec.LeftOverN(0, now-due, rest)
-	}
-	ph.rec.AddArrivals(j - i - 1 + rest)
-}
-
 // phaseWindow is the phase's own length in a repeat: PhasePlan.Window,
 // except for an open phase of Poisson arrivals bounded by its count, whose
 // n arrivals span their own draw, up to just after arrival n − 1 (the
@@ -923,36 +550,4 @@ func phaseWindow(p *PhasePlan, repeat int) time.Duration {
 		return p.Duration
 	}
 	return last
-}
-
-// maxBoundWalk bounds how many left-over arrivals unsent walks the
-// schedule for to find each one's intended start.
-const maxBoundWalk = 100_000
-
-// openWorker is one in-flight slot of connection k: it sends the arrivals
-// the pacer hands it, one at a time.
-func (ph *phaseRun) openWorker(w, k int, in <-chan time.Duration) {
-	for {
-		select {
-		case at, ok := <-in:
-			if !ok {
-				return
-			}
-			if ph.hard.Err() != nil {
-				// Handed over just as the phase was cut short: it never
-				// left, so it is not a request.
-				if ph.r.interrupted(ph.hard) {
-					ph.rec.AddCancelled(1)
-				} else {
-					ph.rec.LeftOver(w, time.Since(ph.start)-at)
-				}
-				ph.busy.Add(-1)
-				continue
-			}
-			ph.send(w, k, at, false)
-			ph.busy.Add(-1) // the pacer counted it in
-		case <-ph.hard.Done():
-			return
-		}
-	}
 }

@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"math"
+	"time"
+)
+
+// pace is the open model's clock: it dispatches every arrival at its
+// intended start, computed from the schedule (never from the previous
+// dispatch, so a late dispatch cannot shift the schedule), to whichever
+// in-flight slot is free. In queue mode it waits for a free slot, and the
+// arrival's response time keeps counting from its intended start; in drop
+// mode an arrival that finds no free slot at that instant is dropped.
+//
+// When the phase's time is up no new arrival comes due, but every arrival
+// that came due is offered load: one still waiting for a slot is handed
+// over during the drain, until the drain runs out (hard), and whatever is
+// still unsent then is left over (unsent). Cutting the queue at the
+// phase's end instead would remove exactly the longest waits.
+func (ph *phaseRun) pace(out chan<- time.Duration) {
+	defer close(out)
+	sl := ph.r.sleeper()
+	defer sl.Close()
+	sched := ph.p.Schedule(ph.repeat)
+	for i := int64(0); ; i++ {
+		if ph.p.Requests > 0 && i >= ph.p.Requests {
+			return
+		}
+		at := sched.At(i)
+		if ph.p.Duration > 0 && at >= ph.p.Duration {
+			return
+		}
+		// In drop mode the pacer never waits for a slot, so any delay is
+		// the generator's; in queue mode only for arrivals it reached early.
+		early := ph.p.Drop || at > time.Since(ph.start)
+		if !sl.Until(ph.start.Add(at), ph.hard.Done()) {
+			return // halted before the arrival was due: it never happened
+		}
+		late := time.Duration(0)
+		if early {
+			// Lateness of our own clock: the arrival was not waiting for
+			// a slot, so any delay here is the generator's.
+			late = time.Since(ph.start) - at
+			ph.lateness = max(ph.lateness, late)
+			if late > LatenessLimit {
+				ph.late++
+			}
+		}
+		ph.rec.AddArrivals(1)
+		if ph.isDrained() {
+			// The drain ran out (or the run was interrupted) while the
+			// arrival waited for a slot.
+			ph.unsent(sched, i)
+			return
+		}
+		if ph.p.Drop {
+			select {
+			case out <- at:
+				ph.busy.Add(1)
+			default:
+				// Every slot busy at the intended start. After a late
+				// dispatch the slots met a burst of the generator's making.
+				ph.rec.AddDropped(1)
+				if late > LatenessLimit {
+					ph.rec.AddDroppedLate(1)
+				}
+			}
+			continue
+		}
+		select {
+		case out <- at:
+			ph.busy.Add(1) // counted by the pacer, so never behind a handoff
+			continue
+		default:
+		}
+		// No worker took it at once. If one was idle, it is not running:
+		// the generator cannot hand arrivals out (CPU, scheduler), and a
+		// wait past the lateness limit is the generator's, not the target's.
+		idle := ph.busy.Load() < int64(ph.p.Connections*ph.p.Inflight)
+		t0 := time.Now()
+		select {
+		case out <- at:
+			ph.busy.Add(1)
+		case <-ph.drained:
+			ph.unsent(sched, i)
+			return
+		case <-ph.hard.Done():
+			ph.unsent(sched, i)
+			return
+		}
+		if w := time.Since(t0); idle && w > LatenessLimit {
+			ph.lateness = max(ph.lateness, w)
+			ph.late++
+		}
+	}
+}
+
+// isDrained reports whether queued arrivals may no longer be sent: the
+// drain's bound passed, or the phase was halted.
+func (ph *phaseRun) isDrained() bool {
+	select {
+	case <-ph.drained:
+		return true
+	case <-ph.hard.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// unsent books arrival i, which came due but was never sent, and every
+// later arrival that came due before the phase stopped, so that
+// arrivals == requests + dropped + cancelled-unsent + left-over-unsent
+// always holds. They are left over when the drain ran out (the target
+// could not absorb them in time; each with the lower bound of its
+// response time) and cancelled when the run was interrupted. Arrival i is
+// already counted.
+func (ph *phaseRun) unsent(sched Schedule, i int64) {
+	now := time.Since(ph.start)
+	due := time.Duration(ph.stopAt.Load())
+	if due == 0 {
+		// The run's context was cancelled before halt noted the instant.
+		due = now
+	}
+	interrupted := ph.r.interrupted(ph.hard)
+	w := ph.window
+	if w > 0 && (!interrupted || due > w) {
+		// Every arrival of the window came due.
+		due = w
+	}
+	last := int64(math.MaxInt64) // one past the last arrival the count allows
+	if r := ph.p.Requests; r > 0 {
+		last = r
+	}
+	if interrupted {
+		n := max(min(Due(sched, due, i+1), last)-i, 1)
+		ph.rec.AddArrivals(n - 1)
+		ph.rec.AddCancelled(n)
+		return
+	}
+	// Left over: each was still waiting now, so its response time is at
+	// least now − intended. The schedule is walked forward (a Poisson
+	// draw cannot go back); past a long walk the smallest bound any
+	// arrival of the window can have, now − due, stands in for the rest.
+	j := i
+	for ; j < last && j-i < maxBoundWalk; j++ {
+		at := sched.At(j)
+		if j > i && at >= due {
+			break
+		}
+		ph.rec.LeftOver(int(j-i), now-at)
+	}
+	rest := int64(0)
+	if j-i == maxBoundWalk {
+		rest = max(min(Due(sched, due, j), last)-j, 0)
+		ph.rec.LeftOverN(0, now-due, rest)
+	}
+	ph.rec.AddArrivals(j - i - 1 + rest)
+}
+
+// maxBoundWalk bounds how many left-over arrivals unsent walks the
+// schedule for to find each one's intended start.
+const maxBoundWalk = 100_000
+
+// openWorker is one in-flight slot of connection k: it sends the arrivals
+// the pacer hands it, one at a time.
+func (ph *phaseRun) openWorker(w, k int, in <-chan time.Duration) {
+	for {
+		select {
+		case at, ok := <-in:
+			if !ok {
+				return
+			}
+			if ph.hard.Err() != nil {
+				// Handed over just as the phase was cut short: it never
+				// left, so it is not a request.
+				if ph.r.interrupted(ph.hard) {
+					ph.rec.AddCancelled(1)
+				} else {
+					ph.rec.LeftOver(w, time.Since(ph.start)-at)
+				}
+				ph.busy.Add(-1)
+				continue
+			}
+			ph.send(w, k, at, false)
+			ph.busy.Add(-1) // the pacer counted it in
+		case <-ph.hard.Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/internal/procstat"
+)
+
+// TargetUsage is the target process's resource use over a phase.
+type TargetUsage struct {
+	// CPU is the process's CPU time over the phase's wall time as a
+	// fraction of the machine (1.0: every core busy).
+	CPU float64 `json:"cpu"`
+	// CPUMaxThread is its busiest thread's CPU time over the phase's wall
+	// time as a fraction of one core (1.0: one core fully busy).
+	CPUMaxThread float64 `json:"cpu_max_thread"`
+	// RSS is its resident set size at the phase's end, in bytes.
+	RSS int64 `json:"rss"`
+}
+
+// PhaseResult is what one (repeat, phase) measured.
+type PhaseResult struct {
+	// Repeat is 1-based.
+	Repeat int `json:"repeat"`
+	// Phase is the plan of the phase (name, index, model, warmup, …).
+	Phase *PhasePlan `json:"phase"`
+	// Start is the wall-clock instant the barrier released the phase.
+	Start time.Time `json:"start"`
+	// Summary holds every count and distribution of the phase.
+	Summary *measure.Summary `json:"summary"`
+	// Metrics are the headline figures derived from Summary.
+	Metrics *Metrics `json:"metrics"`
+	// Wall is the phase's wall-clock length including the end-of-phase
+	// drain; Summary.Elapsed is the phase's own length (its duration when
+	// bounded by time), the denominator of its rates.
+	Wall time.Duration `json:"wall"`
+	// ConnectionsRequested and ConnectionsEstablished compare the plan's
+	// connections with those that were open when the phase started (for a
+	// ramp, at its top stair).
+	ConnectionsRequested   int `json:"connections_requested"`
+	ConnectionsEstablished int `json:"connections_established"`
+	// ConnectionsClosedEarly counts the connections the server accepted
+	// and then closed or reset before the phase started (found by the
+	// barrier's probe, drivers.Prober) whose one re-dial failed or was
+	// closed too: they are not established (a failed re-dial is also a
+	// connect failure).
+	ConnectionsClosedEarly int `json:"connections_closed_early,omitempty"`
+	// LatenessMax is how late the engine sent an arrival that was not
+	// waiting for a connection (scheduler lateness); large values mean the
+	// load generator fell behind its own schedule.
+	LatenessMax time.Duration `json:"lateness_max"`
+	// LateArrivals counts the arrivals the pacer dispatched more than
+	// LatenessLimit after their intended start although no connection was
+	// busy: the generator's own delay, not the target's.
+	LateArrivals int64 `json:"late_arrivals"`
+	// ClientCPU is this process's CPU time over the phase divided by its
+	// wall-clock time: 1.0 is one core fully busy (getrusage user+system).
+	ClientCPU float64 `json:"client_cpu"`
+	// ClientCores is how many cores the runner could use while it measured
+	// the phase (its CPU affinity, or GOMAXPROCS when lower): client.cpu
+	// and the generator's saturation are over it, so that a result judged
+	// again elsewhere (a saved report, a baseline) is judged as recorded.
+	// 0 in reports saved before it was recorded (clientCores).
+	ClientCores int `json:"client_cores,omitempty"`
+	// GCPauseMax is the longest garbage-collector stop-the-world pause of
+	// this process during the phase.
+	GCPauseMax time.Duration `json:"gc_pause_max"`
+	// Machine is the whole machine's CPU use over the phase, in cores
+	// (/proc/stat); nil where it cannot be read. Busy minus ClientCPU and
+	// the target's share is other processes' (busy-machine).
+	Machine *procstat.MachineUsage `json:"machine_cpu,omitempty"`
+	// Server holds the deltas of the target's counters over the phase; nil
+	// when not fetched. ServerErr says why they are missing.
+	Server    map[string]float64 `json:"server,omitempty"`
+	ServerErr string             `json:"server_error,omitempty"`
+	// Target is the target process's resource use over the phase; nil
+	// when not measured (a target that was not spawned). TargetErr says
+	// why a measurement failed.
+	Target    *TargetUsage `json:"target,omitempty"`
+	TargetErr string       `json:"target_error,omitempty"`
+	// serverBefore and serverAfter are the counters fetched before and
+	// after the phase.
+	serverBefore, serverAfter map[string]float64
+	// Interrupted is true when a signal stopped the phase early.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// Result is a whole run: every (repeat, phase) that ran, in order.
+type Result struct {
+	Phases []*PhaseResult `json:"phases"`
+	// Interrupted is true when the run was stopped by its context.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// ServerAtStart are the target's counters fetched before the run's
+	// first phase (reconcile.fetch); nil when not fetched. A freshly
+	// spawned target starts at zero (StaleCounters).
+	ServerAtStart map[string]float64 `json:"server_at_start,omitempty"`
+}
