@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Describe renders the plan for `runner plan`: per phase the model,
+// connections, rate schedule, in-flight cap, bound, expected requests and
+// expected time, then the totals.
+func (pl *Plan) Describe() string {
+	var b strings.Builder
+	sc := pl.Scenario
+	fmt.Fprintf(&b, "plan for %s (%s): %d repeat(s) of %d phase(s)\n", sc.Name, sc.File, pl.Repeats, len(pl.Phases))
+	for _, p := range pl.Phases {
+		fmt.Fprintf(&b, "  phase %d %q", p.Index+1, p.Name)
+		if p.Warmup {
+			b.WriteString(" (warmup: recorded apart, never judged)")
+		}
+		b.WriteString("\n")
+		switch p.Model {
+		case Closed:
+			fmt.Fprintf(&b, "    model        closed, %d connection(s)", p.Connections)
+			if p.ThinkTime > 0 {
+				fmt.Fprintf(&b, ", think time %s", p.ThinkTime)
+			}
+			if p.ExpectedInterval > 0 {
+				fmt.Fprintf(&b, ", CO-corrected for one request per %s per connection (expected_rate)", p.ExpectedInterval)
+			}
+			b.WriteString("\n")
+			if len(p.Steps) > 0 {
+				var s []string
+				for _, st := range p.Steps {
+					s = append(s, fmt.Sprintf("%d@%s", st.Connections, st.At))
+				}
+				fmt.Fprintf(&b, "    staircase    %s\n", strings.Join(s, " → "))
+			}
+		case Open:
+			fmt.Fprintf(&b, "    model        open, %d connection(s), in-flight cap %d per connection, on saturation %s\n",
+				p.Connections, p.Inflight, map[bool]string{false: "queue", true: "drop"}[p.Drop])
+			switch {
+			case p.Rate.From == 0 && p.Rate.To == 0:
+				fmt.Fprintf(&b, "    rate         0/s: a pause of %s, 0 requests (the connections stay open)\n", p.Duration)
+			case p.Rate.From == p.Rate.To:
+				fmt.Fprintf(&b, "    rate         %s/s constant, %s arrivals\n", num(p.Rate.From), p.Arrivals)
+			case p.Rate.From == 0 && p.Arrivals == "uniform":
+				fmt.Fprintf(&b, "    rate         0/s → %s/s linear over %s, uniform arrivals (none at 0/s: the first at %s)\n",
+					num(p.Rate.To), p.Rate.Over, Uniform{Curve: p.Rate}.At(0).Round(time.Microsecond))
+			default:
+				fmt.Fprintf(&b, "    rate         %s/s → %s/s linear over %s, %s arrivals\n", num(p.Rate.From), num(p.Rate.To), p.Rate.Over, p.Arrivals)
+			}
+		}
+		var bound []string
+		if p.Duration > 0 {
+			bound = append(bound, "duration "+p.Duration.String())
+		}
+		if p.Requests > 0 {
+			bound = append(bound, fmt.Sprintf("%d requests", p.Requests))
+		}
+		fmt.Fprintf(&b, "    bound        %s (then the drain: arrivals still waiting are sent for up to %s, the timeout, and each sent request ends by its own timeout)\n", strings.Join(bound, " or "), p.Grace)
+		switch {
+		case p.ExpectedRequests >= 0:
+			fmt.Fprintf(&b, "    expected     %d requests", p.ExpectedRequests)
+		case p.Requests > 0:
+			fmt.Fprintf(&b, "    expected     at most %d requests (closed model: the rest depends on the target)", p.Requests)
+		default:
+			b.WriteString("    expected     requests depend on the target (closed model)")
+		}
+		if p.ExpectedDuration >= 0 {
+			fmt.Fprintf(&b, "; time %s\n", p.ExpectedDuration)
+		} else {
+			b.WriteString("; time depends on the target\n")
+		}
+	}
+	rep, tot := pl.ExpectedTotal()
+	if rep >= 0 {
+		fmt.Fprintf(&b, "expected time: %s per repeat, %s in all (plus dialling and each phase's drain: up to twice the timeout)\n", rep, tot)
+	} else {
+		b.WriteString("expected time: depends on the target\n")
+	}
+	var total int64
+	for _, p := range pl.Phases {
+		if p.ExpectedRequests < 0 {
+			total = -1
+			break
+		}
+		total += p.ExpectedRequests
+	}
+	if total >= 0 {
+		fmt.Fprintf(&b, "expected requests: %d per repeat, %d in all\n", total, total*int64(pl.Repeats))
+	}
+	for _, set := range []struct {
+		what  string
+		rules []*ScopedRule
+	}{{"rule", pl.Rules}, {"reconcile", pl.Expect}} {
+		for _, r := range set.rules {
+			scope := "every measured phase"
+			if r.Phase != "" {
+				scope = "phase " + r.Phase
+			}
+			fmt.Fprintf(&b, "%s: %s  (%s, must hold in every repeat)\n", set.what, r.Source, scope)
+		}
+	}
+	return b.String()
+}
+
+func num(f float64) string {
+	if f == math.Trunc(f) {
+		return fmt.Sprintf("%d", int64(f))
+	}
+	return fmt.Sprintf("%.3g", f)
+}
