@@ -78,56 +78,6 @@ func sortErrors(list []*Error) {
 	})
 }
 
-// distance is the optimal string alignment distance between a and b,
-// ignoring case: the number of single-character insertions, deletions,
-// substitutions and transpositions of adjacent characters that turn one
-// into the other.
-func distance(a, b string) int {
-	s, t := []rune(strings.ToLower(a)), []rune(strings.ToLower(b))
-	// d[i][j] is the distance between s[:i] and t[:j].
-	d := make([][]int, len(s)+1)
-	for i := range d {
-		d[i] = make([]int, len(t)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(s); i++ {
-		for j := 1; j <= len(t); j++ {
-			cost := 1
-			if s[i-1] == t[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && s[i-1] == t[j-2] && s[i-2] == t[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(s)][len(t)]
-}
-
-// nearest returns the candidate closest to word, if it is within maxDist
-// edits; ties go to the earlier candidate.
-func nearest(word string, candidates []string, maxDist int) (string, bool) {
-	if len(word) > 64 {
-		return "", false // no plausible typo, and the distance table would be large
-	}
-	best, bestDist := "", maxDist+1
-	for _, c := range candidates {
-		if d := distance(word, c); d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	return best, bestDist <= maxDist
-}
-
-// typoDistance is how many edits a misspelling of word may plausibly have.
-func typoDistance(word string) int {
-	return max(1, len([]rune(word))/3)
-}
-
 // quote renders a value found in the file for a message, shortened so that
 // a long template or a binary blob does not flood the output.
 func quote(s string) string {

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/runner-dev/runner/internal/suggest"
 )
 
 // unknownKey reports a key that has no place at path, with the most
@@ -18,7 +20,7 @@ func (l *loader) unknownKey(p pair, path string, valid []string) {
 		return // nobody will read it; spare the search
 	}
 	msg := "unknown key"
-	if hint := suggest(p.key.Value, path, valid, p.value); hint != "" {
+	if hint := correction(p.key.Value, path, valid, p.value); hint != "" {
 		msg += "; " + hint
 	} else {
 		msg += "; expected one of: " + strings.Join(valid, ", ")
@@ -26,8 +28,8 @@ func (l *loader) unknownKey(p pair, path string, valid []string) {
 	l.errorf(p.key, join(path, p.key.Value), "%s", msg)
 }
 
-// suggest finds the correction for unknown key name at path, in order of
-// confidence:
+// correction finds the correction for unknown key name at path, in order
+// of confidence:
 //  1. a one-letter slip of a key valid here ("inflght")
 //  2. a key valid elsewhere, i.e. misplaced ("phases" under driver.http)
 //  3. a larger slip of a key valid here
@@ -35,7 +37,7 @@ func (l *loader) unknownKey(p pair, path string, valid []string) {
 //  5. a slip of a key valid elsewhere
 //
 // It returns "" when nothing is plausible.
-func suggest(name, path string, valid []string, value *yaml.Node) string {
+func correction(name, path string, valid []string, value *yaml.Node) string {
 	if len(name) > 64 {
 		return ""
 	}
@@ -46,18 +48,27 @@ func suggest(name, path string, valid []string, value *yaml.Node) string {
 	if where := placesOf(name, level); where != "" {
 		return fmt.Sprintf("%q belongs %s", name, where)
 	}
-	if k, ok := nearest(name, valid, typoDistance(name)); ok {
+	if k, ok := nearest(name, valid, suggest.Limit(name)); ok {
 		return fmt.Sprintf("did you mean %q?", k)
 	}
 	if hint := foreign(name, level, valid, value); hint != "" {
 		return hint
 	}
-	if k, ok := nearest(name, allKeys(), typoDistance(name)); ok {
+	if k, ok := nearest(name, allKeys(), suggest.Limit(name)); ok {
 		if where := placesOf(k, level); where != "" {
 			return fmt.Sprintf("did you mean %q? it belongs %s", k, where)
 		}
 	}
 	return ""
+}
+
+// nearest is the candidate closest to word within maxDist slips, ties
+// going to the earlier one (suggest.Nearest's first).
+func nearest(word string, candidates []string, maxDist int) (string, bool) {
+	if ks := suggest.Nearest(word, candidates, maxDist); len(ks) > 0 {
+		return ks[0], true
+	}
+	return "", false
 }
 
 var indexes = regexp.MustCompile(`\[[0-9]+\]`)
@@ -170,7 +181,7 @@ func foreign(name, level string, valid []string, value *yaml.Node) string {
 		matched := false
 		for _, n := range f.names {
 			n = normalize(n)
-			if norm == n || len(n) >= 6 && distance(norm, n) <= 1 {
+			if norm == n || len(n) >= 6 && suggest.Distance(norm, n) <= 1 {
 				matched = true
 				break
 			}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/runner-dev/runner/internal/suggest"
 )
 
 // Closed sets of values; the JSON Schema's enums agree (see types.go).
@@ -676,7 +678,7 @@ func oneOf(v string, valid []string) string {
 			return fmt.Sprintf("did you mean %q? (%s)", k, list)
 		}
 	}
-	if k, ok := nearest(v, valid, typoDistance(v)); ok {
+	if k, ok := nearest(v, valid, suggest.Limit(v)); ok {
 		return fmt.Sprintf("did you mean %q? (%s)", k, list)
 	}
 	return list
