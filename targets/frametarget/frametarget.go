@@ -18,7 +18,7 @@ import (
 
 // Defaults of Config's zero fields.
 const (
-	DefaultListen = "127.0.0.1:0"
+	DefaultListen = targets.DefaultListen
 	// DefaultHandler is the reply a request gets: its own payload.
 	DefaultHandler = HandlerEcho
 	// DefaultRounds is the number of SHA-256 rounds of the digest handler.
@@ -32,8 +32,8 @@ const (
 	MaxRounds = 1 << 20
 
 	// shutdownGrace bounds the graceful shutdown; then connections are
-	// closed. It stays under the 2 s the spawner waits before SIGKILL.
-	shutdownGrace = time.Second
+	// closed.
+	shutdownGrace = targets.ShutdownGrace
 	// writeTimeout bounds one batch of writes to a connection; a client
 	// that does not read for this long loses its connection (and stops
 	// holding up its worker).
@@ -107,7 +107,7 @@ type Config struct {
 
 // flags registers cfg's fields on fs, with their current values as defaults.
 func (cfg *Config) flags(fs *flag.FlagSet) {
-	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "TCP address to listen on")
+	targets.ListenFlag(fs, &cfg.Listen)
 	fs.StringVar(&cfg.Handler, "handler", cfg.Handler, "what a reply carries: echo (the request's payload) or digest (32 bytes: --rounds rounds of SHA-256 of the payload)")
 	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds of SHA-256 of the digest handler: h = sha256(payload), then h = sha256(h) N-1 more times; 1 to 1048576")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "event loops: each frame connection is bound to one (round-robin), which runs its handler work and writes its replies; 1 to 1024")
@@ -211,9 +211,9 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := targets.Listen(cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
 	}
 	s := newServer(cfg)
 	for _, w := range s.workers {
@@ -227,22 +227,14 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 	}
 	httpDone := make(chan struct{})
 	go func() { defer close(httpDone); srv.Serve(httpLn) }()
-	errc := make(chan error, 1)
-	go func() { errc <- s.acceptLoop(ln, httpLn) }()
-	if ready != nil {
-		ready(ln.Addr().String())
-	}
-	var serveErr error
-	select {
-	case err := <-errc:
-		serveErr = fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-		s.stopping.Store(true)
-		ln.Close()
-		<-errc
-	}
+	err = targets.ServeUntil(ctx, ln, ready,
+		func() error { return s.acceptLoop(ln, httpLn) },
+		func() {
+			s.stopping.Store(true)
+			ln.Close()
+		})
 	s.shutdown(srv, httpDone)
-	return serveErr
+	return err
 }
 
 // server is the target: its counters, its workers and its live connections.

@@ -18,11 +18,8 @@ import (
 
 // Defaults of Config's zero fields.
 const (
-	DefaultListen      = "127.0.0.1:0"
+	DefaultListen      = targets.DefaultListen
 	DefaultErrorStatus = nethttp.StatusServiceUnavailable
-	// shutdownGrace bounds the graceful shutdown; then connections are
-	// closed. It stays under the 2 s the spawner waits before SIGKILL.
-	shutdownGrace = time.Second
 )
 
 // Config is the target's behaviour. The zero value is a plain target on a
@@ -76,7 +73,7 @@ type Config struct {
 
 // flags registers cfg's fields on fs, with their current values as defaults.
 func (cfg *Config) flags(fs *flag.FlagSet) {
-	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "TCP address to listen on")
+	targets.ListenFlag(fs, &cfg.Listen)
 	fs.DurationVar(&cfg.Delay, "delay", cfg.Delay, "fixed extra delay before each counted request is answered (e.g. 5ms)")
 	fs.IntVar(&cfg.ErrorEvery, "error-every", cfg.ErrorEvery, "answer every Nth counted request (global arrival order) with --error-status; 0 = never")
 	fs.IntVar(&cfg.ErrorStatus, "error-status", cfg.ErrorStatus, "status of the --error-every failures (200-599)")
@@ -180,9 +177,9 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := targets.Listen(cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
 	}
 	t := &target{cfg: cfg, start: time.Now()}
 	srv := &nethttp.Server{
@@ -191,23 +188,9 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 		ConnState:         t.connState,
 		ReadHeaderTimeout: time.Minute,
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(&resetListener{Listener: ln, t: t}) }()
-	if ready != nil {
-		ready(ln.Addr().String())
-	}
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	<-errc // http.ErrServerClosed
-	return nil
+	return targets.ServeUntil(ctx, ln, ready,
+		func() error { return srv.Serve(&resetListener{Listener: ln, t: t}) },
+		func() { targets.ShutdownHTTP(srv) })
 }
 
 // resetListener resets the connections ResetAfterConns turns away. The

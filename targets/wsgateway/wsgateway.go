@@ -20,7 +20,7 @@ import (
 
 // Defaults of Config's zero fields.
 const (
-	DefaultListen = "127.0.0.1:0"
+	DefaultListen = targets.DefaultListen
 	// DefaultBucket is the token bucket's capacity, in tokens (messages).
 	DefaultBucket = 100
 	// DefaultRefill is the token bucket's refill rate, in tokens per second.
@@ -36,8 +36,8 @@ const (
 	DefaultSerialService = 12 * time.Millisecond
 
 	// shutdownGrace bounds the graceful shutdown; then connections are
-	// closed. It stays under the 2 s the spawner waits before SIGKILL.
-	shutdownGrace = time.Second
+	// closed.
+	shutdownGrace = targets.ShutdownGrace
 	// closeWait bounds the wait for a client's answer to our Close frame.
 	closeWait = time.Second
 	// writeTimeout bounds one frame's write; a client that does not read
@@ -109,7 +109,7 @@ type Config struct {
 // defaults. Here 0 means off for --bucket, --service and --jitter
 // (ParseArgs maps it to Config's negative "off").
 func (cfg *Config) flags(fs *flag.FlagSet) {
-	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "TCP address to listen on")
+	targets.ListenFlag(fs, &cfg.Listen)
 	fs.IntVar(&cfg.Bucket, "bucket", cfg.Bucket, "capacity of each connection's token bucket, in messages; 0 = no rate limiting")
 	fs.Float64Var(&cfg.Refill, "refill", cfg.Refill, "token bucket refill rate, in tokens per second (continuous); > 0")
 	fs.DurationVar(&cfg.Service, "service", cfg.Service, "fixed service time of a normal message (e.g. 2ms); 0 = none")
@@ -288,9 +288,9 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := targets.Listen(cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
 	}
 	g := &gateway{cfg: cfg, conns: map[*conn]struct{}{}}
 	srv := &nethttp.Server{
@@ -298,30 +298,21 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 		ConnContext:       g.connContext,
 		ReadHeaderTimeout: time.Minute,
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	if ready != nil {
-		ready(ln.Addr().String())
-	}
-	select {
-	case err := <-errc:
+	err = targets.ServeUntil(ctx, ln, ready,
+		func() error { return srv.Serve(ln) },
+		func() {
+			shut := make(chan struct{})
+			go func() {
+				defer close(shut)
+				targets.ShutdownHTTP(srv)
+			}()
+			g.shutdown()
+			<-shut
+		})
+	if err != nil {
 		g.shutdown()
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	shut := make(chan struct{})
-	go func() {
-		defer close(shut)
-		if err := srv.Shutdown(sctx); err != nil {
-			srv.Close()
-		}
-	}()
-	g.shutdown()
-	<-shut
-	<-errc // http.ErrServerClosed
-	return nil
+	return err
 }
 
 // gateway is the HTTP handler, its counters and its live connections.
