@@ -32,6 +32,40 @@ type Limits struct {
 	// Timeout is the driver's per-request timeout, used as the
 	// end-of-phase grace (docs/design.md, "End of a phase and censoring").
 	Timeout time.Duration
+	// Compiled holds rules the loader already compiled, by source; a rule
+	// not in it is compiled here.
+	Compiled map[string]*rules.Rule
+}
+
+// problem is a problem of sc under key path (e.g. phases[0]), positioned
+// at the line and column of key at (path itself, or a key under it that
+// the message is about, e.g. phases[0].open.rate: the nearest key the
+// file has). Compile returns its problems as *schema.Error, so that every
+// caller prints them as the loader's own: file:line:col: path: message.
+func problem(sc *schema.Scenario, path, at, msg string) *schema.Error {
+	line, col := sc.Pos(at)
+	return &schema.Error{File: sc.File, Line: line, Col: col, Path: path, Msg: msg}
+}
+
+// keyError is a problem of a phase about one of its keys (key, e.g.
+// open.rate; "" when it is about the phase as a whole).
+type keyError struct{ key, msg string }
+
+func (e *keyError) Error() string {
+	if e.key == "" {
+		return e.msg
+	}
+	return e.key + ": " + e.msg
+}
+
+// phaseError is a problem of phase i of sc found by compilePhase.
+func phaseError(sc *schema.Scenario, i int, err error) *schema.Error {
+	path := fmt.Sprintf("phases[%d]", i)
+	at := path
+	if ke, ok := err.(*keyError); ok && ke.key != "" {
+		at += "." + ke.key
+	}
+	return problem(sc, path, at, err.Error())
 }
 
 // Compile turns a validated scenario into a Plan and compiles its rules.
@@ -47,35 +81,41 @@ func Compile(sc *schema.Scenario, lim Limits) (*Plan, error) {
 	for i, ph := range sc.Phases {
 		p, err := compilePhase(i, ph, lim.Timeout)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: phases[%d]: %w", sc.File, i, err))
+			errs = append(errs, phaseError(sc, i, err))
 			continue
 		}
 		if slots := int64(p.Connections) * int64(p.Inflight); p.Model == Open && slots > MaxInflightSlots {
-			errs = append(errs, fmt.Errorf("%s: phases[%d].open.inflight: %d connections × in-flight %d = %d requests in flight at once; at most %d (each in-flight slot is a goroutine of the generator, about 8 KiB)", sc.File, i, p.Connections, p.Inflight, slots, MaxInflightSlots))
+			at := fmt.Sprintf("phases[%d].open.inflight", i)
+			errs = append(errs, problem(sc, at, at, fmt.Sprintf("%d connections × in-flight %d = %d requests in flight at once; at most %d (each in-flight slot is a goroutine of the generator, about 8 KiB)", p.Connections, p.Inflight, slots, MaxInflightSlots)))
 		}
 		if p.Inflight > maxInflight && lim.MaxInflight >= 0 {
 			hint := cmp.Or(lim.InflightHint, "use more connections instead")
-			errs = append(errs, fmt.Errorf("%s: phases[%d].open.inflight: the driver carries at most %d request(s) per connection at a time; found %d (%s)", sc.File, i, maxInflight, p.Inflight, hint))
+			at := fmt.Sprintf("phases[%d].open.inflight", i)
+			errs = append(errs, problem(sc, at, at, fmt.Sprintf("the driver carries at most %d request(s) per connection at a time; found %d (%s)", maxInflight, p.Inflight, hint)))
 		}
 		for _, c := range []struct {
 			key string
 			d   time.Duration
-		}{{"duration", p.Duration}, {"think_time", p.ThinkTime}, {"ramp (its staircase's length)", rampLength(p)}} {
+			what string // how the message names it
+		}{{"duration", p.Duration, ""}, {"think_time", p.ThinkTime, ""}, {"ramp", rampLength(p), " (its staircase's length)"}} {
 			if c.d > MaxTime {
-				errs = append(errs, fmt.Errorf("%s: phases[%d].%s: %s is longer than the most a phase can last, %s", sc.File, i, c.key, c.d, MaxTime))
+				at := fmt.Sprintf("phases[%d].%s", i, c.key)
+				errs = append(errs, problem(sc, at+c.what, at, fmt.Sprintf("%s is longer than the most a phase can last, %s", c.d, MaxTime)))
 			}
 		}
 		if p.ExpectedDuration > MaxTime {
-			errs = append(errs, fmt.Errorf("%s: phases[%d]: its arrivals take %s at the rate given: longer than the most a phase can last, %s", sc.File, i, p.ExpectedDuration, MaxTime))
+			at := fmt.Sprintf("phases[%d]", i)
+			errs = append(errs, problem(sc, at, at, fmt.Sprintf("its arrivals take %s at the rate given: longer than the most a phase can last, %s", p.ExpectedDuration, MaxTime)))
 		}
 		if p.Connections > MaxConnections {
-			errs = append(errs, fmt.Errorf("%s: phases[%d]: %d connections: at most %d (each is a socket and a file descriptor of this machine)", sc.File, i, p.Connections, MaxConnections))
+			at := fmt.Sprintf("phases[%d]", i)
+			errs = append(errs, problem(sc, at, at, fmt.Sprintf("%d connections: at most %d (each is a socket and a file descriptor of this machine)", p.Connections, MaxConnections)))
 		}
 		pl.MaxConnections = max(pl.MaxConnections, p.Connections)
 		pl.Phases = append(pl.Phases, p)
 	}
 	if rep, _ := pl.ExpectedTotal(); rep > 0 && int64(pl.Repeats) > int64(MaxTime/rep) {
-		errs = append(errs, fmt.Errorf("%s: repeats: %d repeats of %s: longer than %s in all", sc.File, pl.Repeats, rep, MaxTime))
+		errs = append(errs, problem(sc, "repeats", "repeats", fmt.Sprintf("%d repeats of %s: longer than %s in all", pl.Repeats, rep, MaxTime)))
 	}
 	warmup := map[string]bool{}
 	for _, p := range pl.Phases {
@@ -84,14 +124,17 @@ func Compile(sc *schema.Scenario, lim Limits) (*Plan, error) {
 	compileRules := func(key string, in []schema.Rule) []*ScopedRule {
 		var out []*ScopedRule
 		for i, r := range in {
-			cr, err := rules.Compile(r.Expr)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s:%d:%d: %s[%d]: %w", sc.File, r.Line, r.Col, key, i, err))
-				continue
+			cr, ok := lim.Compiled[r.Expr]
+			if !ok {
+				var err error
+				if cr, err = rules.Compile(r.Expr); err != nil {
+					errs = append(errs, &schema.Error{File: sc.File, Line: r.Line, Col: r.Col, Path: fmt.Sprintf("%s[%d]", key, i), Msg: err.Error()})
+					continue
+				}
 			}
 			if w, ok := warmup[r.Phase]; r.Phase != "" && (!ok || w) {
 				// The loader rejects these too; a plan built by hand must not slip through.
-				errs = append(errs, fmt.Errorf("%s:%d:%d: %s[%d].phase: %q is not a measured phase (warmup phases are never judged)", sc.File, r.Line, r.Col, key, i, r.Phase))
+				errs = append(errs, &schema.Error{File: sc.File, Line: r.Line, Col: r.Col, Path: fmt.Sprintf("%s[%d].phase", key, i), Msg: fmt.Sprintf("%q is not a measured phase (warmup phases are never judged)", r.Phase)})
 				continue
 			}
 			out = append(out, &ScopedRule{Source: r.Expr, Phase: r.Phase, Rule: cr})
@@ -157,10 +200,10 @@ func compilePhase(i int, ph schema.Phase, timeout time.Duration) (PhasePlan, err
 		p.ThinkTime = time.Duration(ph.Ramp.ThinkTime)
 		st := ph.Ramp.Connections
 		if st.Step <= 0 || st.To <= st.From || st.Every <= 0 {
-			return p, fmt.Errorf("ramp.connections: a staircase needs from < to, step > 0 and every > 0; found from %d, to %d, step %d, every %s", st.From, st.To, st.Step, time.Duration(st.Every))
+			return p, &keyError{"ramp.connections", fmt.Sprintf("a staircase needs from < to, step > 0 and every > 0; found from %d, to %d, step %d, every %s", st.From, st.To, st.Step, time.Duration(st.Every))}
 		}
 		if steps := (st.To - st.From + st.Step - 1) / st.Step; steps > maxSteps {
-			return p, fmt.Errorf("ramp.connections: %d stairs (from %d to %d by %d); at most %d", steps, st.From, st.To, st.Step, maxSteps)
+			return p, &keyError{"ramp.connections", fmt.Sprintf("%d stairs (from %d to %d by %d); at most %d", steps, st.From, st.To, st.Step, maxSteps)}
 		}
 		var at time.Duration
 		for n := st.From; ; n += st.Step {
@@ -174,7 +217,7 @@ func compilePhase(i int, ph schema.Phase, timeout time.Duration) (PhasePlan, err
 			at += time.Duration(st.Every)
 		}
 		if len(p.Steps) == 0 {
-			return p, fmt.Errorf("ramp.connections: the staircase never opens a connection")
+			return p, &keyError{"ramp.connections", "the staircase never opens a connection"}
 		}
 		p.Connections = st.To
 		if p.Duration == 0 && p.Requests == 0 {
@@ -197,26 +240,26 @@ func compilePhase(i int, ph schema.Phase, timeout time.Duration) (PhasePlan, err
 			p.Rate.To = p.Rate.From
 		}
 		if p.Rate.From < 0 || p.Rate.To < 0 {
-			return p, fmt.Errorf("open.rate: must be 0/s or more; found %g/s to %g/s", p.Rate.From, p.Rate.To)
+			return p, &keyError{"open.rate", fmt.Sprintf("must be 0/s or more; found %g/s to %g/s", p.Rate.From, p.Rate.To)}
 		}
 		if o.Rate.Ramp && p.Duration <= 0 {
-			return p, fmt.Errorf("open.rate: a rate ramp needs the phase's duration")
+			return p, &keyError{"open.rate", "a rate ramp needs the phase's duration"}
 		}
 		if o.Rate.Ramp && p.Rate.From == p.Rate.To {
-			return p, fmt.Errorf("open.rate: a ramp from %g/s to %g/s goes nowhere; write a constant rate", p.Rate.From, p.Rate.To)
+			return p, &keyError{"open.rate", fmt.Sprintf("a ramp from %g/s to %g/s goes nowhere; write a constant rate", p.Rate.From, p.Rate.To)}
 		}
 		if p.Rate.From == 0 && !o.Rate.Ramp && p.Duration <= 0 {
 			// A count bound alone would never be reached.
-			return p, fmt.Errorf("open.rate: 0/s is a pause, and a pause needs the phase's duration")
+			return p, &keyError{"open.rate", "0/s is a pause, and a pause needs the phase's duration"}
 		}
 	default:
-		return p, fmt.Errorf("a phase needs one of closed, open or ramp")
+		return p, &keyError{"", "a phase needs one of closed, open or ramp"}
 	}
 	if p.Connections <= 0 {
-		return p, fmt.Errorf("connections: must be at least 1; found %d", p.Connections)
+		return p, &keyError{"connections", fmt.Sprintf("must be at least 1; found %d", p.Connections)}
 	}
 	if p.Duration <= 0 && p.Requests <= 0 {
-		return p, fmt.Errorf("needs a bound: duration or requests")
+		return p, &keyError{"", "needs a bound: duration or requests"}
 	}
 	p.ExpectedRequests, p.ExpectedDuration = expected(&p)
 	return p, nil

@@ -3,7 +3,6 @@ package execute
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -19,45 +18,52 @@ import (
 // anything. Every problem of the file is in the returned error, each as
 // `file:line:col: key.path: message`.
 func Compile(file string) (*schema.Scenario, *engine.Plan, error) {
-	sc, err := schema.LoadWith(file, ruleOptions(nil))
+	c := newRuleCache()
+	sc, err := schema.LoadWith(file, c.options(nil))
 	if err != nil {
 		return nil, nil, err
 	}
-	return compileScenario(sc)
+	return compileScenario(sc, c)
 }
 
 // CompileData is Compile of a scenario's bytes, named file (data files
 // it names are relative to file's directory); env looks up `${NAME}`
 // variables (nil means the process's environment).
 func CompileData(file string, data []byte, env func(string) (string, bool)) (*schema.Scenario, *engine.Plan, error) {
-	sc, err := schema.ParseWith(file, data, ruleOptions(env))
+	c := newRuleCache()
+	sc, err := schema.ParseWith(file, data, c.options(env))
 	if err != nil {
 		return nil, nil, err
 	}
-	return compileScenario(sc)
+	return compileScenario(sc, c)
 }
 
-// ruleOptions are the loader's options with the engine's rule language:
-// each rule is compiled once, and RuleReads reads what it compiled.
-func ruleOptions(env func(string) (string, bool)) schema.Options {
-	compiled := map[string]*rules.Rule{}
+// ruleCache holds each rule the loader compiled, by source: the plan
+// takes them from it, so that a rule is compiled once.
+type ruleCache map[string]*rules.Rule
+
+func newRuleCache() ruleCache { return ruleCache{} }
+
+// options are the loader's options with the engine's rule language: each
+// rule is compiled once, into c, and RuleReads reads what it compiled.
+func (c ruleCache) options(env func(string) (string, bool)) schema.Options {
 	return schema.Options{
 		Env: env,
 		CheckRule: func(src string) error {
 			r, err := rules.Compile(src)
 			if err == nil {
-				compiled[src] = r
+				c[src] = r
 			}
 			return err
 		},
-		RuleReads: func(src string) []string { return compiled[src].Metrics() },
+		RuleReads: func(src string) []string { return c[src].Metrics() },
 	}
 }
 
 // compileScenario builds the driver of a loaded scenario against its URL
-// (a placeholder for a reference target) and compiles its plan; errors
-// as Compile's.
-func compileScenario(sc *schema.Scenario) (*schema.Scenario, *engine.Plan, error) {
+// (a placeholder for a reference target) and compiles its plan with the
+// rules the loader compiled; errors as Compile's.
+func compileScenario(sc *schema.Scenario, compiled ruleCache) (*schema.Scenario, *engine.Plan, error) {
 	base := sc.Target.URL
 	if base == "" {
 		base = placeholderURL(sc)
@@ -70,7 +76,7 @@ func compileScenario(sc *schema.Scenario) (*schema.Scenario, *engine.Plan, error
 			errs = append(errs, argsError(sc, err))
 		}
 	}
-	lim := engine.Limits{MaxInflight: 1}
+	lim := engine.Limits{MaxInflight: 1, Compiled: compiled}
 	if d, err := NewDriver(sc, base); err != nil {
 		for _, e := range Problems(err) {
 			errs = append(errs, driverError(sc, d.Key, e))
@@ -81,9 +87,7 @@ func compileScenario(sc *schema.Scenario) (*schema.Scenario, *engine.Plan, error
 	}
 	pl, err := engine.Compile(sc, lim)
 	if err != nil {
-		for _, e := range Problems(err) {
-			errs = append(errs, locate(sc, e))
-		}
+		errs = append(errs, Problems(err)...)
 	}
 	if err := errors.Join(redactErrors(sc, errs)...); err != nil {
 		return sc, nil, err
@@ -175,34 +179,6 @@ func driverError(sc *schema.Scenario, key string, err error) *schema.Error {
 	e := problem(sc, at, err.Error())
 	e.Path = key
 	return e
-}
-
-// keyPath matches a problem reported as `key.path: message` (after the
-// file name), e.g. `phases[0]: ramp.connections: ...`: the key path, and
-// a key path under it that the message may start with.
-var keyPath = regexp.MustCompile(`^([a-z_]+(?:\[\d+\])?(?:\.[a-z_]+(?:\[\d+\])?)*): (?:([a-z_]+(?:\.[a-z_]+)*): )?`)
-
-// locate gives a problem reported as `file: key.path: message` the line
-// and column of the key path in the file, as every problem of a scenario
-// has; any other problem is returned as it is.
-func locate(sc *schema.Scenario, err error) error {
-	rest, ok := strings.CutPrefix(err.Error(), sc.File+": ")
-	if !ok {
-		return err
-	}
-	m := keyPath.FindStringSubmatch(rest)
-	if m == nil {
-		return err
-	}
-	at := m[1]
-	if m[2] != "" {
-		at += "." + m[2]
-	}
-	line, col := sc.Pos(at)
-	if line == 0 {
-		return err
-	}
-	return &schema.Error{File: sc.File, Line: line, Col: col, Path: m[1], Msg: strings.TrimPrefix(rest, m[1]+": ")}
 }
 
 // Problems lists the problems an error of Compile or CompileData holds,
