@@ -94,8 +94,8 @@ func Compile(sc *schema.Scenario, lim Limits) (*Plan, error) {
 			errs = append(errs, problem(sc, at, at, fmt.Sprintf("the driver carries at most %d request(s) per connection at a time; found %d (%s)", maxInflight, p.Inflight, hint)))
 		}
 		for _, c := range []struct {
-			key string
-			d   time.Duration
+			key  string
+			d    time.Duration
 			what string // how the message names it
 		}{{"duration", p.Duration, ""}, {"think_time", p.ThinkTime, ""}, {"ramp", rampLength(p), " (its staircase's length)"}} {
 			if c.d > MaxTime {
