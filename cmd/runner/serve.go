@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os/signal"
@@ -50,78 +51,26 @@ It prints "listening on URL" once ready and stops on SIGINT/SIGTERM.`,
 			return exitError(exitInvalid)
 		},
 	}
-	add(&cobra.Command{
-		Use:   "http [--listen ADDR] [--delay D] [--workers 1] [--stall-every P --stall-for D] [--slow-for D --slow-delay D] [--delay-per-seq D] [--error-every N] [--error-status S] [--close-after N] [--reset-after-conns K]",
-		Short: "HTTP/1.1 reference target: GET /healthz, GET /stats (JSON counters), every other path counted",
-		// The target parses its own flags, so `target.args` in a scenario
-		// and this command line take exactly the same words.
-		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, a := range args {
-				if a == "-h" || a == "--help" {
-					fmt.Fprintln(stdout, cmd.Long+"\n\nUsage: runner "+cmd.Parent().Name()+" "+cmd.Use)
-					fmt.Fprintln(stdout, httptarget.Usage())
-					return nil
-				}
-			}
-			cfg, err := httptarget.ParseArgs(args)
-			if err != nil {
-				fmt.Fprintln(stderr, "runner serve http:", err)
-				return exitError(exitInvalid)
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			err = httptarget.Serve(ctx, cfg, func(addr string) {
-				fmt.Fprintf(stdout, "%shttp://%s\n", targets.ReadyPrefix, addr)
-			})
-			if err != nil && ctx.Err() == nil {
-				fmt.Fprintln(stderr, "runner serve http:", err)
-				return exitError(exitCouldNotRun)
-			}
-			return nil
-		},
-	})
-	add(&cobra.Command{
-		Use:   "ws-gateway [--listen ADDR] [--bucket N] [--refill R] [--service D] [--jitter D] [--seed S] [--serial-service D] [--close-after N [--close-abrupt]] [--never-answer] [--reorder K] [--duplicate-every N] [--unknown-id-every N] [--slow-every N --slow-delay D]",
-		Short: "WebSocket reference target: a message gateway with a per-connection token bucket, /serial mode, GET /healthz and GET /stats",
-		Long: `The ws-gateway reference target is a synthetic WebSocket message gateway.
+	add(kind(stdout, stderr, "http [--listen ADDR] [--delay D] [--workers 1] [--stall-every P --stall-for D] [--slow-for D --slow-delay D] [--delay-per-seq D] [--error-every N] [--error-status S] [--close-after N] [--reset-after-conns K]",
+		"HTTP/1.1 reference target: GET /healthz, GET /stats (JSON counters), every other path counted",
+		`The http reference target answers every request except /healthz and /stats
+with 200 "ok" after a fixed delay; its knobs make it misbehave in known ways.
+GET /stats returns its counters as a flat JSON object (requests, ok,
+status_NNN, connections, ...), which reconcile.fetch reads.`,
+		"http", httptarget.ParseArgs, httptarget.Usage, httptarget.Serve))
+	add(kind(stdout, stderr, "ws-gateway [--listen ADDR] [--bucket N] [--refill R] [--service D] [--jitter D] [--seed S] [--serial-service D] [--close-after N [--close-abrupt]] [--never-answer] [--reorder K] [--duplicate-every N] [--unknown-id-every N] [--slow-every N --slow-delay D]",
+		"WebSocket reference target: a message gateway with a per-connection token bucket, /serial mode, GET /healthz and GET /stats",
+		`The ws-gateway reference target is a synthetic WebSocket message gateway.
 Every path but /healthz and /stats is a WebSocket; /serial serves one message
 at a time per connection. Each JSON message {"id":...} gets {"id":...,"ok":true}
 after its service time, or {"id":...,"ok":false,"code":"RATE_LIMITED"} at once
 when the connection's token bucket is empty; {"cmd":"stats"} and GET /stats
 return its counters (messages, ok, limited, replies, connections, ...) as a
 flat JSON object. Its truth knobs make it misbehave in known ways.`,
-		// As for http: the target parses its own flags.
-		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, a := range args {
-				if a == "-h" || a == "--help" {
-					fmt.Fprintln(stdout, cmd.Long+"\n\nUsage: runner "+cmd.Parent().Name()+" "+cmd.Use)
-					fmt.Fprintln(stdout, wsgateway.Usage())
-					return nil
-				}
-			}
-			cfg, err := wsgateway.ParseArgs(args)
-			if err != nil {
-				fmt.Fprintln(stderr, "runner serve ws-gateway:", err)
-				return exitError(exitInvalid)
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			err = wsgateway.Serve(ctx, cfg, func(addr string) {
-				fmt.Fprintf(stdout, "%sws://%s\n", targets.ReadyPrefix, addr)
-			})
-			if err != nil && ctx.Err() == nil {
-				fmt.Fprintln(stderr, "runner serve ws-gateway:", err)
-				return exitError(exitCouldNotRun)
-			}
-			return nil
-		},
-	})
-	add(&cobra.Command{
-		Use:   "frame [--listen ADDR] [--handler echo|digest] [--rounds N] [--workers N] [--delay D] [--reorder K] [--malformed-every N --malformed KIND] [--close-after N | --cut-after N]",
-		Short: "Binary-frame (LKDF over TCP) reference target: echo or SHA-256 digest on N event loops; GET /healthz and GET /stats on the same port",
-		Long: `The frame reference target speaks LKDF over TCP: 16-byte big-endian headers
+		"ws", wsgateway.ParseArgs, wsgateway.Usage, wsgateway.Serve))
+	add(kind(stdout, stderr, "frame [--listen ADDR] [--handler echo|digest] [--rounds N] [--workers N] [--delay D] [--reorder K] [--malformed-every N --malformed KIND] [--close-after N | --cut-after N]",
+		"Binary-frame (LKDF over TCP) reference target: echo or SHA-256 digest on N event loops; GET /healthz and GET /stats on the same port",
+		`The frame reference target speaks LKDF over TCP: 16-byte big-endian headers
 (magic "LKDF", version 1, type 1 request / 2 response, flags, requestId,
 payload length up to 1 MiB) and a payload. Each request frame gets one response
 frame with its flags and requestId, carrying the request's payload (--handler
@@ -130,42 +79,48 @@ echo) or --rounds rounds of SHA-256 of it (--handler digest), computed on one of
 starting with "GET " or "HEAD" is HTTP instead: GET /healthz, and GET /stats for
 the counters (requests, responses, bad_frames, connections, ...) as a flat JSON
 object. Its truth knobs make it misbehave in known ways.`,
-		// As for http: the target parses its own flags.
+		"tcp", frametarget.ParseArgs, frametarget.Usage, frametarget.Serve))
+	return serve
+}
+
+// kind is the command of one reference target (use starts with its name):
+// it parses its own flags (DisableFlagParsing), so that `target.args` in a
+// scenario and this command line take exactly the same words; -h or
+// --help prints long, the usage line and the target's flags; once ready
+// it prints targets.ReadyPrefix and its URL (scheme://addr) and serves
+// until SIGINT or SIGTERM. Bad flags exit 2; a failure to serve exits 3.
+func kind[C any](stdout, stderr io.Writer, use, short, long, scheme string,
+	parse func([]string) (C, error), usage func() string,
+	serve func(context.Context, C, func(addr string)) error) *cobra.Command {
+	name, _, _ := strings.Cut(use, " ")
+	return &cobra.Command{
+		Use:                use,
+		Short:              short,
+		Long:               long,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, a := range args {
 				if a == "-h" || a == "--help" {
 					fmt.Fprintln(stdout, cmd.Long+"\n\nUsage: runner "+cmd.Parent().Name()+" "+cmd.Use)
-					fmt.Fprintln(stdout, frametarget.Usage())
+					fmt.Fprintln(stdout, usage())
 					return nil
 				}
 			}
-			cfg, err := frametarget.ParseArgs(args)
+			cfg, err := parse(args)
 			if err != nil {
-				fmt.Fprintln(stderr, "runner serve frame:", err)
+				fmt.Fprintf(stderr, "runner serve %s: %v\n", name, err)
 				return exitError(exitInvalid)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			err = frametarget.Serve(ctx, cfg, func(addr string) {
-				fmt.Fprintf(stdout, "%stcp://%s\n", targets.ReadyPrefix, addr)
+			err = serve(ctx, cfg, func(addr string) {
+				fmt.Fprintf(stdout, "%s%s://%s\n", targets.ReadyPrefix, scheme, addr)
 			})
 			if err != nil && ctx.Err() == nil {
-				fmt.Fprintln(stderr, "runner serve frame:", err)
+				fmt.Fprintf(stderr, "runner serve %s: %v\n", name, err)
 				return exitError(exitCouldNotRun)
 			}
 			return nil
 		},
-	})
-	// Commands() is sorted by name: find http's by its name (frame sorts first).
-	for _, k := range serve.Commands() {
-		if k.Name() != "http" {
-			continue
-		}
-		k.Long = `The http reference target answers every request except /healthz and /stats
-with 200 "ok" after a fixed delay; its knobs make it misbehave in known ways.
-GET /stats returns its counters as a flat JSON object (requests, ok,
-status_NNN, connections, ...), which reconcile.fetch reads.`
 	}
-	return serve
 }
