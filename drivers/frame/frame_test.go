@@ -65,11 +65,8 @@ func newDriver(t *testing.T, url, payload string) *Driver {
 	return d
 }
 
-func do(c drivers.Conn, seq uint64, timeout time.Duration) drivers.Outcome {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	return c.Do(ctx, drivers.Request{Seq: seq})
-}
+// do is drivertest.Do: request seq with its context bounded by timeout.
+var do = drivertest.Do
 
 func TestEchoAndOutOfOrder(t *testing.T) {
 	var mu sync.Mutex
@@ -300,27 +297,7 @@ func TestCancelBlockedWrite(t *testing.T) {
 	}
 	defer c.Close()
 	defer func() { (<-accepted).Close() }()
-	ctx, cancel := context.WithCancel(context.Background())
-	outs := make(chan drivers.Outcome, 8)
-	for seq := uint64(1); seq <= 8; seq++ {
-		go func() { outs <- c.Do(ctx, drivers.Request{Seq: seq}) }()
-	}
-	time.Sleep(300 * time.Millisecond) // the socket buffers fill; writes block
-	cancel()
-	start := time.Now()
-	for range 8 {
-		select {
-		case o := <-outs:
-			if o.Class != drivers.Cancelled {
-				t.Errorf("%v %q %v, want cancelled", o.Class, o.Code, o.Err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("a request did not end within 5 s of the cancel")
-		}
-	}
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("took %s after the cancel", el)
-	}
+	drivertest.CancelEndsBlockedWrites(t, c)
 }
 
 // The target resets the connection with frames in flight: they are the

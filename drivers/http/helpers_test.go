@@ -135,11 +135,7 @@ func dial(t testing.TB, d *Driver) drivers.Conn {
 	return c
 }
 
-// do sends request seq with the given timeout, as the engine does.
-func do(c drivers.Conn, seq uint64, timeout time.Duration) drivers.Outcome {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	return c.Do(ctx, drivers.Request{Seq: seq})
-}
+// do is drivertest.Do: request seq with its context bounded by timeout.
+var do = drivertest.Do
 
 func boolp(b bool) *bool { return &b }

@@ -9,14 +9,13 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/internal/drivertest"
 	"github.com/runner-dev/runner/schema"
 )
 
-// doKeep is a request as the engine makes it for a drivers.DeadlineKeeper:
-// a context without a deadline, and the deadline in the request.
-func doKeep(c drivers.Conn, seq uint64, timeout time.Duration) drivers.Outcome {
-	return c.Do(context.Background(), drivers.Request{Seq: seq, Deadline: time.Now().Add(timeout)})
-}
+// doKeep is drivertest.DoKeep: a request as the engine makes it for a
+// drivers.DeadlineKeeper.
+var doKeep = drivertest.DoKeep
 
 // A request's own deadline (no deadline on its context) times it out, on
 // time; its reply, after it, counts as late; without correlate the link

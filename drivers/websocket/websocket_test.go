@@ -71,11 +71,8 @@ func newDriver(t *testing.T, cfg schema.WebSocket, url string) *Driver {
 	return d
 }
 
-func do(c drivers.Conn, seq uint64, timeout time.Duration) drivers.Outcome {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	return c.Do(ctx, drivers.Request{Seq: seq})
-}
+// do is drivertest.Do: request seq with its context bounded by timeout.
+var do = drivertest.Do
 
 // Four messages in flight answered in reverse order: each pairs with its
 // own request by id.

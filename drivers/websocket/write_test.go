@@ -8,6 +8,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/internal/drivertest"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -29,27 +30,7 @@ func TestCancelBlockedWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	outs := make(chan drivers.Outcome, 8)
-	for seq := uint64(1); seq <= 8; seq++ {
-		go func() { outs <- c.Do(ctx, drivers.Request{Seq: seq}) }()
-	}
-	time.Sleep(300 * time.Millisecond) // the socket buffers fill; writes block
-	cancel()
-	start := time.Now()
-	for range 8 {
-		select {
-		case o := <-outs:
-			if o.Class != drivers.Cancelled {
-				t.Errorf("%v %q %v, want cancelled", o.Class, o.Code, o.Err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("a request did not end within 5 s of the cancel")
-		}
-	}
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("took %s after the cancel", el)
-	}
+	drivertest.CancelEndsBlockedWrites(t, c)
 	if s := d.Strays(); len(s.Closes) != 0 {
 		t.Errorf("our own close counted as the target's: %v", s.Closes)
 	}

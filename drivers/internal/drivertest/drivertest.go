@@ -139,3 +139,47 @@ func Serve(t testing.TB, ln net.Listener, handle func(n int, c net.Conn)) {
 		wg.Wait()
 	})
 }
+
+// Do sends request seq on c with its context bounded by timeout, as the
+// engine does for a driver that keeps no deadline of its own.
+func Do(c drivers.Conn, seq uint64, timeout time.Duration) drivers.Outcome {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return c.Do(ctx, drivers.Request{Seq: seq})
+}
+
+// DoKeep sends request seq on c as the engine does for a
+// drivers.DeadlineKeeper: a context without a deadline, and the deadline
+// (now + timeout) in the request.
+func DoKeep(c drivers.Conn, seq uint64, timeout time.Duration) drivers.Outcome {
+	return c.Do(context.Background(), drivers.Request{Seq: seq, Deadline: time.Now().Add(timeout)})
+}
+
+// CancelEndsBlockedWrites sends 8 requests at once on c, whose peer reads
+// nothing, waits 300 ms for the socket buffers to fill and the writes to
+// block, then cancels their context: each must end as drivers.Cancelled
+// within 5 s, and all within 2 s of the cancel.
+func CancelEndsBlockedWrites(t testing.TB, c drivers.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	outs := make(chan drivers.Outcome, 8)
+	for seq := uint64(1); seq <= 8; seq++ {
+		go func() { outs <- c.Do(ctx, drivers.Request{Seq: seq}) }()
+	}
+	time.Sleep(300 * time.Millisecond) // the socket buffers fill; writes block
+	cancel()
+	start := time.Now()
+	for range 8 {
+		select {
+		case o := <-outs:
+			if o.Class != drivers.Cancelled {
+				t.Errorf("%v %q %v, want cancelled", o.Class, o.Code, o.Err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a request did not end within 5 s of the cancel")
+		}
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("took %s after the cancel", el)
+	}
+}
