@@ -450,6 +450,10 @@ func TestWriteStall_DeadlinesKept(t *testing.T) {
 		o    drivers.Outcome
 		took time.Duration
 	}
+	// The process's own stalls (a machine whose other cores' work starves
+	// this test) delay a request's end as much as its deadline: the
+	// allowance grows by the longest one seen while the requests run.
+	stall := drivertest.WatchStalls(t)
 	res := make(chan result, 40)
 	for seq := uint64(1); seq <= 40; seq++ {
 		go func() {
@@ -469,8 +473,8 @@ func TestWriteStall_DeadlinesKept(t *testing.T) {
 			if r.o.Class != drivers.Timeout && r.o.Class != drivers.Reset && !reDialTimeout {
 				t.Errorf("%v %q %v, want a timeout, the stalled write's reset, or a re-dial timed out", r.o.Class, r.o.Code, r.o.Err)
 			}
-			if r.took > timeout+250*time.Millisecond {
-				t.Errorf("%v %q ended after %s, want by its %s deadline (+ the 100 ms look)", r.o.Class, r.o.Code, r.took, timeout)
+			if late := stall(); r.took > timeout+250*time.Millisecond+late {
+				t.Errorf("%v %q ended after %s, want by its %s deadline (+ the 100 ms look, + %s the process stalled)", r.o.Class, r.o.Code, r.took, timeout, late)
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatal("a request did not end within 5 s")

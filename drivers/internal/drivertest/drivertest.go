@@ -183,3 +183,32 @@ func CancelEndsBlockedWrites(t testing.TB, c drivers.Conn) {
 		t.Errorf("took %s after the cancel", el)
 	}
 }
+
+// WatchStalls measures how late this process wakes up: until the test
+// ends, a goroutine sleeps 5 ms at a time and keeps the longest overshoot
+// it saw. The returned function reads it. A test that bounds how long a
+// request may take past its deadline adds it to its allowance, so that a
+// machine busy elsewhere (the process not scheduled for a while) is not
+// mistaken for a driver that overran.
+func WatchStalls(t testing.TB) (longest func() time.Duration) {
+	var worst atomic.Int64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		const step = 5 * time.Millisecond
+		for {
+			start := time.Now()
+			select {
+			case <-done:
+				return
+			case <-time.After(step):
+			}
+			if late := int64(time.Since(start) - step); late > worst.Load() {
+				worst.Store(late)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(done); <-stopped })
+	return func() time.Duration { return time.Duration(worst.Load()) }
+}
