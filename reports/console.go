@@ -97,10 +97,10 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 		if w := s.SendWindow(); w > s.Elapsed {
 			sentOver = fmt.Sprintf(" (sent over %s)", w.Round(time.Millisecond))
 		}
-		off, _ := engine.Offered(pr)
+		off, _ := engine.MeasuredOfferedRate(pr)
 		planned := ""
 		if p.Arrivals == "poisson" {
-			planned = fmt.Sprintf(" (Poisson draw; planned %s/s)", rate(p.OfferedRate()))
+			planned = fmt.Sprintf(" (Poisson draw; planned %s/s)", rate(p.PlannedOfferedRate()))
 		}
 		c.f("  load          offered %s/s%s, achieved %s/s%s; arrivals %d = requests %d + dropped %d%s; %d connection(s) × in-flight %d\n",
 			rate(off), planned, rate(s.AchievedRate()), sentOver, s.Arrivals, s.Requests, s.Dropped, unsent, pr.ConnectionsRequested, p.Inflight)

@@ -362,10 +362,10 @@ func phaseRows(prs []*engine.PhaseResult, spread *engine.PhaseSpread) []metricRo
 	})
 	if open {
 		row("offered /s", "", nil, func(pr *engine.PhaseResult) string {
-			off, _ := engine.Offered(pr)
+			off, _ := engine.MeasuredOfferedRate(pr)
 			s := rate(off)
 			if pr.Phase.Arrivals == "poisson" {
-				s += fmt.Sprintf(" (planned %s)", rate(pr.Phase.OfferedRate()))
+				s += fmt.Sprintf(" (planned %s)", rate(pr.Phase.PlannedOfferedRate()))
 			}
 			return s
 		})

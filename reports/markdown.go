@@ -286,7 +286,7 @@ func (m *mdWriter) load() {
 	for _, pr := range m.r.Result.Phases {
 		s := pr.Summary
 		offered := "—"
-		if off, ok := engine.Offered(pr); ok {
+		if off, ok := engine.MeasuredOfferedRate(pr); ok {
 			offered = rate(off)
 		}
 		conns := strconv.Itoa(pr.ConnectionsEstablished)
