@@ -42,6 +42,9 @@ func latency(d *Dist, tsv map[string]string, across map[string]bool, compare map
 		if d.JSON != "" && st.json != "" {
 			json = d.JSON + "." + st.json
 		}
+		if name == "" && json == "" && tsv[st.name] == "" {
+			continue // nothing reads it (send_lag's stddev)
+		}
 		acrossKey := ""
 		if across[st.name] {
 			acrossKey = st.json

@@ -445,6 +445,16 @@ func (p patcher) Visit(node *ast.Node) {
 	case *ast.MemberNode:
 		// service.p75 → service.p().p75.
 		if s, ok := n.Property.(*ast.StringNode); ok && !n.Method {
+			// baseline.x → baseline.f().x: a catalogue metric without a field.
+			if f := extField(s.Value); f != "" {
+				if bp, ok := path(n.Node); ok && len(bp) == 1 && bp[0] == "baseline" {
+					prop := &ast.StringNode{Value: f}
+					prop.SetLocation(n.Location())
+					inner := &ast.MemberNode{Node: n.Node, Property: prop}
+					ast.Patch(node, pctsRead(inner, s.Value, n.Location()))
+					break
+				}
+			}
 			if _, ok := extraPercentile(s.Value); ok {
 				if bp, ok := path(n.Node); ok && len(bp) > 0 && (isLatencyGroup(bp[len(bp)-1]) || bp[len(bp)-1] == "baseline") {
 					prop := &ast.StringNode{Value: pctsField}
