@@ -11,6 +11,7 @@ import (
 
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/metric"
 	"github.com/runner-dev/runner/engine/rules"
 )
 
@@ -216,9 +217,9 @@ func rulePercentilesLine(d *measure.Dist, pl *engine.Plan) string {
 }
 
 // thinMark is "*" when d has too few samples for percentile q to mean
-// much (fewer than 10/(1 − q/100)), else "".
+// much (fewer than metric.MinSamples(q), 10/(1 − q/100)), else "".
 func thinMark(d *measure.Dist, q float64) string {
-	if float64(d.Count()) < 10/(1-q/100)-1e-9 {
+	if d.Count() < metric.MinSamples(q) {
 		return "*"
 	}
 	return ""
