@@ -503,7 +503,7 @@ const mdMaxChartPoints = 120
 func (m *mdWriter) charts() {
 	type series struct {
 		repeat int
-		tl     []measure.Second
+		tl     []measure.TimelineBucket
 	}
 	var order []string
 	by := map[string][]series{}
