@@ -126,8 +126,9 @@ type Extras struct {
 	Connections int64
 	// ConnectionsEstablished is how many of them were established.
 	ConnectionsEstablished int64
-	// OfferedRate is the open model's scheduled arrival rate in 1/s; 0 for
-	// the closed model (offered_rate is then unavailable).
+	// OfferedRate is the rate the open phase offered in 1/s, its arrivals
+	// over its elapsed time (engine.MeasuredOfferedRate); 0 for the closed
+	// model (offered_rate is then unavailable).
 	OfferedRate float64
 	// Server holds the target's counter deltas over the phase
 	// (`server.<name>`); nil or a missing name means not fetched.
