@@ -2,9 +2,8 @@ package engine
 
 import (
 	"sort"
-	"time"
 
-	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/metric"
 )
 
 // Spread is one metric of one phase across its repeats: the median, the
@@ -29,46 +28,10 @@ type PhaseSpread struct {
 	Metrics map[string]Spread `json:"metrics"`
 }
 
-// acrossMetric reads one metric of a phase; higherIsWorse picks the
-// median of an even count.
-type acrossMetric struct {
-	name          string
-	higherIsWorse bool
-	get           func(*measure.Summary) (float64, bool)
-}
-
-func pctMs(p float64) func(*measure.Summary) (float64, bool) {
-	return func(s *measure.Summary) (float64, bool) {
-		v, ok := s.Response.Percentile(p)
-		return float64(v) / float64(time.Millisecond), ok
-	}
-}
-
-var acrossMetrics = []acrossMetric{
-	{"throughput", false, func(s *measure.Summary) (float64, bool) { return s.Throughput(), true }},
-	{"achieved_rate", false, func(s *measure.Summary) (float64, bool) { return s.AchievedRate(), true }},
-	{"error_rate", true, func(s *measure.Summary) (float64, bool) { return s.ErrorRate() }},
-	{"errors", true, func(s *measure.Summary) (float64, bool) { return float64(s.Errors), true }},
-	{"dropped", true, func(s *measure.Summary) (float64, bool) { return float64(s.Dropped), true }},
-	{"p50_ms", true, pctMs(50)},
-	{"p90_ms", true, pctMs(90)},
-	{"p95_ms", true, pctMs(95)},
-	{"p99_ms", true, pctMs(99)},
-	{"p999_ms", true, pctMs(99.9)},
-	{"max_ms", true, func(s *measure.Summary) (float64, bool) {
-		v, ok := s.Response.Max()
-		return float64(v) / float64(time.Millisecond), ok
-	}},
-	{"mean_ms", true, func(s *measure.Summary) (float64, bool) {
-		v, ok := s.Response.Mean()
-		return float64(v) / float64(time.Millisecond), ok
-	}},
-	{"little_l", true, func(s *measure.Summary) (float64, bool) { return s.LittleL(), true }},
-}
-
 // Across summarises every phase that finished in more than zero repeats,
-// in plan order, metric by metric: median, min and max, never an average
-// of percentiles (docs/design.md, "Repeats").
+// in plan order, metric by metric: each catalogue metric with an Across
+// key (metric.Def.Across), durations in milliseconds; median, min and
+// max, never an average of percentiles (docs/design.md, "Repeats").
 func Across(res *Result) []PhaseSpread {
 	var order []*PhasePlan
 	by := map[*PhasePlan][]*PhaseResult{}
@@ -88,15 +51,25 @@ func Across(res *Result) []PhaseSpread {
 		for _, pr := range prs {
 			ps.Repeats = append(ps.Repeats, pr.Repeat)
 		}
-		for _, m := range acrossMetrics {
+		phs := make([]*metric.Phase, len(prs))
+		for i, pr := range prs {
+			phs[i] = pr.MetricPhase()
+		}
+		for _, m := range metric.All() {
+			if m.Across == "" {
+				continue
+			}
 			var vs []float64
-			for _, pr := range prs {
-				if v, ok := m.get(pr.Summary); ok {
+			for _, ph := range phs {
+				if v, ok := m.Read(ph); ok {
+					if m.Unit == metric.Duration {
+						v = metric.Ms(v)
+					}
 					vs = append(vs, v)
 				}
 			}
 			if len(vs) > 0 {
-				ps.Metrics[m.name] = spreadOf(vs, m.higherIsWorse)
+				ps.Metrics[m.Across] = spreadOf(vs, m.Worse == metric.HigherIsWorse)
 			}
 		}
 		out = append(out, ps)

@@ -57,8 +57,8 @@ func TestNoPassOnCensoredData(t *testing.T) {
 		if r := v.Rules[0]; !strings.Contains(r.Reason, "55 of 200 arrivals were left over") || r.Repeats[0].Status != rules.Inconclusive {
 			t.Errorf("reason %q, repeat %+v", r.Reason, r.Repeats[0])
 		}
-		if JudgePhase(pl, res.Phases[0]) != "fail" {
-			t.Errorf("TSV verdict %s, want fail", JudgePhase(pl, res.Phases[0]))
+		if st, _ := PhaseStatus(pl, res.Phases[0]); st != rules.Fail {
+			t.Errorf("TSV verdict %s, want fail", st)
 		}
 		ws := Checks(pl, res)
 		if !hasWarning(ws, "censored") || !Invalidating(ws) {

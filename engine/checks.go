@@ -117,7 +117,7 @@ func Checks(pl *Plan, res *Result) []Warning {
 			ws[len(ws)-1].Invalidates = true
 		}
 		if p.Model == Open && !pr.Interrupted {
-			off, _ := Offered(pr)
+			off, _ := MeasuredOfferedRate(pr)
 			if ach := s.AchievedRate(); off > 0 && ach < AchievedFloor*off {
 				at("achieved-below-offered", "achieved %.1f/s (sent over %s) is %.0f %% of the offered %.1f/s (over %s): %s", ach, s.SendWindow().Round(time.Millisecond), 100*ach/off, off, s.Elapsed.Round(time.Millisecond), shortfallCause(pr))
 			}

@@ -36,26 +36,11 @@ type Verdict struct {
 	Expect []RuleResult `json:"expect,omitempty"`
 }
 
-// Env builds the rule environment of one measured (repeat, phase).
+// Env builds the rule environment of one measured (repeat, phase): the
+// catalogue's metrics read from it (MetricPhase) and the target's
+// counter deltas.
 func Env(pr *PhaseResult) rules.Env {
-	cores := pr.clientCores() // client.cpu: a fraction of the cores the runner could use
-	var target *rules.TargetUsage
-	if t := pr.Target; t != nil {
-		target = &rules.TargetUsage{CPU: t.CPU, CPUMaxThread: t.CPUMaxThread, RSS: t.RSS}
-	}
-	return rules.NewEnv(pr.Summary, rules.Extras{
-		Connections:            int64(pr.ConnectionsRequested),
-		ConnectionsEstablished: int64(pr.ConnectionsEstablished),
-		OfferedRate:            offeredOrZero(pr),
-		Server:                 pr.Server,
-		Client:                 &rules.ClientUsage{CPU: pr.ClientCPU / cores, GCPauseMax: pr.GCPauseMax},
-		Target:                 target,
-	})
-}
-
-func offeredOrZero(pr *PhaseResult) float64 {
-	r, _ := Offered(pr)
-	return r
+	return rules.EnvOf(pr.MetricPhase(), pr.Server, nil)
 }
 
 // Judge judges every rule of the plan. An unscoped rule is judged on every
@@ -216,15 +201,15 @@ func overlay(rr *RuleResult, r *rules.Rule, censored, generator, timedOut []stri
 	return changed
 }
 
-// JudgePhase judges the rules that apply to one finished (repeat, phase)
-// on that repeat alone, for the TSV's verdict column: "pass", "fail",
-// "inconclusive", "error", or "-" for a warmup phase, an interrupted one,
-// or one without rules.
-func JudgePhase(pl *Plan, pr *PhaseResult) string {
+// PhaseStatus judges the rules that apply to one finished (repeat,
+// phase) on that repeat alone (the TSV's verdict column): the worst
+// status of them, as JudgeAgainst overlays it. judged is false for a
+// warmup phase, an interrupted one, or one without rules.
+func PhaseStatus(pl *Plan, pr *PhaseResult) (st rules.Status, judged bool) {
 	if pr.Phase.Warmup || pr.Interrupted {
-		return "-"
+		return 0, false
 	}
-	var st []rules.Status
+	var all []rules.Status
 	env := []rules.Env{Env(pr)}
 	censored, generator, timedOut := []string{Censoring(pl, pr)}, []string{GeneratorFault(pr)}, []string{TimeoutCensoring(pl, pr)}
 	for i, sr := range append(append([]*ScopedRule(nil), pl.Rules...), pl.Expect...) {
@@ -235,12 +220,12 @@ func JudgePhase(pl *Plan, pr *PhaseResult) string {
 				overlay(&rr, sr.Rule, censored, generator, timedOut)
 			}
 			for _, v := range rr.Repeats {
-				st = append(st, v.Status)
+				all = append(all, v.Status)
 			}
 		}
 	}
-	if len(st) == 0 {
-		return "-"
+	if len(all) == 0 {
+		return 0, false
 	}
-	return rules.Worst(st...).String()
+	return rules.Worst(all...), true
 }

@@ -119,12 +119,12 @@ func (p *PhasePlan) Window() time.Duration {
 	return max(p.Duration, 0)
 }
 
-// OfferedRate is the mean planned arrival rate of an open phase in
-// arrivals per second over its window, Λ(window)/window (a linear ramp
+// PlannedOfferedRate is the mean planned arrival rate of an open phase
+// in arrivals per second over its window, Λ(window)/window (a linear ramp
 // run to its end: (from+to)/2); 0 for closed. The rate a run actually
-// offered is its arrivals over its elapsed time (engine.Offered), which
-// differs for Poisson draws.
-func (p *PhasePlan) OfferedRate() float64 {
+// offered is its arrivals over its elapsed time (MeasuredOfferedRate),
+// which differs for Poisson draws.
+func (p *PhasePlan) PlannedOfferedRate() float64 {
 	if p.Model != Open {
 		return 0
 	}

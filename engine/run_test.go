@@ -504,7 +504,7 @@ func TestOfferedRateOfARampCutShort(t *testing.T) {
 	if last := p.Schedule(1).At(199); last != time.Second {
 		t.Fatalf("arrival 199 at %s, want 1s", last)
 	}
-	if got, want := p.OfferedRate(), math.Sqrt(200*201); math.Abs(got-want) > 0.01 {
+	if got, want := p.PlannedOfferedRate(), math.Sqrt(200*201); math.Abs(got-want) > 0.01 {
 		t.Fatalf("offered %.2f/s, want %.2f/s", got, want)
 	}
 }

@@ -76,7 +76,7 @@ func TestPausePhase(t *testing.T) {
 				if s.Elapsed != 5*time.Second || took != 5*time.Second {
 					t.Fatalf("elapsed %s, run took %s, want 5s: a pause lasts its duration", s.Elapsed, took)
 				}
-				if r, ok := Offered(pr); !ok || r != 0 {
+				if r, ok := MeasuredOfferedRate(pr); !ok || r != 0 {
 					t.Fatalf("offered %g/s (%v), want 0/s", r, ok)
 				}
 			})

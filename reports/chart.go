@@ -176,13 +176,13 @@ func percentileChart(title string, s *measure.Summary) (template.HTML, error) {
 
 // bucketed sums a timeline into at most maxPoints buckets; step is the
 // seconds per bucket.
-func bucketed(tl []measure.Second) (out []measure.Second, step int) {
+func bucketed(tl []measure.TimelineBucket) (out []measure.TimelineBucket, step int) {
 	step = (len(tl) + maxPoints - 1) / maxPoints
 	if step <= 1 {
 		return tl, 1
 	}
 	for i := 0; i < len(tl); i += step {
-		var b measure.Second
+		var b measure.TimelineBucket
 		for _, x := range tl[i:min(i+step, len(tl))] {
 			b.OK += x.OK
 			b.Errors += x.Errors

@@ -11,6 +11,7 @@ import (
 
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/metric"
 	"github.com/runner-dev/runner/engine/rules"
 )
 
@@ -97,10 +98,10 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 		if w := s.SendWindow(); w > s.Elapsed {
 			sentOver = fmt.Sprintf(" (sent over %s)", w.Round(time.Millisecond))
 		}
-		off, _ := engine.Offered(pr)
+		off, _ := engine.MeasuredOfferedRate(pr)
 		planned := ""
 		if p.Arrivals == "poisson" {
-			planned = fmt.Sprintf(" (Poisson draw; planned %s/s)", rate(p.OfferedRate()))
+			planned = fmt.Sprintf(" (Poisson draw; planned %s/s)", rate(p.PlannedOfferedRate()))
 		}
 		c.f("  load          offered %s/s%s, achieved %s/s%s; arrivals %d = requests %d + dropped %d%s; %d connection(s) × in-flight %d\n",
 			rate(off), planned, rate(s.AchievedRate()), sentOver, s.Arrivals, s.Requests, s.Dropped, unsent, pr.ConnectionsRequested, p.Inflight)
@@ -216,9 +217,9 @@ func rulePercentilesLine(d *measure.Dist, pl *engine.Plan) string {
 }
 
 // thinMark is "*" when d has too few samples for percentile q to mean
-// much (fewer than 10/(1 − q/100)), else "".
+// much (fewer than metric.MinSamples(q), 10/(1 − q/100)), else "".
 func thinMark(d *measure.Dist, q float64) string {
-	if float64(d.Count()) < 10/(1-q/100)-1e-9 {
+	if d.Count() < metric.MinSamples(q) {
 		return "*"
 	}
 	return ""

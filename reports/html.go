@@ -11,6 +11,7 @@ import (
 
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/metric"
 	"github.com/runner-dev/runner/engine/rules"
 )
 
@@ -362,10 +363,10 @@ func phaseRows(prs []*engine.PhaseResult, spread *engine.PhaseSpread) []metricRo
 	})
 	if open {
 		row("offered /s", "", nil, func(pr *engine.PhaseResult) string {
-			off, _ := engine.Offered(pr)
+			off, _ := engine.MeasuredOfferedRate(pr)
 			s := rate(off)
 			if pr.Phase.Arrivals == "poisson" {
-				s += fmt.Sprintf(" (planned %s)", rate(pr.Phase.OfferedRate()))
+				s += fmt.Sprintf(" (planned %s)", rate(pr.Phase.PlannedOfferedRate()))
 			}
 			return s
 		})
@@ -384,20 +385,9 @@ func phaseRows(prs []*engine.PhaseResult, spread *engine.PhaseSpread) []metricRo
 		return fmt.Sprintf("%d of %d", pr.Summary.OK, pr.Summary.Requests)
 	})
 	group("response time (ok requests, nearest rank)")
-	for _, q := range []struct {
-		label, metric string
-		p             float64
-	}{{"p50", "p50_ms", 50}, {"p90", "p90_ms", 90}, {"p95", "p95_ms", 95}, {"p99", "p99_ms", 99}, {"p99.9", "p999_ms", 99.9}} {
-		row(q.label, q.metric, msv, func(pr *engine.PhaseResult) string { return pctCell(&pr.Summary.Response, q.p) })
+	for _, d := range responseStats() {
+		row(statTitle(d), d.Across, msv, func(pr *engine.PhaseResult) string { return statCell(d, pr.MetricPhase()) })
 	}
-	row("max", "max_ms", msv, func(pr *engine.PhaseResult) string {
-		v, ok := pr.Summary.Response.Max()
-		return durOK(v, ok)
-	})
-	row("mean", "mean_ms", msv, func(pr *engine.PhaseResult) string {
-		v, ok := pr.Summary.Response.Mean()
-		return durOK(v, ok)
-	})
 	row("samples", "", nil, func(pr *engine.PhaseResult) string { return fmt.Sprint(pr.Summary.Response.Count()) })
 	group("service time (ok requests)")
 	for _, q := range []struct {
@@ -456,7 +446,42 @@ func pctCell(d *measure.Dist, p float64) string {
 	}
 	v, _ := d.Percentile(p)
 	s := dur(v)
-	if float64(d.Count()) < 10/(1-p/100)-1e-9 {
+	if d.Count() < metric.MinSamples(p) {
+		s += "*"
+	}
+	return s
+}
+
+// responseStats are the catalogue's statistics of the response time that
+// the repeat summary spreads (p50 … p99.9, max, mean), in catalogue order.
+func responseStats() []metric.Def {
+	var out []metric.Def
+	for _, d := range metric.All() {
+		if d.Dist == metric.Response && d.Across != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// statTitle is how reports title a latency statistic: p50, p99.9, max.
+func statTitle(d metric.Def) string {
+	if d.P > 0 {
+		return rules.PercentileName(d.P)
+	}
+	_, name := d.Group()
+	return name
+}
+
+// statCell renders latency statistic d of ph: its duration, "*" when it
+// rests on fewer samples than it needs (Def.MinSamples), "n/a" without.
+func statCell(d metric.Def, ph *metric.Phase) string {
+	v, ok := d.Read(ph)
+	if !ok {
+		return "n/a"
+	}
+	s := dur(time.Duration(v))
+	if d.Dist.Of(ph).Count() < d.MinSamples() {
 		s += "*"
 	}
 	return s

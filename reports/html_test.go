@@ -225,9 +225,9 @@ func TestHTMLFile(t *testing.T) {
 // A long phase's timeline is summed into buckets so that a chart stays
 // small, and every count is kept.
 func TestHTMLLongTimeline(t *testing.T) {
-	tl := make([]measure.Second, 3*3600)
+	tl := make([]measure.TimelineBucket, 3*3600)
 	for i := range tl {
-		tl[i] = measure.Second{OK: 10, Errors: int64(i % 2), ResponseSum: 10 * time.Millisecond, ResponseMax: time.Duration(i) * time.Microsecond}
+		tl[i] = measure.TimelineBucket{OK: 10, Errors: int64(i % 2), ResponseSum: 10 * time.Millisecond, ResponseMax: time.Duration(i) * time.Microsecond}
 	}
 	b, step := bucketed(tl)
 	if len(b) > maxPoints || step != 18 {

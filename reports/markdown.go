@@ -286,7 +286,7 @@ func (m *mdWriter) load() {
 	for _, pr := range m.r.Result.Phases {
 		s := pr.Summary
 		offered := "—"
-		if off, ok := engine.Offered(pr); ok {
+		if off, ok := engine.MeasuredOfferedRate(pr); ok {
 			offered = rate(off)
 		}
 		conns := strconv.Itoa(pr.ConnectionsEstablished)
@@ -303,16 +303,6 @@ func (m *mdWriter) load() {
 	m.f("\n")
 }
 
-// mdLatencyCols are the latency columns: Across metric names.
-// q is the percentile, 0 for max and mean.
-var mdLatencyCols = []struct {
-	title, metric string
-	q             float64
-}{
-	{"p50", "p50_ms", 50}, {"p90", "p90_ms", 90}, {"p95", "p95_ms", 95}, {"p99", "p99_ms", 99},
-	{"p99.9", "p999_ms", 99.9}, {"max", "max_ms", 0}, {"mean", "mean_ms", 0},
-}
-
 func (m *mdWriter) latency() {
 	across := m.r.Across
 	if across == nil {
@@ -325,10 +315,11 @@ func (m *mdWriter) latency() {
 	}
 	m.f("Response time of ok requests (from the intended start). With several repeats each cell is the median [min – max] across them: percentiles are never averaged, and the median of an even count is the worse middle value. Interrupted phases are left out.\n\n")
 	m.f("| Phase | Repeats | Samples |")
-	for _, c := range mdLatencyCols {
-		m.f(" %s |", c.title)
+	cols := responseStats()
+	for _, c := range cols {
+		m.f(" %s |", statTitle(c))
 	}
-	m.f("\n|---|---:|---:|%s\n", strings.Repeat("---:|", len(mdLatencyCols)))
+	m.f("\n|---|---:|---:|%s\n", strings.Repeat("---:|", len(cols)))
 	thin := false
 	for _, ps := range across {
 		var samples []string
@@ -349,9 +340,9 @@ func (m *mdWriter) latency() {
 			name += " (warmup)"
 		}
 		m.f("| %s | %d | %s |", name, len(ps.Repeats), strings.Join(samples, ", "))
-		for _, c := range mdLatencyCols {
-			v := mdSpreadMs(ps.Metrics, c.metric)
-			if c.q > 0 && v != "n/a" && float64(fewest) < 10/(1-c.q/100)-1e-9 {
+		for _, c := range cols {
+			v := mdSpreadMs(ps.Metrics, c.Across)
+			if c.P > 0 && v != "n/a" && fewest < c.MinSamples() {
 				v += " \\*" // as the console marks it
 				thin = true
 			}
@@ -512,7 +503,7 @@ const mdMaxChartPoints = 120
 func (m *mdWriter) charts() {
 	type series struct {
 		repeat int
-		tl     []measure.Second
+		tl     []measure.TimelineBucket
 	}
 	var order []string
 	by := map[string][]series{}

@@ -7,41 +7,154 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/runner-dev/runner/engine"
-	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/metric"
 )
 
-// TSVColumns is the TSV header. The first 13 columns (through note) are
-// fixed and never move (docs/design.md, "Outputs"); the rest may grow at
-// the end.
-var TSVColumns = []string{
+// tsvLayout is the TSV's columns in order, before the catalogue's columns
+// that it does not name (appended in catalogue order). A column is a
+// cell of the run or the phase (tsvCells) or, otherwise, the metric of
+// the catalogue (metric.All) whose TSV column it is. The first 13 columns
+// (through note) are fixed and never move (docs/design.md, "Outputs");
+// the rest may grow at the end.
+var tsvLayout = []string{
 	"timestamp", "runId", "tool", "connections", "requests", "throughput", "p50", "p95", "p99", "errors", "cpu", "gcPause", "note",
 	"scenario", "phase", "repeat", "model", "warmup", "offered_rate", "achieved_rate", "ok", "error_rate", "dropped", "cancelled",
 	"p90", "p999", "max", "mean", "samples", "service_p99", "littleL", "inflight_mean", "connections_opened", "verdict",
 	"arrivals", "cancelled_unsent", "target_cpu", "target_cpu_max_thread", "target_rss",
 }
 
+// tsvCells are the columns that are no metric: cells of the run, of the
+// phase's plan and of its verdict.
+var tsvCells = map[string]func(r *Run, pr *engine.PhaseResult) string{
+	"timestamp": func(_ *Run, pr *engine.PhaseResult) string {
+		return pr.Start.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	},
+	"runId":    func(r *Run, _ *engine.PhaseResult) string { return r.RunID },
+	"tool":     func(r *Run, _ *engine.PhaseResult) string { return r.Tool },
+	"note":     (*Run).note,
+	"scenario": func(r *Run, _ *engine.PhaseResult) string { return r.Scenario.Name },
+	"phase":    func(_ *Run, pr *engine.PhaseResult) string { return pr.Phase.Name },
+	"repeat":   func(_ *Run, pr *engine.PhaseResult) string { return strconv.Itoa(pr.Repeat) },
+	"model":    func(_ *Run, pr *engine.PhaseResult) string { return string(pr.Phase.Model) },
+	"warmup":   func(_ *Run, pr *engine.PhaseResult) string { return strconv.FormatBool(pr.Phase.Warmup) },
+	"verdict": func(r *Run, pr *engine.PhaseResult) string {
+		if st, judged := engine.PhaseStatus(r.Plan, pr); judged {
+			return st.String()
+		}
+		return "-"
+	},
+}
+
+// tsvColumn is one column: its name and how its cell is made.
+type tsvColumn struct {
+	name string
+	cell func(r *Run, pr *engine.PhaseResult) string // nil for a metric
+	def  metric.Def
+}
+
+// columns are the TSV's columns now: tsvLayout, then the catalogue's
+// other TSV columns.
+func columns() []tsvColumn {
+	byTSV := map[string]metric.Def{}
+	var rest []metric.Def
+	for _, d := range metric.All() {
+		if d.TSV == "" {
+			continue
+		}
+		byTSV[d.TSV] = d
+		if !slices.Contains(tsvLayout, d.TSV) {
+			rest = append(rest, d)
+		}
+	}
+	var out []tsvColumn
+	for _, name := range tsvLayout {
+		out = append(out, tsvColumn{name: name, cell: tsvCells[name], def: byTSV[name]})
+	}
+	for _, d := range rest {
+		out = append(out, tsvColumn{name: d.TSV, def: d})
+	}
+	return out
+}
+
+// Columns is the TSV header as it stands: TSVColumns, and the columns of
+// metrics added to the catalogue since (metric.Add).
+func Columns() []string {
+	var out []string
+	for _, c := range columns() {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// TSVColumns is the TSV header: tsvLayout, then the catalogue's other TSV
+// columns.
+var TSVColumns = Columns()
+
 // Rows renders one finished (repeat, phase) as a TSV row, cells in
-// TSVColumns order: timestamps ISO-8601 UTC, latencies in ms with 3
-// decimals, rates in 1/s with 1 decimal, cpu in percent of one core,
-// gcPause the longest GC pause in ms; target_cpu the spawned target's CPU
-// in percent of the machine, target_cpu_max_thread its busiest thread in
-// percent of one core, target_rss its resident set in bytes at the
-// phase's end ("-" when the target was not measured). A percentile
-// without samples is "n/a".
+// Columns order: timestamps ISO-8601 UTC; each metric in its unit
+// (tsvCell): latencies in ms with 3 decimals, rates in 1/s with 1
+// decimal, cpu in percent of one core, gcPause the longest GC pause in
+// ms; target_cpu the spawned target's CPU in percent of the machine,
+// target_cpu_max_thread its busiest thread in percent of one core,
+// target_rss its resident set in bytes at the phase's end ("-" when the
+// target was not measured). A percentile without samples is "n/a".
 func (r *Run) Rows(pr *engine.PhaseResult) [][]string {
+	ph := pr.MetricPhase()
+	var row []string
+	for _, c := range columns() {
+		var cell string
+		switch {
+		case c.cell != nil:
+			cell = c.cell(r, pr)
+		case c.def.Read != nil:
+			cell = tsvCell(c.def, ph)
+		default:
+			cell = "-"
+		}
+		row = append(row, strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(r.redact(cell)))
+	}
+	return [][]string{row}
+}
+
+// tsvCell formats metric d of ph in its unit: counts and bytes whole,
+// rates with 1 decimal, durations in ms with 3, fractions with 4, means
+// with 3, CPU shares in percent with 1; d.Missing without a value.
+func tsvCell(d metric.Def, ph *metric.Phase) string {
+	v, ok := d.Read(ph)
+	if !ok {
+		return d.Missing
+	}
+	switch d.Unit {
+	case metric.Count, metric.Bytes:
+		return strconv.FormatInt(int64(v), 10)
+	case metric.PerSecond:
+		return rate(v)
+	case metric.Duration:
+		return fmt.Sprintf("%.3f", metric.Ms(v))
+	case metric.Fraction:
+		return fmt.Sprintf("%.4f", v)
+	case metric.CoreShare:
+		return fmt.Sprintf("%.1f", 100*v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+// note is the TSV's note cell: what the row's figures leave out or rest
+// on (interrupted, warmup, cancelled and left-over arrivals, replies no
+// request waited for, an unverified TLS certificate), or "-".
+func (r *Run) note(pr *engine.PhaseResult) string {
 	s := pr.Summary
-	p := pr.Phase
 	var notes []string
 	if pr.Interrupted {
 		notes = append(notes, "interrupted")
 	}
-	if p.Warmup {
+	if pr.Phase.Warmup {
 		notes = append(notes, "warmup")
 	}
 	if s.Cancelled > 0 {
@@ -62,96 +175,13 @@ func (r *Run) Rows(pr *engine.PhaseResult) [][]string {
 	if r.Insecure {
 		notes = append(notes, "tls-unverified")
 	}
-	note := strings.Join(notes, ",")
-	if note == "" {
-		note = "-"
+	if len(notes) == 0 {
+		return "-"
 	}
-	offered := "-"
-	if off, ok := engine.Offered(pr); ok {
-		offered = rate(off)
-	}
-	row := []string{
-		pr.Start.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
-		r.RunID,
-		r.Tool,
-		strconv.Itoa(pr.ConnectionsRequested),
-		strconv.FormatInt(s.Requests, 10),
-		rate(s.Throughput()),
-		pct(&s.Response, 50),
-		pct(&s.Response, 95),
-		pct(&s.Response, 99),
-		strconv.FormatInt(s.Errors, 10),
-		fmt.Sprintf("%.1f", pr.ClientCPU*100),
-		ms(pr.GCPauseMax),
-		note,
-		r.Scenario.Name,
-		p.Name,
-		strconv.Itoa(pr.Repeat),
-		string(p.Model),
-		strconv.FormatBool(p.Warmup),
-		offered,
-		rate(s.AchievedRate()),
-		strconv.FormatInt(s.OK, 10),
-		errorRate(s),
-		strconv.FormatInt(s.Dropped, 10),
-		strconv.FormatInt(s.Cancelled, 10),
-		pct(&s.Response, 90),
-		pct(&s.Response, 99.9),
-		distMax(&s.Response),
-		distMean(&s.Response),
-		strconv.FormatInt(s.Response.Count(), 10),
-		pct(&s.Service, 99),
-		fmt.Sprintf("%.3f", s.LittleL()),
-		fmt.Sprintf("%.3f", s.InflightMean()),
-		strconv.FormatInt(s.ConnectionsOpened, 10),
-		string(engine.JudgePhase(r.Plan, pr)),
-		strconv.FormatInt(s.Arrivals, 10),
-		strconv.FormatInt(s.CancelledUnsent, 10),
-	}
-	if t := pr.Target; t != nil {
-		row = append(row, fmt.Sprintf("%.1f", 100*t.CPU), fmt.Sprintf("%.1f", 100*t.CPUMaxThread), strconv.FormatInt(t.RSS, 10))
-	} else {
-		row = append(row, "-", "-", "-")
-	}
-	for i, c := range row {
-		row[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(r.redact(c))
-	}
-	return [][]string{row}
+	return strings.Join(notes, ",")
 }
 
 func rate(v float64) string { return fmt.Sprintf("%.1f", v) }
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond)) }
-
-func pct(d *measure.Dist, p float64) string {
-	v, ok := d.Percentile(p)
-	if !ok {
-		return "n/a"
-	}
-	return ms(v)
-}
-
-func distMax(d *measure.Dist) string {
-	if v, ok := d.Max(); ok {
-		return ms(v)
-	}
-	return "n/a"
-}
-
-func distMean(d *measure.Dist) string {
-	if v, ok := d.Mean(); ok {
-		return ms(v)
-	}
-	return "n/a"
-}
-
-// errorRate is errors/requests with 4 decimals; "n/a" without requests.
-func errorRate(s *measure.Summary) string {
-	if r, ok := s.ErrorRate(); ok {
-		return fmt.Sprintf("%.4f", r)
-	}
-	return "n/a"
-}
 
 // AppendTSV appends rows to the TSV file at path, creating it (and its
 // directory) with the header when it is new or empty. The append is one
@@ -164,9 +194,10 @@ func errorRate(s *measure.Summary) string {
 // killed mid-row) the new rows start on a new line, so none is glued to
 // the partial one. Every error names path.
 func AppendTSV(path string, rows [][]string) error {
+	header := Columns()
 	for _, r := range rows {
-		if len(r) != len(TSVColumns) {
-			return fmt.Errorf("tsv row has %d cells, header %d", len(r), len(TSVColumns))
+		if len(r) != len(header) {
+			return fmt.Errorf("tsv row has %d cells, header %d", len(r), len(header))
 		}
 	}
 	f, err := openTSV(path)
@@ -187,7 +218,7 @@ func AppendTSV(path string, rows [][]string) error {
 		b.WriteByte('\n')
 	}
 	if fresh {
-		b.WriteString(strings.Join(TSVColumns, "\t"))
+		b.WriteString(strings.Join(header, "\t"))
 		b.WriteByte('\n')
 	}
 	for _, r := range rows {
@@ -252,7 +283,7 @@ func tsvState(f *os.File, path string) (fresh, partial bool, err error) {
 	if !st.Mode().IsRegular() || size == 0 {
 		return true, false, nil
 	}
-	header := strings.Join(TSVColumns, "\t")
+	header := strings.Join(Columns(), "\t")
 	first := make([]byte, min(size, int64(len(header))+1))
 	if _, err := f.ReadAt(first, 0); err != nil {
 		return false, false, fmt.Errorf("tsv %s: %w", path, err)

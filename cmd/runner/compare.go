@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runner-dev/runner/internal/compare"
+	"github.com/runner-dev/runner/reports/compare"
 )
 
 func newCompareCmd(stdout, stderr io.Writer) *cobra.Command {

@@ -149,7 +149,7 @@ func checkPlan(t *testing.T, sc *schema.Scenario, pl *engine.Plan) {
 		length(i, "rate.over", p.Rate.Over)
 		rate(i, "rate.from", p.Rate.From)
 		rate(i, "rate.to", p.Rate.To)
-		rate(i, "offered rate", p.OfferedRate())
+		rate(i, "offered rate", p.PlannedOfferedRate())
 		if p.Duration == 0 && p.Requests <= 0 && len(p.Steps) == 0 || p.Requests < 0 {
 			t.Fatalf("phases[%d]: unbounded: duration %v, requests %d", i, p.Duration, p.Requests)
 		}

@@ -91,7 +91,7 @@ type shard struct {
 	failed                                map[string]*Dist
 	byClass, byCode                       map[string]int64
 	firstErr                              map[string]string // code → its first error's message
-	timeline                              []Second
+	timeline                              []TimelineBucket
 }
 
 // NewRecorder returns a Recorder with the given number of shards (at
@@ -116,7 +116,7 @@ func NewRecorder(shards int, opts Options) *Recorder {
 			s.corrected = &Dist{h: newHist()}
 		}
 		if opts.Duration > 0 && r.timeline <= 3600 {
-			s.timeline = make([]Second, 0, r.timeline)
+			s.timeline = make([]TimelineBucket, 0, r.timeline)
 		}
 		r.shards[i] = s
 	}
@@ -229,14 +229,14 @@ func (s *shard) record(res *Result, opts *Options, timeline int) {
 // second returns the timeline entry of completion time done, growing the
 // timeline as needed; done outside [0, timeline s) is booked in the first
 // or last second.
-func (s *shard) second(done time.Duration, timeline int) *Second {
+func (s *shard) second(done time.Duration, timeline int) *TimelineBucket {
 	i := 0
 	if done > 0 {
 		i = int(min(done/time.Second, time.Duration(timeline-1)))
 	}
 	if i >= len(s.timeline) {
 		if i >= cap(s.timeline) {
-			grown := make([]Second, len(s.timeline), min(max(2*cap(s.timeline), i+1, 16), timeline))
+			grown := make([]TimelineBucket, len(s.timeline), min(max(2*cap(s.timeline), i+1, 16), timeline))
 			copy(grown, s.timeline)
 			s.timeline = grown
 		}

@@ -153,11 +153,11 @@ type Summary struct {
 
 	// Timeline holds one entry per second of completion time (Done) from
 	// the phase start, at most the phase length (Options.Duration).
-	Timeline []Second `json:"timeline"`
+	Timeline []TimelineBucket `json:"timeline"`
 }
 
-// Second is one second of a Summary's timeline, by completion time.
-type Second struct {
+// TimelineBucket is one second of a Summary's timeline, by completion time.
+type TimelineBucket struct {
 	// OK and Errors count the requests that completed in this second.
 	OK     int64 `json:"ok"`
 	Errors int64 `json:"errors"`
@@ -169,7 +169,7 @@ type Second struct {
 
 // Mean is the mean response time of the second's ok requests; ok is false
 // when there were none.
-func (s Second) Mean() (v time.Duration, ok bool) {
+func (s TimelineBucket) Mean() (v time.Duration, ok bool) {
 	if s.OK == 0 {
 		return 0, false
 	}
@@ -213,9 +213,9 @@ func (s *Summary) FailedAll() *Dist {
 	return all
 }
 
-func mergeTimeline(dst, src []Second) []Second {
+func mergeTimeline(dst, src []TimelineBucket) []TimelineBucket {
 	if len(src) > len(dst) {
-		dst = append(dst, make([]Second, len(src)-len(dst))...)
+		dst = append(dst, make([]TimelineBucket, len(src)-len(dst))...)
 	}
 	for i, x := range src {
 		d := &dst[i]

@@ -1,15 +1,15 @@
 package rules
 
 import (
-	"math"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/metric"
 )
 
 // latency is one latency distribution's statistics, as rules read them.
@@ -31,16 +31,6 @@ type latency struct {
 
 // pctsField is the expr name of latency.Pcts, which no rule can write.
 const pctsField = "p()"
-
-// latencyStats are latency's names in display order, with the percentile
-// each one is (0 for the non-percentile statistics).
-var latencyStats = []struct {
-	name string
-	p    float64
-}{
-	{"p50", 50}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p999", 99.9},
-	{"max", 0}, {"min", 0}, {"mean", 0}, {"stddev", 0},
-}
 
 // clientVars are the load generator's own resource metrics.
 type clientVars struct {
@@ -95,6 +85,13 @@ type metrics struct {
 	Server    map[string]float64 `expr:"server"`
 	Client    clientVars         `expr:"client"`
 	Target    targetVars         `expr:"target"`
+
+	// Ints, Floats and Durs hold the catalogue's top-level metrics that
+	// have no field here (metric.Add), by the Go type of their value; the
+	// front end rewrites a read of one into a read of its map (extField).
+	Ints   map[string]int64         `expr:"i()"`
+	Floats map[string]float64       `expr:"f()"`
+	Durs   map[string]time.Duration `expr:"d()"`
 
 	// dists are the distributions behind the latency groups ("" is the
 	// response time), for the percentiles of Pcts; nil in tests that set
@@ -170,67 +167,118 @@ var groups = []string{"service", "failed", "corrected", "errors_by", "closes_by"
 
 var (
 	// topLevel maps each top-level metric to its definition.
-	topLevel = map[string]metricDef{}
+	topLevel map[string]metricDef
 	// topNames are the top-level metric names in display order.
 	topNames []string
 	// members maps a group to its members' definitions (nil for the map
 	// groups errors_by and server, whose members are any key).
-	members = map[string]map[string]metricDef{}
+	members map[string]map[string]metricDef
 	// memberNames are a group's member names in display order.
-	memberNames = map[string][]string{}
+	memberNames map[string][]string
+	// extUnits are the top-level metrics of the catalogue without a field
+	// in metrics: a rule reads them from the map of their unit (extField).
+	extUnits map[string]metric.Unit
+	// derivedFrom is the catalogue version the tables above came from.
+	derivedFrom = -1
+	deriveMu    sync.Mutex
 )
 
-func init() {
-	lower := []string{"errors", "error_rate", "timeouts", "late", "unknown_id", "duplicate_id", "dropped", "cancelled",
-		"left_over", "reconnects", "connections_opened", "inflight_mean", "littleL"}
-	higher := []string{"requests", "ok", "samples", "throughput", "completed_rate",
-		"achieved_rate", "connections_established"}
-	needs := map[string]need{
-		"error_rate": anyRequest, "throughput": someElapsed, "completed_rate": someElapsed,
-		"achieved_rate": someElapsed, "inflight_mean": someElapsed, "littleL": littleNeed,
-		"offered_rate": offeredNeed,
+func init() { derive() }
+
+// derive makes the name tables again from the metric catalogue
+// (metric.All) when it changed since they were made: every name a rule
+// can read, its unit, direction and what it needs, is the catalogue's.
+func derive() {
+	deriveMu.Lock()
+	defer deriveMu.Unlock()
+	v := metric.Version()
+	if v == derivedFrom {
+		return
 	}
-	latencyDefs := map[string]metricDef{}
-	var latencyNames []string
-	for _, s := range latencyStats {
-		latencyDefs[s.name] = metricDef{unit: durationUnit, dir: lowerBetter, need: dist, p: s.p}
-		latencyNames = append(latencyNames, s.name)
-	}
-	t := reflect.TypeFor[metrics]()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name := f.Tag.Get("expr")
-		if f.Anonymous || name == "" || slices.Contains(groups, name) {
+	top, mem, memNames, ext := map[string]metricDef{}, map[string]map[string]metricDef{}, map[string][]string{}, map[string]metric.Unit{}
+	var names []string
+	for _, d := range metric.All() {
+		if d.Name == "" {
 			continue
 		}
-		def := metricDef{unit: unitOfType(f.Type), need: needs[name]}
-		switch {
-		case slices.Contains(lower, name):
-			def.dir = lowerBetter
-		case slices.Contains(higher, name):
-			def.dir = higherBetter
+		def := metricDef{unit: numberUnit, dir: directionOf(d.Worse), need: needOf(d.Need), p: d.P}
+		if d.Unit == metric.Duration {
+			def.unit = durationUnit
 		}
-		topLevel[name] = def
-		topNames = append(topNames, name)
+		g, m := d.Group()
+		if g == "" {
+			top[m] = def
+			names = append(names, m)
+			if !fieldByTag(reflect.ValueOf(&metrics{}).Elem(), m).IsValid() {
+				ext[m] = d.Unit
+			}
+			continue
+		}
+		if mem[g] == nil {
+			mem[g] = map[string]metricDef{}
+		}
+		mem[g][m] = def
+		memNames[g] = append(memNames[g], m)
 	}
-	for _, s := range latencyStats {
-		topLevel[s.name] = latencyDefs[s.name]
+	topLevel, topNames, members, memberNames, extUnits, derivedFrom = top, names, mem, memNames, ext, v
+}
+
+func directionOf(w metric.Direction) direction {
+	switch w {
+	case metric.HigherIsWorse:
+		return lowerBetter
+	case metric.LowerIsWorse:
+		return higherBetter
 	}
-	topNames = append(slices.Clone(latencyNames), topNames...)
-	members["service"], memberNames["service"] = latencyDefs, latencyNames
-	members["failed"], memberNames["failed"] = latencyDefs, latencyNames
-	members["corrected"], memberNames["corrected"] = latencyDefs, latencyNames
-	members["client"] = map[string]metricDef{
-		"cpu":          {unit: numberUnit, dir: lowerBetter, need: clientNeed},
-		"gc_pause_max": {unit: durationUnit, dir: lowerBetter, need: clientNeed},
+	return neutral
+}
+
+func needOf(n metric.Need) need {
+	return map[metric.Need]need{
+		metric.Always: always, metric.Samples: dist, metric.Requests: anyRequest, metric.Elapsed: someElapsed,
+		metric.Responses: littleNeed, metric.OpenModel: offeredNeed, metric.ClientMeasured: clientNeed,
+		metric.TargetMeasured: targetNeed,
+	}[n]
+}
+
+// The maps of the catalogue's top-level metrics without a field of their
+// own, by the Go type of their value (extField).
+const (
+	extInts   = "i()"
+	extFloats = "f()"
+	extDurs   = "d()"
+)
+
+// extField is the expr name of the map an extension metric name is read
+// from, or "" when name has a field of its own (or is no metric).
+func extField(name string) string {
+	derive()
+	u, ok := extUnits[name]
+	switch {
+	case !ok:
+		return ""
+	case u == metric.Count || u == metric.Bytes:
+		return extInts
+	case u == metric.Duration:
+		return extDurs
 	}
-	memberNames["client"] = []string{"cpu", "gc_pause_max"}
-	members["target"] = map[string]metricDef{
-		"cpu":            {unit: numberUnit, dir: lowerBetter, need: targetNeed},
-		"cpu_max_thread": {unit: numberUnit, dir: lowerBetter, need: targetNeed},
-		"rss":            {unit: numberUnit, dir: lowerBetter, need: targetNeed},
+	return extFloats
+}
+
+// isExtField reports whether name is the expr name of an extension map.
+func isExtField(name string) bool { return name == extInts || name == extFloats || name == extDurs }
+
+// typed converts a catalogue value (float64 in its unit) to the Go type a
+// rule reads: int64 counts and bytes, time.Duration durations, float64
+// otherwise.
+func typed(u metric.Unit, v float64) any {
+	switch u {
+	case metric.Count, metric.Bytes:
+		return int64(v)
+	case metric.Duration:
+		return time.Duration(v)
 	}
-	memberNames["target"] = []string{"cpu", "cpu_max_thread", "rss"}
+	return v
 }
 
 func unitOfType(t reflect.Type) unit {
@@ -404,6 +452,9 @@ func (r ref) get(m *metrics) any {
 		if q, ok := extraPercentile(r.name); ok {
 			return extraGet(&m.latency, m.dists[""], r.name, q)
 		}
+		if f := extField(r.name); f != "" {
+			return extGet(m, f, r.name)
+		}
 		return fieldByTag(reflect.ValueOf(m).Elem(), r.name).Interface()
 	case "errors_by":
 		if r.name == "" {
@@ -453,6 +504,10 @@ func (r ref) set(m *metrics, v any) {
 	}
 	switch r.group {
 	case "":
+		if f := extField(r.name); f != "" {
+			extSet(m, f, r.name, v)
+			return
+		}
 		fieldByTag(reflect.ValueOf(m).Elem(), r.name).Set(reflect.ValueOf(v))
 	case "errors_by":
 		if n, ok := v.(int64); ok && r.name != "" {
@@ -481,6 +536,44 @@ func (r ref) set(m *metrics, v any) {
 	}
 }
 
+// extGet reads extension metric name from its map f of m.
+func extGet(m *metrics, f, name string) any {
+	switch f {
+	case extInts:
+		return m.Ints[name]
+	case extDurs:
+		return m.Durs[name]
+	}
+	return m.Floats[name]
+}
+
+// extSet writes v as extension metric name into its map f of m.
+func extSet(m *metrics, f, name string, v any) {
+	switch x := v.(type) {
+	case int64:
+		if f == extInts {
+			if m.Ints == nil {
+				m.Ints = map[string]int64{}
+			}
+			m.Ints[name] = x
+		}
+	case time.Duration:
+		if f == extDurs {
+			if m.Durs == nil {
+				m.Durs = map[string]time.Duration{}
+			}
+			m.Durs[name] = x
+		}
+	case float64:
+		if f == extFloats {
+			if m.Floats == nil {
+				m.Floats = map[string]float64{}
+			}
+			m.Floats[name] = x
+		}
+	}
+}
+
 // fieldByTag returns the field of struct v (or of its embedded structs)
 // whose expr tag is name.
 func fieldByTag(v reflect.Value, name string) reflect.Value {
@@ -499,22 +592,9 @@ func fieldByTag(v reflect.Value, name string) reflect.Value {
 	return reflect.Value{}
 }
 
-// minSamples is how many samples a latency statistic needs before a rule
-// may judge it. A percentile pN needs n ≥ 10 / (1 − N/100): at least ten
-// samples expected above it, so the value rests on more than one or two
-// outliers (p50: 20, p90: 100, p95: 200, p99: 1000, p99.9: 10000).
-// min, max, mean and stddev need one sample.
-func minSamples(p float64) int64 {
-	if !(p > 0) {
-		return 1
-	}
-	// In micro-percent m to stay exact: n ≥ 10 / (1 − m/10⁸) = 10⁹ / (10⁸ − m).
-	tail := int64(100_000_000) - int64(math.Round(p*1_000_000))
-	if tail <= 0 {
-		return math.MaxInt64
-	}
-	return (1_000_000_000 + tail - 1) / tail
-}
+// minSamples is how many samples a latency statistic of percentile p
+// needs before a rule may judge it (metric.MinSamples: 10 / (1 − p/100)).
+func minSamples(p float64) int64 { return metric.MinSamples(p) }
 
 // editDistance is the Levenshtein distance between a and b.
 func editDistance(a, b string) int {

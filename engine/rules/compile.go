@@ -420,6 +420,10 @@ func (p patcher) Visit(node *ast.Node) {
 		if _, ok := extraPercentile(n.Value); ok {
 			ast.Patch(node, pctsRead(&ast.IdentifierNode{Value: pctsField}, n.Value, n.Location()))
 		}
+		// x → f().x: a catalogue metric without a field of its own.
+		if f := extField(n.Value); f != "" {
+			ast.Patch(node, pctsRead(&ast.IdentifierNode{Value: f}, n.Value, n.Location()))
+		}
 	case *ast.UnaryNode:
 		if n.Operator != "-" {
 			break
@@ -441,6 +445,16 @@ func (p patcher) Visit(node *ast.Node) {
 	case *ast.MemberNode:
 		// service.p75 → service.p().p75.
 		if s, ok := n.Property.(*ast.StringNode); ok && !n.Method {
+			// baseline.x → baseline.f().x: a catalogue metric without a field.
+			if f := extField(s.Value); f != "" {
+				if bp, ok := path(n.Node); ok && len(bp) == 1 && bp[0] == "baseline" {
+					prop := &ast.StringNode{Value: f}
+					prop.SetLocation(n.Location())
+					inner := &ast.MemberNode{Node: n.Node, Property: prop}
+					ast.Patch(node, pctsRead(inner, s.Value, n.Location()))
+					break
+				}
+			}
 			if _, ok := extraPercentile(s.Value); ok {
 				if bp, ok := path(n.Node); ok && len(bp) > 0 && (isLatencyGroup(bp[len(bp)-1]) || bp[len(bp)-1] == "baseline") {
 					prop := &ast.StringNode{Value: pctsField}
@@ -561,7 +575,7 @@ func startOf(n ast.Node) int {
 func path(n ast.Node) (p []string, ok bool) {
 	switch n := n.(type) {
 	case *ast.IdentifierNode:
-		if n.Value == pctsField { // p75 as the patcher rewrote it: p().p75
+		if n.Value == pctsField || isExtField(n.Value) { // p75 as the patcher rewrote it: p().p75
 			return []string{}, true
 		}
 		return []string{n.Value}, true
@@ -574,7 +588,7 @@ func path(n ast.Node) (p []string, ok bool) {
 		if !ok {
 			return nil, false
 		}
-		if s.Value == pctsField {
+		if s.Value == pctsField || isExtField(s.Value) {
 			return base, true
 		}
 		return append(base, s.Value), true
@@ -613,6 +627,7 @@ func resolveAt(p []string) (r ref, res resolution, msg string, at int) {
 			return r, isGroup, "", 0
 		}
 	}
+	derive()
 	head := p[0]
 	_, known := topLevel[head]
 	if _, ok := extraPercentile(head); ok {

@@ -15,6 +15,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/metric"
 )
 
 // Status is a rule's verdict.
@@ -125,8 +126,9 @@ type Extras struct {
 	Connections int64
 	// ConnectionsEstablished is how many of them were established.
 	ConnectionsEstablished int64
-	// OfferedRate is the open model's scheduled arrival rate in 1/s; 0 for
-	// the closed model (offered_rate is then unavailable).
+	// OfferedRate is the rate the open phase offered in 1/s, its arrivals
+	// over its elapsed time (engine.MeasuredOfferedRate); 0 for the closed
+	// model (offered_rate is then unavailable).
 	OfferedRate float64
 	// Server holds the target's counter deltas over the phase
 	// (`server.<name>`); nil or a missing name means not fetched.
@@ -168,6 +170,25 @@ type Env struct {
 // ("1000", "1006"). errors_by[code] and closes_by[code] are 0 for a code that did
 // not occur.
 func NewEnv(s *measure.Summary, extra Extras) Env {
+	ph := &metric.Phase{Summary: s, Connections: extra.Connections, ConnectionsEstablished: extra.ConnectionsEstablished}
+	if extra.OfferedRate > 0 {
+		ph.OfferedRate = &extra.OfferedRate
+	}
+	if c := extra.Client; c != nil {
+		ph.Client = &metric.Client{CPU: c.CPU, Cores: 1, GCPauseMax: c.GCPauseMax}
+	}
+	if t := extra.Target; t != nil {
+		ph.Target = &metric.Target{CPU: t.CPU, CPUMaxThread: t.CPUMaxThread, RSS: t.RSS}
+	}
+	return EnvOf(ph, extra.Server, extra.Baseline)
+}
+
+// EnvOf builds the rule environment of a measured phase: every metric of
+// the catalogue (metric.All) read from ph, the target's counter deltas
+// server (`server.<name>`; nil or a missing name means not fetched), and
+// the baseline's environment of the same phase (nil: none).
+func EnvOf(ph *metric.Phase, server map[string]float64, baseline *Env) Env {
+	s := ph.Summary
 	if s == nil {
 		s = &measure.Summary{}
 	}
@@ -177,42 +198,13 @@ func NewEnv(s *measure.Summary, extra Extras) Env {
 		requests: s.Requests,
 		answered: s.Responded,
 		elapsed:  s.Elapsed,
-		client:   extra.Client != nil,
-		target:   extra.Target != nil,
-		baseline: extra.Baseline,
+		client:   ph.Client != nil,
+		target:   ph.Target != nil,
+		baseline: baseline,
 	}
 	m := &e.m
-	m.Requests, m.OK, m.Errors = s.Requests, s.OK, s.Errors
-	m.ErrorRate, _ = s.ErrorRate()
-	m.Timeouts, m.Late, m.Dropped, m.Arrivals, m.Cancelled = s.Timeouts, s.Late, s.Dropped, s.Arrivals, s.Cancelled
-	m.LeftOver = s.LeftOver()
-	m.Throughput, m.CompletedRate, m.AchievedRate = s.Throughput(), s.CompletedRate(), s.AchievedRate()
-	m.OfferedRate = extra.OfferedRate
-	m.Duration = s.Elapsed
-	m.Samples = s.Response.Count()
-	m.Connections, m.ConnectionsEstablished = extra.Connections, extra.ConnectionsEstablished
-	m.ConnectionsOpened, m.Reconnects = s.ConnectionsOpened, s.Reconnects
-	m.InflightMean = s.InflightMean()
-	m.LittleL = s.LittleL()
-	failed := s.FailedAll()
-	corrected := s.Corrected
-	if corrected == nil {
-		corrected = &measure.Dist{}
-	}
-	for g, d := range map[string]*measure.Dist{"": &s.Response, "service": &s.Service, "failed": failed, "corrected": corrected} {
-		l := &m.latency
-		switch g {
-		case "service":
-			l = &m.Service
-		case "failed":
-			l = &m.Failed
-		case "corrected":
-			l = &m.Corrected
-		}
-		fillLatency(l, d)
-		e.samples[g] = d.Count()
-		e.m.dists[g] = d
-	}
+	derive()
+	e.fill(ph)
 	m.ErrorsBy = maps.Clone(s.ErrorsByCode)
 	if m.ErrorsBy == nil {
 		m.ErrorsBy = map[string]int64{}
@@ -222,34 +214,38 @@ func NewEnv(s *measure.Summary, extra Extras) Env {
 		m.ClosesBy = map[string]int64{}
 	}
 	m.UnknownID, m.DuplicateID = s.UnknownID, s.DuplicateID
-	m.Server = maps.Clone(extra.Server)
+	m.Server = maps.Clone(server)
 	if m.Server == nil {
 		m.Server = map[string]float64{}
 	}
-	if extra.Client != nil {
-		m.Client = clientVars{CPU: extra.Client.CPU, GCPauseMax: extra.Client.GCPauseMax}
-	}
-	if extra.Target != nil {
-		m.Target = targetVars{CPU: extra.Target.CPU, CPUMaxThread: extra.Target.CPUMaxThread, RSS: extra.Target.RSS}
-	}
 	// A fetched counter is in the map even when its delta is 0.
 	e.fetched = map[string]bool{}
-	for k := range extra.Server {
+	for k := range server {
 		e.fetched[k] = true
 	}
 	return e
 }
 
-func fillLatency(l *latency, d *measure.Dist) {
-	l.P50, _ = d.Percentile(50)
-	l.P90, _ = d.Percentile(90)
-	l.P95, _ = d.Percentile(95)
-	l.P99, _ = d.Percentile(99)
-	l.P999, _ = d.Percentile(99.9)
-	l.Max, _ = d.Max()
-	l.Min, _ = d.Min()
-	l.Mean, _ = d.Mean()
-	l.Stddev, _ = d.Stddev()
+// fill sets every metric of the catalogue (metric.All) that rules read
+// to its value in ph (0 when it has none), and the distributions behind
+// the latency groups, for their sample counts and other percentiles.
+func (e *Env) fill(ph *metric.Phase) {
+	for _, d := range []*metric.Dist{metric.Response, metric.Service, metric.Failed, metric.Corrected} {
+		x := d.Of(ph)
+		if x == nil {
+			x = &measure.Dist{}
+		}
+		e.samples[d.Group] = x.Count()
+		e.m.dists[d.Group] = x
+	}
+	for _, d := range metric.All() {
+		if d.Name == "" {
+			continue
+		}
+		v, _ := d.Read(ph)
+		g, name := d.Group()
+		ref{group: g, name: name}.set(&e.m, typed(d.Unit, v))
+	}
 }
 
 // WithBaseline returns e with b as its baseline (`baseline.<metric>`);

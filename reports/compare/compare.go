@@ -6,11 +6,14 @@ import (
 	"slices"
 
 	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/engine/metric"
 	"github.com/runner-dev/runner/reports"
 )
 
-// Metric is one headline metric compared, read from a phase's Metrics.
+// Metric is one headline metric compared, read from a phase's Metrics:
+// a metric of the catalogue (metric.All) with a Compare position.
 type Metric struct {
+	// Name is its name in rules (littleL, p99).
 	Name string
 	// Unit is shown next to the values ("/s", "ms", "" for a fraction).
 	Unit string
@@ -23,41 +26,53 @@ type Metric struct {
 	// higher or lower.
 	Judged bool
 	// P is the percentile of a latency percentile, 0 otherwise: a repeat
-	// with fewer than 10/(1−P/100) samples cannot support it.
-	P   float64
-	get func(*engine.Metrics) (float64, bool)
+	// with fewer than MinSamples samples cannot support it.
+	P float64
+	// MinSamples is the samples each repeat needs (metric.MinSamples:
+	// 10/(1−P/100), the rule of the run's INCONCLUSIVE: 1000 for p99,
+	// 10000 for p99.9); 0 for a metric that is not a percentile.
+	MinSamples int64
+	// key is its JSON key in engine.Metrics, samples that of its
+	// distribution's sample count ("" when not a percentile).
+	key, samples string
 }
 
-func ptr(p *float64) (float64, bool) {
-	if p == nil {
-		return 0, false
+// Metrics are the metrics compared, in display order: the catalogue's
+// metrics with a Compare position, by position.
+func Metrics() []Metric {
+	var defs []metric.Def
+	for _, d := range metric.All() {
+		if d.Compare > 0 && d.JSON != "" {
+			defs = append(defs, d)
+		}
 	}
-	return *p, true
+	slices.SortStableFunc(defs, func(a, b metric.Def) int { return a.Compare - b.Compare })
+	out := make([]Metric, len(defs))
+	for i, d := range defs {
+		out[i] = Metric{Name: d.Name, Unit: d.Unit.Suffix(), HigherIsWorse: d.Worse == metric.HigherIsWorse,
+			Judged: d.Judged, key: d.JSON}
+		if d.P > 0 && d.Dist != nil {
+			out[i].P, out[i].MinSamples, out[i].samples = d.P, d.MinSamples(), d.Dist.JSON+".samples"
+		}
+		if out[i].Name == "" {
+			out[i].Name = d.JSON
+		}
+	}
+	return out
 }
 
-// Metrics are the metrics compared, in display order.
-var Metrics = []Metric{
-	{"throughput", "/s", false, false, 0, func(m *engine.Metrics) (float64, bool) { return m.Throughput, true }},
-	{"p50", "ms", true, true, 50, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P50) }},
-	{"p90", "ms", true, true, 90, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P90) }},
-	{"p99", "ms", true, true, 99, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P99) }},
-	{"p999", "ms", true, true, 99.9, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.P999) }},
-	{"mean", "ms", true, true, 0, func(m *engine.Metrics) (float64, bool) { return ptr(m.Response.Mean) }},
-	{"error_rate", "", true, true, 0, func(m *engine.Metrics) (float64, bool) { return ptr(m.ErrorRate) }},
-	{"achieved_rate", "/s", false, false, 0, func(m *engine.Metrics) (float64, bool) { return m.AchievedRate, true }},
-	{"littleL", "", true, false, 0, func(m *engine.Metrics) (float64, bool) { return m.LittleL, true }},
-}
+// get reads m from a phase's JSON metrics block (durations are in ms
+// there already).
+func (m Metric) get(x *engine.Metrics) (float64, bool) { return x.Value(m.key) }
 
 // enoughSamples reports whether every repeat has the samples percentile m
-// needs (10/(1−p), the rule of the run's INCONCLUSIVE: 1000 for p99,
-// 10000 for p99.9).
+// needs (m.MinSamples).
 func enoughSamples(m Metric, prs []*engine.PhaseResult) bool {
-	if m.P == 0 {
+	if m.MinSamples == 0 {
 		return true
 	}
-	need := int64(math.Ceil(10/(1-m.P/100) - 1e-6))
 	for _, pr := range prs {
-		if pr.Metrics.Response.Samples < need {
+		if n, _ := pr.Metrics.Value(m.samples); int64(n) < m.MinSamples {
 			return false
 		}
 	}
@@ -170,7 +185,7 @@ func phasesOf(runs []*reports.Run) ([]string, map[string][]*engine.PhaseResult) 
 
 func comparePhase(name string, base, new []*engine.PhaseResult) *PhaseComparison {
 	pc := &PhaseComparison{Phase: name, NBase: len(base), NNew: len(new)}
-	for _, m := range Metrics {
+	for _, m := range Metrics() {
 		mc := compareMetric(m, values(m, base), values(m, new))
 		if !enoughSamples(m, base) || !enoughSamples(m, new) {
 			mc.Test, mc.FewSamples = nil, true

@@ -82,7 +82,7 @@ func (m *MetricComparison) change() string {
 // verdict is the significance column: the p-value and what it means.
 func (m *MetricComparison) verdict() string {
 	if m.FewSamples {
-		return fmt.Sprintf("too few samples per repeat for p%g (needs %.0f): no claim", m.Metric.P, math.Ceil(10/(1-m.Metric.P/100)-1e-6))
+		return fmt.Sprintf("too few samples per repeat for p%g (needs %d): no claim", m.Metric.P, m.Metric.MinSamples)
 	}
 	if m.Test == nil {
 		return "not summarized"
