@@ -10,6 +10,7 @@ import (
 
 	"github.com/runner-dev/runner/engine/measure"
 	"github.com/runner-dev/runner/engine/metric"
+	spelling "github.com/runner-dev/runner/internal/suggest"
 )
 
 // latency is one latency distribution's statistics, as rules read them.
@@ -596,48 +597,11 @@ func fieldByTag(v reflect.Value, name string) reflect.Value {
 // needs before a rule may judge it (metric.MinSamples: 10 / (1 − p/100)).
 func minSamples(p float64) int64 { return metric.MinSamples(p) }
 
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
-}
-
-// suggest returns the known names nearest to name (up to three ties),
-// comparing case- and underscore-insensitively first, or nil when none is
-// within max(2, len/3) edits.
+// suggest returns the known names nearest to name (up to three ties, in
+// known's order), or nil when none is within max(2, len/3) slips
+// (internal/suggest: case ignored, a transposition one slip), so that a
+// misspelt metric and a misspelt scenario key get the same suggestions.
 func suggest(name string, known []string) []string {
-	norm := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "_", "") }
-	limit := max(2, len([]rune(name))/3)
-	var best []string
-	bestD := limit + 1
-	for _, k := range known {
-		d := editDistance(name, k)
-		if norm(name) == norm(k) {
-			d = 0
-		}
-		switch {
-		case d > limit:
-		case d < bestD:
-			best, bestD = []string{k}, d
-		case d == bestD && len(best) < 3:
-			best = append(best, k)
-		}
-	}
-	return best
+	best := spelling.Nearest(name, known, max(2, len([]rune(name))/3))
+	return best[:min(len(best), 3)]
 }
