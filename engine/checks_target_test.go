@@ -78,11 +78,11 @@ func TestTargetMeterAndCountersAtStart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j := rules.Judge(rule, []rules.Env{Env(steady)}); j.Status != rules.Pass {
+		if j := rules.Judge(rule, []rules.Env{RuleEnv(steady)}); j.Status != rules.Pass {
 			t.Errorf("target rule on a measured phase: %v (%s)", j.Status, j.Reason)
 		}
 		// Not measured: the rule cannot pass.
-		if j := rules.Judge(rule, []rules.Env{Env(res.Phases[2])}); j.Status == rules.Pass {
+		if j := rules.Judge(rule, []rules.Env{RuleEnv(res.Phases[2])}); j.Status == rules.Pass {
 			t.Errorf("target rule on an unmeasured phase passed")
 		}
 	})
@@ -280,7 +280,7 @@ func TestCoresUnderAffinity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := rule.Eval(Env(ph(procstat.MachineUsage{Busy: 1.9, Cores: 2}, 0.95, nil))); v.Status != rules.Pass || v.Observed != "client.cpu=0.95" {
+	if v := rule.Eval(RuleEnv(ph(procstat.MachineUsage{Busy: 1.9, Cores: 2}, 0.95, nil))); v.Status != rules.Pass || v.Observed != "client.cpu=0.95" {
 		t.Errorf("client.cpu > 0.9: %v %s, want a pass with 0.95 (of the 1 core)", v.Status, v.Observed)
 	}
 	// Allowed both cores: 0.95 of a core is not saturation.

@@ -36,10 +36,10 @@ type Verdict struct {
 	Expect []RuleResult `json:"expect,omitempty"`
 }
 
-// Env builds the rule environment of one measured (repeat, phase): the
+// RuleEnv builds the rule environment of one measured (repeat, phase): the
 // catalogue's metrics read from it (MetricPhase) and the target's
 // counter deltas.
-func Env(pr *PhaseResult) rules.Env {
+func RuleEnv(pr *PhaseResult) rules.Env {
 	return rules.EnvOf(pr.MetricPhase(), pr.Server, nil)
 }
 
@@ -98,7 +98,7 @@ func BaselineEnvs(base *Result) map[string]*rules.Env {
 			return v
 		}
 		sort.SliceStable(prs, func(i, j int) bool { return p99(prs[i]) < p99(prs[j]) })
-		e := Env(prs[len(prs)/2])
+		e := RuleEnv(prs[len(prs)/2])
 		out[name] = &e
 	}
 	return out
@@ -117,7 +117,7 @@ func judgeAll(pl *Plan, res *Result, rs []*ScopedRule, bases map[string]*rules.E
 			var censored, generator, timedOut []string // per judged repeat: why, or ""
 			for _, pr := range res.Phases {
 				if pr.Phase.Index == p.Index && !pr.Interrupted {
-					envs = append(envs, Env(pr).WithBaseline(bases[p.Name]))
+					envs = append(envs, RuleEnv(pr).WithBaseline(bases[p.Name]))
 					reps = append(reps, pr.Repeat)
 					censored = append(censored, Censoring(pl, pr))
 					generator = append(generator, GeneratorFault(pr))
@@ -210,7 +210,7 @@ func PhaseStatus(pl *Plan, pr *PhaseResult) (st rules.Status, judged bool) {
 		return 0, false
 	}
 	var all []rules.Status
-	env := []rules.Env{Env(pr)}
+	env := []rules.Env{RuleEnv(pr)}
 	censored, generator, timedOut := []string{Censoring(pl, pr)}, []string{GeneratorFault(pr)}, []string{TimeoutCensoring(pl, pr)}
 	for i, sr := range append(append([]*ScopedRule(nil), pl.Rules...), pl.Expect...) {
 		if sr.Phase == "" || sr.Phase == pr.Phase.Name {

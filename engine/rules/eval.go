@@ -89,8 +89,8 @@ type Verdict struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Result is one rule judged across repeats.
-type Result struct {
+// AcrossRepeats is one rule judged across repeats.
+type AcrossRepeats struct {
 	// Status is the worst of the repeats' statuses: the rule holds only if
 	// it holds in every repeat.
 	Status Status `json:"status"`
@@ -444,19 +444,19 @@ func ExtraPercentiles(rs []*Rule) []float64 {
 // holds only if it holds in every repeat: any Fail is Fail, else any Error
 // is Error, else any Inconclusive is Inconclusive. median(x) and worst(x)
 // are computed across all repeats. No repeats is Inconclusive.
-func Judge(r *Rule, perRepeat []Env) Result {
+func Judge(r *Rule, perRepeat []Env) AcrossRepeats {
 	if r == nil {
-		return Result{Status: Error, Reason: "no rule"}
+		return AcrossRepeats{Status: Error, Reason: "no rule"}
 	}
 	if len(perRepeat) == 0 {
-		return Result{Status: Inconclusive, Reason: "no repeats"}
+		return AcrossRepeats{Status: Inconclusive, Reason: "no repeats"}
 	}
 	envs := make([]*Env, len(perRepeat))
 	for i := range perRepeat {
 		envs[i] = &perRepeat[i]
 	}
 	views := r.views(envs)
-	res := Result{Repeats: make([]Verdict, len(envs))}
+	res := AcrossRepeats{Repeats: make([]Verdict, len(envs))}
 	var reasons []string
 	for i, e := range envs {
 		v := r.eval(e, views)

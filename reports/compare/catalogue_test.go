@@ -56,7 +56,7 @@ func TestOneMetricAddedEverywhere(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
-		env := engine.Env(pr)
+		env := engine.RuleEnv(pr)
 		env = env.WithBaseline(&env)
 		if v := r.Eval(env); v.Status != want {
 			t.Errorf("%s: %s (%s), want %s", src, v.Status, v.Reason, want)
@@ -65,7 +65,7 @@ func TestOneMetricAddedEverywhere(t *testing.T) {
 	r, _ := rules.Compile("worst(answered) >= 10 && median(answered) == 11")
 	var envs []rules.Env
 	for _, pr := range base.Result.Phases {
-		envs = append(envs, engine.Env(pr))
+		envs = append(envs, engine.RuleEnv(pr))
 	}
 	if j := rules.Judge(r, envs); j.Status != rules.Pass {
 		t.Errorf("worst/median: %s (%s)", j.Status, j.Reason)

@@ -79,8 +79,9 @@ func enoughSamples(m Metric, prs []*engine.PhaseResult) bool {
 	return true
 }
 
-// Result is a whole comparison.
-type Result struct {
+// Comparison is two sides (base and new) compared phase by phase, with
+// the differences of their setups.
+type Comparison struct {
 	Base, New *Side
 	// Phases are the non-warmup phases both sides measured, in BASE's
 	// order; OnlyBase and OnlyNew name those only one side has.
@@ -128,8 +129,8 @@ func (m *MetricComparison) Worse() bool {
 
 // Compare compares two loaded sides. It fails with ErrNoCommonPhase when
 // they share no measured non-warmup phase.
-func Compare(base, new *Side) (*Result, error) {
-	res := &Result{Base: base, New: new}
+func Compare(base, new *Side) (*Comparison, error) {
+	res := &Comparison{Base: base, New: new}
 	bOrder, bPhases := phasesOf(base.Runs)
 	nOrder, nPhases := phasesOf(new.Runs)
 	for _, name := range bOrder {

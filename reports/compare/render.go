@@ -117,7 +117,7 @@ func (s *Side) describe() string {
 
 // setupVerdict is the sentence about the setup: shared, one difference,
 // or the warning when more than one thing differs.
-func (r *Result) setupVerdict() string {
+func (r *Comparison) setupVerdict() string {
 	if len(r.BaseMixed) > 0 || len(r.NewMixed) > 0 {
 		return "WARNING: a side pools reports of different setups (below): no change can be attributed to one cause."
 	}
@@ -150,7 +150,7 @@ func (p *PhaseComparison) note() string {
 }
 
 // WriteText writes the comparison as console text.
-func (r *Result) WriteText(w io.Writer) error {
+func (r *Comparison) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	ew.f("runner compare: scenario %q\n", r.Base.Scenario())
 	if r.New.Scenario() != r.Base.Scenario() {
@@ -204,7 +204,7 @@ func (r *Result) WriteText(w io.Writer) error {
 }
 
 // WriteMarkdown writes the comparison as Markdown tables.
-func (r *Result) WriteMarkdown(w io.Writer) error {
+func (r *Comparison) WriteMarkdown(w io.Writer) error {
 	ew := &errWriter{w: w}
 	ew.f("# runner compare: `%s`\n\n", mdCell(r.Base.Scenario()))
 	ew.f("- BASE: `%s` (%s)\n", mdCell(r.Base.Arg), plural(len(r.Base.Files), "report", "reports"))
