@@ -22,6 +22,9 @@ func TestIssue12_UnknownAliasLocated(t *testing.T) {
 			`s.yaml:4:10: repeats: invalid YAML: unknown anchor "n"`},
 		{"after a UTF-8 byte order mark", "\ufeffversion: *v1\n",
 			`s.yaml:1:10: version: invalid YAML: unknown anchor "v1"`},
+		// Found by fuzzing the pipeline: an alias used as a key, its
+		// colon right after it.
+		{"as a key", "*k: 1\n", `s.yaml:1:1: invalid YAML: unknown anchor "k"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantProblems(t, tc.src, tc.want) })
 	}

@@ -323,7 +323,11 @@ func (l *loader) syntaxError(err error, data []byte) {
 		e := &Error{File: l.file, Msg: fmt.Sprintf("invalid YAML: unknown anchor %q: *%s refers to no &%s defined before it", m[1], m[1], m[1])}
 		if line, col, ok := aliasAt(data, m[1]); ok {
 			e.Line, e.Col = line, col
-			e.Path = pathAt(blankAlias(data, line, col, m[1]), line, col)
+			// The key whose value the alias is; none when the alias is
+			// itself a key (the path would name the blank put in its place).
+			if p := pathAt(blankAlias(data, line, col, m[1]), line, col); !strings.ContainsRune(p, '\uFFFD') {
+				e.Path = p
+			}
 		}
 		l.add(e)
 		return
@@ -916,7 +920,7 @@ func aliasAt(data []byte, name string) (line, col int, ok bool) {
 			case r == '#' && (prev == ' ' || prev == '\t'):
 				break scan // the rest of the line is a comment
 			case r == '*' && strings.ContainsRune(" \t[{,:?", prev) && strings.HasPrefix(text[j:], alias):
-				if rest := text[j+len(alias):]; rest == "" || strings.ContainsAny(rest[:1], " \t\r,]}") {
+				if rest := text[j+len(alias):]; rest == "" || strings.ContainsAny(rest[:1], " \t\r,]}:") {
 					return i + 1, utf8.RuneCountInString(text[:j]) + 1, true
 				}
 			}
