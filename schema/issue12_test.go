@@ -25,6 +25,7 @@ func TestIssue12_UnknownAliasLocated(t *testing.T) {
 		// Found by fuzzing the pipeline: an alias used as a key, its
 		// colon right after it.
 		{"as a key", "*k: 1\n", `s.yaml:1:1: invalid YAML: unknown anchor "k"`},
+		{"before a question mark", "*k?0\n", `s.yaml:1:1: invalid YAML: unknown anchor "k"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantProblems(t, tc.src, tc.want) })
 	}

@@ -920,7 +920,8 @@ func aliasAt(data []byte, name string) (line, col int, ok bool) {
 			case r == '#' && (prev == ' ' || prev == '\t'):
 				break scan // the rest of the line is a comment
 			case r == '*' && strings.ContainsRune(" \t[{,:?", prev) && strings.HasPrefix(text[j:], alias):
-				if rest := text[j+len(alias):]; rest == "" || strings.ContainsAny(rest[:1], " \t\r,]}:") {
+				// yaml.v3 ends an alias's name at a blank or at one of ?:,]}%@`.
+				if rest := text[j+len(alias):]; rest == "" || strings.ContainsAny(rest[:1], " \t\r?:,]}%@`") {
 					return i + 1, utf8.RuneCountInString(text[:j]) + 1, true
 				}
 			}
