@@ -49,6 +49,9 @@ func parseRun(b []byte) (*Run, error) {
 	if r.RunID == "" || r.Result == nil {
 		return nil, errors.New("not a runner JSON report (no run_id or no result)")
 	}
+	if err := r.complete(); err != nil {
+		return nil, fmt.Errorf("not a runner JSON report: %w", err)
+	}
 	// Compiled rules are not in the JSON: compile them again from their
 	// source, so that a phase can be judged as the run judged it.
 	if r.Plan != nil {
@@ -65,10 +68,42 @@ func parseRun(b []byte) (*Run, error) {
 	// reads the cores of the machine that judges again).
 	if cores := r.Env.ClientCores(); cores > 0 {
 		for _, pr := range r.Result.Phases {
-			if pr != nil && pr.ClientCores == 0 {
+			if pr.ClientCores <= 0 {
 				pr.ClientCores = cores
 			}
 		}
 	}
 	return &r, nil
+}
+
+// complete checks that a decoded report holds every part a run writes
+// and every renderer reads: the scenario, the plan (its rules and
+// expectations none null), and each phase result with its phase and its
+// summary. A report edited by hand that lacks one is refused here, with
+// the JSON path of what is missing, rather than read as if it were whole.
+func (r *Run) complete() error {
+	switch {
+	case r.Scenario == nil:
+		return errors.New("no scenario")
+	case r.Plan == nil:
+		return errors.New("no plan")
+	}
+	for key, rs := range map[string][]*engine.ScopedRule{"plan.rules": r.Plan.Rules, "plan.expect": r.Plan.Expect} {
+		for i, sr := range rs {
+			if sr == nil {
+				return fmt.Errorf("%s[%d] is null", key, i)
+			}
+		}
+	}
+	for i, pr := range r.Result.Phases {
+		switch {
+		case pr == nil:
+			return fmt.Errorf("result.phases[%d] is null", i)
+		case pr.Phase == nil:
+			return fmt.Errorf("result.phases[%d].phase is missing", i)
+		case pr.Summary == nil:
+			return fmt.Errorf("result.phases[%d].summary is missing", i)
+		}
+	}
+	return nil
 }

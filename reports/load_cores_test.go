@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -17,8 +18,9 @@ func TestLoadFillsClientCoresFromRecordedEnvironment(t *testing.T) {
 		{`"cores": 4`, 4},
 		{``, 0},
 	} {
-		js := `{"run_id": "r1", "environment": {` + c.env + `},
-		  "result": {"phases": [{"repeat": 1, "client_cpu": 0.9}, {"repeat": 2, "client_cores": 6}]}}`
+		js := `{"run_id": "r1", "environment": {` + c.env + `}, "scenario": {"name": "s"}, "plan": {"repeats": 2},
+		  "result": {"phases": [{"repeat": 1, "phase": {"name": "p"}, "summary": {}, "client_cpu": 0.9},
+		                        {"repeat": 2, "phase": {"name": "p"}, "summary": {}, "client_cores": 6}]}}`
 		r, err := parseRun([]byte(js))
 		if err != nil {
 			t.Fatalf("%s: %v", c.env, err)
@@ -29,5 +31,40 @@ func TestLoadFillsClientCoresFromRecordedEnvironment(t *testing.T) {
 		if got := r.Result.Phases[1].ClientCores; got != 6 {
 			t.Errorf("environment {%s}: a recorded 6 became %d", c.env, got)
 		}
+	}
+}
+
+// A report edited by hand that lacks a part every run writes (a null
+// rule, a null phase, a phase without its plan or summary, no scenario or
+// no plan) is refused as not a runner JSON report, naming what is
+// missing; every renderer used to dereference it and panic.
+func TestLoadRefusesIncompleteReports(t *testing.T) {
+	phase := `{"repeat": 1, "phase": {"name": "p"}, "summary": {}}`
+	whole := func(scenario, plan, phases string) string {
+		return `{"run_id": "r1"` + scenario + plan + `, "result": {"phases": [` + phases + `]}}`
+	}
+	const sc, pl = `, "scenario": {"name": "s"}`, `, "plan": {"repeats": 1, "rules": [{"rule": "errors == 0"}]}`
+	if _, err := parseRun([]byte(whole(sc, pl, phase))); err != nil {
+		t.Fatalf("a whole report refused: %v", err)
+	}
+	for _, c := range []struct{ js, want string }{
+		{whole("", pl, phase), "no scenario"},
+		{whole(sc, "", phase), "no plan"},
+		{whole(sc, `, "plan": {"rules": [null]}`, phase), "plan.rules[0] is null"},
+		{whole(sc, `, "plan": {"expect": [{"rule": "errors == 0"}, null]}`, phase), "plan.expect[1] is null"},
+		{whole(sc, pl, phase+`, null`), "result.phases[1] is null"},
+		{whole(sc, pl, `{"repeat": 1, "summary": {}}`), "result.phases[0].phase is missing"},
+		{whole(sc, pl, `{"repeat": 1, "phase": {"name": "p"}}`), "result.phases[0].summary is missing"},
+	} {
+		_, err := parseRun([]byte(c.js))
+		if err == nil || !strings.Contains(err.Error(), "not a runner JSON report: "+c.want) {
+			t.Errorf("%s: %v, want not a runner JSON report: %s", c.js, err, c.want)
+		}
+	}
+	// Client cores recorded as nonsense count as not recorded.
+	r, err := parseRun([]byte(`{"run_id": "r1", "environment": {"cores": 2}` + sc + pl +
+		`, "result": {"phases": [{"repeat": 1, "phase": {"name": "p"}, "summary": {}, "client_cores": -5}]}}`))
+	if err != nil || r.Result.Phases[0].ClientCores != 2 {
+		t.Errorf("client_cores -5: %v, %+v; want the environment's 2", err, r)
 	}
 }
