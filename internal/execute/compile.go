@@ -11,7 +11,9 @@ import (
 	"github.com/runner-dev/runner/engine/rules"
 	"github.com/runner-dev/runner/internal/redact"
 	"github.com/runner-dev/runner/schema"
+	"github.com/runner-dev/runner/targets/frametarget"
 	"github.com/runner-dev/runner/targets/httptarget"
+	"github.com/runner-dev/runner/targets/wsgateway"
 )
 
 // Compile loads, validates and compiles one scenario file without sending
@@ -69,10 +71,10 @@ func compileScenario(sc *schema.Scenario, compiled ruleCache) (*schema.Scenario,
 		base = placeholderURL(sc)
 	}
 	var errs []error
-	if sc.Target.Serve == "http" {
+	if parse := targetArgs[sc.Target.Serve]; parse != nil {
 		// The spawned target would reject them and exit before it is
 		// ready; say so now, before anything runs.
-		if _, err := httptarget.ParseArgs(sc.Target.Args); err != nil {
+		if err := parse(sc.Target.Args); err != nil {
 			errs = append(errs, argsError(sc, err))
 		}
 	}
@@ -93,6 +95,14 @@ func compileScenario(sc *schema.Scenario, compiled ruleCache) (*schema.Scenario,
 		return sc, nil, err
 	}
 	return sc, pl, nil
+}
+
+// targetArgs checks the arguments of each reference target a scenario can
+// spawn (target.serve) as the target itself will parse them.
+var targetArgs = map[string]func(args []string) error{
+	"http":       func(a []string) error { _, err := httptarget.ParseArgs(a); return err },
+	"ws-gateway": func(a []string) error { _, err := wsgateway.ParseArgs(a); return err },
+	"frame":      func(a []string) error { _, err := frametarget.ParseArgs(a); return err },
 }
 
 // redactErrors removes sc's secrets from the messages of problems found

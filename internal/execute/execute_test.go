@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,5 +216,33 @@ func TestShippedScenariosBuildTheirDriver(t *testing.T) {
 	}
 	if len(seen) != len(kinds) {
 		t.Errorf("shipped scenarios use %v: want every driver kind (%d) exercised", seen, len(kinds))
+	}
+}
+
+// The arguments of every reference target a scenario can spawn are
+// checked when it is compiled, as the target will parse them: a bad one
+// is a located problem before anything is sent (frame and ws-gateway used
+// to pass validation and fail only once a run had started the target).
+func TestTargetArgsCheckedForEveryKind(t *testing.T) {
+	for _, c := range []struct{ serve, driver, args string }{
+		{"http", "{http: {path: /}}", `["--dealy", "1ms"]`},
+		{"frame", "{frame: {preset: lkdf}}", `["--handler", "echoo"]`},
+		{"ws-gateway", `{websocket: {message: '{"id": {{seq}}}'}}`, `["--bogus"]`},
+	} {
+		yaml := `version: 1
+name: args
+target: {serve: ` + c.serve + `, args: ` + c.args + `}
+driver: ` + c.driver + `
+phases:
+  - {name: steady, closed: {connections: 1}, requests: 1}
+`
+		_, pl, err := CompileData(filepath.Join(t.TempDir(), "s.yaml"), []byte(yaml), func(string) (string, bool) { return "", false })
+		if err == nil || pl != nil {
+			t.Errorf("%s %s: compiled; want its arguments refused", c.serve, c.args)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, "s.yaml:3:") || !strings.Contains(msg, "runner serve "+c.serve+" --help") {
+			t.Errorf("%s %s: %q; want a problem on line 3 naming runner serve %s --help", c.serve, c.args, msg, c.serve)
+		}
 	}
 }
