@@ -350,3 +350,38 @@ func TestIssue12_EarlySignalInterrupts(t *testing.T) {
 		t.Error("stop does not report the early signal")
 	}
 }
+
+// A signal sent to the runner and again to its process group (GNU
+// timeout -s INT does both) arrives twice at once: it is one interrupt,
+// which writes the results, not the forced exit a second Ctrl-C makes;
+// a second signal some time later still forces the exit.
+func TestSignalEchoIsOneInterrupt(t *testing.T) {
+	a := newApp(io.Discard, io.Discard)
+	a.signals = make(chan os.Signal, 4)
+	forced := make(chan int, 4)
+	a.forceExit = func(code int) { forced <- code }
+	a.signals <- syscall.SIGINT
+	a.signals <- syscall.SIGINT // the process group's copy
+	ctx, stop := a.interruptible(context.Background(), io.Discard)
+	defer stop()
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no interrupt within 10 s")
+	}
+	time.Sleep(4 * signalEcho)
+	select {
+	case code := <-forced:
+		t.Fatalf("the echo of one signal forced exit %d", code)
+	default:
+	}
+	a.signals <- syscall.SIGINT // a second Ctrl-C
+	select {
+	case code := <-forced:
+		if code != exitCouldNotRun {
+			t.Errorf("forced exit %d, want %d", code, exitCouldNotRun)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second signal, later, did not force the exit")
+	}
+}

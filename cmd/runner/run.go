@@ -55,6 +55,11 @@ var outputs sync.Mutex
 // forceWait bounds how long a forced exit waits for a write in progress.
 const forceWait = time.Second
 
+// signalEcho is how soon after the first signal another one counts as the
+// same interrupt delivered twice, not a second Ctrl-C that forces the
+// exit.
+const signalEcho = 50 * time.Millisecond
+
 func newRunCmd(a *app, code *int) *cobra.Command {
 	stdout, stderr := a.stdout, a.stderr
 	var f runFlags
@@ -269,6 +274,21 @@ func (a *app) interruptible(parent context.Context, stderr io.Writer) (ctx conte
 		case <-done:
 			close(first)
 			return
+		}
+		// A signal sent to the process and again to its process group
+		// (GNU timeout -s INT does both) arrives twice within
+		// microseconds: one interrupt, not a forced exit. A person's
+		// second Ctrl-C comes later than signalEcho.
+		echo := time.After(signalEcho)
+	echoes:
+		for {
+			select {
+			case <-ch:
+			case <-echo:
+				break echoes
+			case <-done:
+				return
+			}
 		}
 		select {
 		case s := <-ch:
