@@ -26,6 +26,7 @@ func TestIssue12_UnknownAliasLocated(t *testing.T) {
 		// colon right after it.
 		{"as a key", "*k: 1\n", `s.yaml:1:1: invalid YAML: unknown anchor "k"`},
 		{"before a question mark", "*k?0\n", `s.yaml:1:1: invalid YAML: unknown anchor "k"`},
+		{"after a lone carriage return", "\r*k\n", `s.yaml:2:1: invalid YAML: unknown anchor "k"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantProblems(t, tc.src, tc.want) })
 	}

@@ -320,6 +320,8 @@ var (
 func (l *loader) syntaxError(err error, data []byte) {
 	msg := err.Error()
 	if m := unknownAnchor.FindStringSubmatch(msg); m != nil {
+		// YAML breaks lines at \r\n, \r and \n alike.
+		data = bytes.ReplaceAll(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")), []byte("\r"), []byte("\n"))
 		e := &Error{File: l.file, Msg: fmt.Sprintf("invalid YAML: unknown anchor %q: *%s refers to no &%s defined before it", m[1], m[1], m[1])}
 		if line, col, ok := aliasAt(data, m[1]); ok {
 			e.Line, e.Col = line, col
