@@ -32,6 +32,10 @@ type Limits struct {
 	// Timeout is the driver's per-request timeout, used as the
 	// end-of-phase grace (docs/design.md, "End of a phase and censoring").
 	Timeout time.Duration
+	// TimeoutKey is the key of the driver's timeout in the scenario (e.g.
+	// driver.http.timeout), where a problem with it is positioned; ""
+	// puts it at the driver.
+	TimeoutKey string
 	// Compiled holds rules the loader already compiled, by source; a rule
 	// not in it is compiled here.
 	Compiled map[string]*rules.Rule
@@ -74,7 +78,8 @@ func phaseError(sc *schema.Scenario, i int, err error) *schema.Error {
 func Compile(sc *schema.Scenario, lim Limits) (*Plan, error) {
 	var errs []error
 	if lim.Timeout > MaxTime {
-		errs = append(errs, fmt.Errorf("%s: driver timeout %s: at most %s (it also bounds each phase's drain)", sc.File, lim.Timeout, MaxTime))
+		at := cmp.Or(lim.TimeoutKey, "driver")
+		errs = append(errs, problem(sc, at, at, fmt.Sprintf("driver timeout %s: at most %s (it also bounds each phase's drain)", lim.Timeout, MaxTime)))
 	}
 	maxInflight := max(lim.MaxInflight, 1)
 	pl := &Plan{Scenario: sc, Repeats: max(sc.Repeats, 1)}

@@ -61,3 +61,23 @@ func TestCompileTakesTheLoadersRules(t *testing.T) {
 		t.Errorf("without the loader's rules: %v, %v: want one compiled here", pl, err)
 	}
 }
+
+// A driver timeout beyond MaxTime is positioned at the key the caller
+// names (Limits.TimeoutKey), as every other problem of the plan.
+func TestCompileTimeoutProblemPositioned(t *testing.T) {
+	sc, err := schema.Parse("s.yaml", []byte(`version: 1
+name: p
+target: {url: "http://127.0.0.1:1"}
+driver:
+  http: {path: /, timeout: 60001m}
+phases:
+  - {name: steady, closed: {connections: 1}, requests: 1}
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Compile(sc, Limits{Timeout: 60001 * time.Minute, TimeoutKey: "driver.http.timeout"})
+	if want := "s.yaml:5:28: driver.http.timeout: driver timeout 1000h1m0s: at most 1000h0m0s (it also bounds each phase's drain)"; err == nil || err.Error() != want {
+		t.Errorf("%v, want %s", err, want)
+	}
+}

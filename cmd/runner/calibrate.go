@@ -8,10 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/internal/execute"
 	"github.com/runner-dev/runner/targets"
 	"github.com/spf13/cobra"
 )
+
+// minCalibration is the shortest repeat calibrate measures over.
+const minCalibration = 100 * time.Millisecond
 
 func newCalibrateCmd(stdout, stderr io.Writer) *cobra.Command {
 	var conns int
@@ -27,8 +31,14 @@ with the CPU model and cores; later HTTP runs on the same kind of machine
 warn (client-ceiling) when a phase achieves 80 % of it or more.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if conns < 1 || dur <= 0 {
-				fmt.Fprintln(stderr, "runner calibrate: --connections must be ≥ 1 and --duration positive")
+			// A ceiling measured over less than 100 ms (a few requests)
+			// would replace a good calibration with a meaningless one.
+			switch {
+			case conns < 1 || conns > engine.MaxConnections:
+				fmt.Fprintf(stderr, "runner calibrate: --connections %d: want 1 to %d\n", conns, engine.MaxConnections)
+				return exitError(exitInvalid)
+			case dur < minCalibration || dur > engine.MaxTime:
+				fmt.Fprintf(stderr, "runner calibrate: --duration %s: want %s to %s\n", dur, minCalibration, engine.MaxTime)
 				return exitError(exitInvalid)
 			}
 			fmt.Fprintf(stderr, "runner calibrate: %d connections against the built-in null target, 3 repeats of %s after a 1 s warmup each (about %s)\n", conns, dur, (3 * (dur + time.Second)).Round(time.Second))

@@ -74,3 +74,19 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// Flags calibrate cannot measure with are usage errors naming the flag,
+// exit 2, before anything runs: a 1 ns repeat used to save a ceiling of
+// 0 requests/s over a good calibration, and too many connections failed
+// as a run (exit 3) citing a scenario file that does not exist.
+func TestCalibrateRefusesUnmeasurableFlags(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	for _, args := range [][]string{
+		{"--connections", "0"}, {"--connections", "1000001"}, {"--duration", "1ns"}, {"--duration", "2000h"},
+	} {
+		code, _, errOut := cli(t, append([]string{"calibrate"}, args...)...)
+		if code != exitInvalid || !strings.Contains(errOut, args[0]+" ") {
+			t.Errorf("calibrate %v: exit %d, %q; want %d naming %s", args, code, errOut, exitInvalid, args[0])
+		}
+	}
+}

@@ -86,6 +86,7 @@ func compileScenario(sc *schema.Scenario, compiled ruleCache) (*schema.Scenario,
 		lim.MaxInflight = -1 // unknown: the driver's errors come first
 	} else {
 		lim.MaxInflight, lim.Timeout, lim.InflightHint = d.MaxInflight, d.Timeout, d.InflightHint
+		lim.TimeoutKey = d.Key + ".timeout"
 	}
 	pl, err := engine.Compile(sc, lim)
 	if err != nil {
