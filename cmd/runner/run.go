@@ -81,8 +81,9 @@ Exit code: 0 every rule holds, 1 a rule failed, 2 invalid scenario or usage
 share, or that another run is writing: checked before any traffic),
 3 the run could not complete (target unreachable, interrupted, client limits,
 results lost because an output file failed during the run), 4 inconclusive
-(e.g. a p99 rule over fewer than 1000 samples). With several files the worst
-outcome wins: 3, then 1, then 4.
+(e.g. a p99 rule over fewer than 1000 samples). With several files, any
+invalid one exits 2 before anything is sent; otherwise the worst outcome
+wins: 3, then 1, then 4.
 
 Ctrl-C stops the load at once, writes what was measured (marked interrupted)
 and exits 3, wherever it lands (while the target starts, after the last

@@ -1,4 +1,4 @@
-// Package counters is the reconciliation kit of cmd/runner: it reads a
+// Package counters is the reconciliation kit of internal/execute: it reads a
 // target's own counters, in
 // the formats targets expose them: a JSON object (over HTTP, or in a
 // WebSocket control reply) and the Prometheus text format. A counter is a

@@ -1,4 +1,4 @@
-// Package limits is the pre-flight kit of cmd/runner: it checks, before any
+// Package limits is the pre-flight kit of internal/execute: it checks, before any
 // traffic, that this machine lets the client hold the connections a plan
 // needs: open descriptors (RLIMIT_NOFILE) and local ports
 // (net.ipv4.ip_local_port_range).
