@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runner-dev/runner/internal/suggest"
 	"github.com/runner-dev/runner/targets"
 	"github.com/runner-dev/runner/targets/frametarget"
 	"github.com/runner-dev/runner/targets/httptarget"
@@ -46,7 +47,11 @@ It prints "listening on URL" once ready and stops on SIGINT/SIGTERM.`,
 			if len(args) == 0 {
 				fmt.Fprintf(stderr, "runner serve: no reference target kind given; kinds: %s\n", strings.Join(kinds, ", "))
 			} else {
-				fmt.Fprintf(stderr, "runner serve: unknown reference target kind %q; kinds: %s\n", args[0], strings.Join(kinds, ", "))
+				hint := ""
+				if near := suggest.Nearest(args[0], kinds, suggest.Limit(args[0])); len(near) > 0 {
+					hint = fmt.Sprintf(" (did you mean %q?)", near[0])
+				}
+				fmt.Fprintf(stderr, "runner serve: unknown reference target kind %q%s; kinds: %s\n", args[0], hint, strings.Join(kinds, ", "))
 			}
 			return exitError(exitInvalid)
 		},

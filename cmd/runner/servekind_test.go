@@ -15,6 +15,8 @@ func TestServe_UnknownKindIsUsageError(t *testing.T) {
 	}{
 		{[]string{"serve", "nope"}, `unknown reference target kind "nope"; kinds: http`},
 		{[]string{"serve"}, "no reference target kind given; kinds: http"},
+		// A slip gets the spelling a scenario's target.serve gets.
+		{[]string{"serve", "frme"}, `unknown reference target kind "frme" (did you mean "frame"?); kinds: http`},
 	} {
 		code, out, stderr := cli(t, tt.args...)
 		if code != exitInvalid || !strings.Contains(stderr, tt.want) {
