@@ -164,13 +164,19 @@ const maxDueWalk = 10_000_000
 
 // Due returns how many arrivals of the schedule come before t: the index
 // of the first arrival at or after t, searching from index from (whose
-// predecessors are all before t). For a Uniform schedule it is closed
-// form (Uniform.Before); a Poisson schedule is walked arrival by arrival, and past
+// predecessors are all before t). For a Uniform schedule, and a segment's
+// view of one (Segment.Schedule), it is closed form (Uniform.Before); a Poisson schedule is walked arrival by arrival, and past
 // maxDueWalk draws the rest is its expectation Λ(t) − Λ(At(last)), so
 // that even an absurd backlog is counted at once.
 func Due(s Schedule, t time.Duration, from int64) int64 {
 	if u, ok := s.(Uniform); ok {
 		return max(from, u.Before(t))
+	}
+	if ss, ok := s.(segmentSchedule); ok {
+		if u, ok := ss.sch.(Uniform); ok {
+			// The segment's arrivals among the whole schedule's before t.
+			return max(from, ss.s.Requests(u.Before(t)))
+		}
 	}
 	j := from
 	for ; j < from+maxDueWalk; j++ {

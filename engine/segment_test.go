@@ -114,3 +114,24 @@ func TestParseSegment(t *testing.T) {
 		t.Error("Whole: want the zero segment and 0/1 whole, 1/2 not")
 	}
 }
+
+// Due of a segment's view of a uniform schedule (closed form) counts the
+// segment's arrivals before t exactly as walking them does.
+func TestSegmentDue(t *testing.T) {
+	for _, c := range []RateCurve{{From: 500, To: 500, Over: 10 * time.Second}, {From: 0, To: 800, Over: 5 * time.Second}} {
+		for n := 1; n <= 5; n++ {
+			for k := range n {
+				sch := Segment{K: k, N: n}.Schedule(Uniform{Curve: c})
+				for _, at := range []time.Duration{0, time.Millisecond, 333 * time.Millisecond, time.Second, 4 * time.Second} {
+					var walked int64
+					for sch.At(walked) < at {
+						walked++
+					}
+					if got := Due(sch, at, 0); got != walked {
+						t.Errorf("%v, segment %d/%d, t=%s: Due %d, walked %d", c, k, n, at, got, walked)
+					}
+				}
+			}
+		}
+	}
+}
