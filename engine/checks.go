@@ -291,7 +291,7 @@ func waitCause(pr *PhaseResult) string {
 		why = fmt.Sprintf("only %.1f of the %.0f in-flight slots were in use on average, so either the target slowed down for a while and filled them then, or the load generator could not hand the arrivals out fast enough (client CPU %.0f %% of its %d core(s))", in, slots, 100*pr.ClientCPU/pr.clientCores(), int(pr.clientCores()))
 	}
 	if pr.LateArrivals > 0 && GeneratorFault(pr) == "" {
-		why += fmt.Sprintf("; the load generator itself dispatched %d arrivals late while slots were free (see the warning on its schedule)", pr.LateArrivals)
+		why += fmt.Sprintf("; the load generator itself dispatched %s late while slots were free (see the warning on its schedule)", countOf(pr.LateArrivals, "arrival"))
 	}
 	return why
 }
@@ -317,7 +317,7 @@ func shortfallCause(pr *PhaseResult) string {
 		parts = append(parts, fmt.Sprintf("%d arrivals were left over when the drain ran out", n))
 	}
 	if pr.LateArrivals > 0 && s.SendWindow() <= s.Elapsed {
-		parts = append(parts, fmt.Sprintf("the load generator dispatched %d arrivals late (%s)", pr.LateArrivals, stallCause(pr)))
+		parts = append(parts, fmt.Sprintf("the load generator dispatched %s late (%s)", countOf(pr.LateArrivals, "arrival"), stallCause(pr)))
 	}
 	if len(parts) == 0 {
 		return "fewer requests were sent than came due"
@@ -474,4 +474,12 @@ func TimerGranularity(pl *Plan, res clock.Resolution) []Warning {
 		check("the Go timer", res.Timer, "think time and ramp stairs")
 	}
 	return ws
+}
+
+// countOf is n with noun, plural unless n is 1: "1 arrival", "48 arrivals".
+func countOf(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -304,3 +304,12 @@ func TestJudgeReadsRecordedClientCores(t *testing.T) {
 		t.Errorf("0.95 of 8 recorded cores: saturated")
 	}
 }
+
+// Counts in warnings agree with their noun: "1 arrival", "2 arrivals".
+func TestCountOf(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 arrivals", 1: "1 arrival", 2: "2 arrivals", 48: "48 arrivals"} {
+		if got := countOf(n, "arrival"); got != want {
+			t.Errorf("countOf(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
