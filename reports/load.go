@@ -88,10 +88,13 @@ func (r *Run) complete() error {
 	case r.Plan == nil:
 		return errors.New("no plan")
 	}
-	for key, rs := range map[string][]*engine.ScopedRule{"plan.rules": r.Plan.Rules, "plan.expect": r.Plan.Expect} {
-		for i, sr := range rs {
+	for _, list := range []struct {
+		key   string
+		rules []*engine.ScopedRule
+	}{{"plan.rules", r.Plan.Rules}, {"plan.expect", r.Plan.Expect}} {
+		for i, sr := range list.rules {
 			if sr == nil {
-				return fmt.Errorf("%s[%d] is null", key, i)
+				return fmt.Errorf("%s[%d] is null", list.key, i)
 			}
 		}
 	}

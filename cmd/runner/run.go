@@ -22,7 +22,6 @@ import (
 
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/internal/execute"
-	"github.com/runner-dev/runner/internal/sysinfo"
 	"github.com/runner-dev/runner/reports"
 )
 
@@ -375,7 +374,7 @@ func (a *app) runOne(ctx context.Context, rep *reports.Run, f runFlags, newLog f
 		Progress:     a.progress(stderr, log, f),
 		Baseline:     f.base,
 		BaselineRef:  f.baseRef,
-		Calibration:  execute.LoadCalibration(sysinfo.Collect()),
+		Calibration:  execute.LoadCalibration,
 		AfterSpawn:   a.afterSpawn,
 		Hold:         a.hold,
 		OnPhase: func(pr *engine.PhaseResult) {

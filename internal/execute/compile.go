@@ -20,7 +20,7 @@ import (
 // anything. Every problem of the file is in the returned error, each as
 // `file:line:col: key.path: message`.
 func Compile(file string) (*schema.Scenario, *engine.Plan, error) {
-	c := newRuleCache()
+	c := ruleCache{}
 	sc, err := schema.LoadWith(file, c.options(nil))
 	if err != nil {
 		return nil, nil, err
@@ -32,7 +32,7 @@ func Compile(file string) (*schema.Scenario, *engine.Plan, error) {
 // it names are relative to file's directory); env looks up `${NAME}`
 // variables (nil means the process's environment).
 func CompileData(file string, data []byte, env func(string) (string, bool)) (*schema.Scenario, *engine.Plan, error) {
-	c := newRuleCache()
+	c := ruleCache{}
 	sc, err := schema.ParseWith(file, data, c.options(env))
 	if err != nil {
 		return nil, nil, err
@@ -43,8 +43,6 @@ func CompileData(file string, data []byte, env func(string) (string, bool)) (*sc
 // ruleCache holds each rule the loader compiled, by source: the plan
 // takes them from it, so that a rule is compiled once.
 type ruleCache map[string]*rules.Rule
-
-func newRuleCache() ruleCache { return ruleCache{} }
 
 // options are the loader's options with the engine's rule language: each
 // rule is compiled once, into c, and RuleReads reads what it compiled.

@@ -44,9 +44,11 @@ type Options struct {
 	// records it, and a mismatching scenario name warns).
 	Baseline    *engine.Result
 	BaselineRef *reports.BaselineRef
-	// Calibration is this machine's client ceiling (LoadCalibration), nil
-	// when none: phases near it warn client-ceiling.
-	Calibration *Calibration
+	// Calibration, when set, gives the client ceiling of the machine
+	// whose environment the run recorded (LoadCalibration does, from the
+	// saved calibration); nil when there is none. Phases near it warn
+	// client-ceiling.
+	Calibration func(sysinfo.Env) *Calibration
 	// AfterSpawn, when set, is called with a spawned target's URL before
 	// the first phase (tests move its counters there).
 	AfterSpawn func(url string)
@@ -210,7 +212,11 @@ func Run(ctx context.Context, rep *reports.Run, o Options) error {
 		runErr = errors.Join(runErr, errors.New(msg))
 	}
 	rep.Baseline = o.BaselineRef
-	Judge(rep, o.Baseline, o.Calibration)
+	var cal *Calibration
+	if o.Calibration != nil {
+		cal = o.Calibration(rep.Env)
+	}
+	Judge(rep, o.Baseline, cal)
 	if runErr != nil {
 		rep.Error = runErr.Error()
 	}
