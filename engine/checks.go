@@ -112,6 +112,10 @@ func Checks(pl *Plan, res *Result) []Warning {
 				ws[len(ws)-1].Message += " (a run that would pass is inconclusive: a rule on connections_established alone accepts it)"
 			}
 		}
+		if pr.StartLag > LatenessLimit {
+			at("late-start", "started %s after its instant on the timetable (more than %s): its arrivals are not on the plan's clock, and a scale-out segment's are offset from the other segments'", pr.StartLag.Round(time.Millisecond), LatenessLimit)
+			ws[len(ws)-1].Invalidates = !p.Warmup
+		}
 		if why := Censoring(pl, pr); why != "" {
 			at("censored", "%s", why)
 			ws[len(ws)-1].Invalidates = true
@@ -418,19 +422,19 @@ func CountersMoved(res *Result) []Warning {
 	var ws []Warning
 	for i := 1; i < len(res.Phases); i++ {
 		prev, pr := res.Phases[i-1], res.Phases[i]
-		if prev.Repeat != pr.Repeat || prev.serverAfter == nil || pr.serverBefore == nil ||
+		if prev.Repeat != pr.Repeat || prev.ServerAfter == nil || pr.ServerBefore == nil ||
 			prev.Summary == nil || prev.Summary.Timeouts > 0 || prev.Summary.Cancelled > 0 {
 			continue
 		}
 		var parts []string
-		for _, k := range slices.Sorted(maps.Keys(pr.serverBefore)) {
+		for _, k := range slices.Sorted(maps.Keys(pr.ServerBefore)) {
 			leaf := k[strings.LastIndexByte(k, '.')+1:]
 			if strings.HasPrefix(leaf, "control") {
 				continue
 			}
 			// One fetch ran between the two readings; a target may count
 			// it (a request, a connection, a message): 1 is ours.
-			if a, b := prev.serverAfter[k], pr.serverBefore[k]; math.Abs(b-a) > 1 {
+			if a, b := prev.ServerAfter[k], pr.ServerBefore[k]; math.Abs(b-a) > 1 {
 				parts = append(parts, fmt.Sprintf("%s %g → %g", k, a, b))
 			}
 		}

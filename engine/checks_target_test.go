@@ -185,7 +185,7 @@ func emptySummary() *measure.Summary {
 func TestCountersMoved(t *testing.T) {
 	ph := func(rep int, name string, before, after map[string]float64, timeouts int64) *PhaseResult {
 		return &PhaseResult{Repeat: rep, Phase: &PhasePlan{Name: name}, Summary: &measure.Summary{Timeouts: timeouts},
-			serverBefore: before, serverAfter: after}
+			ServerBefore: before, ServerAfter: after}
 	}
 	m := func(req, ctl float64) map[string]float64 {
 		return map[string]float64{"requests": req, "control_connections": ctl}

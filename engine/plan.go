@@ -91,12 +91,22 @@ type PhasePlan struct {
 	// ExpectedDuration is how long the phase will take, or -1 when it
 	// depends on the target (closed model bounded by count).
 	ExpectedDuration time.Duration `json:"expected_duration"`
+
+	// whole is the whole plan's phase when this is a segment's share of
+	// it (Segment.Phase), nil otherwise; segment is then that segment.
+	whole   *PhasePlan
+	segment Segment
 }
 
 // Schedule returns the open-model arrival schedule of the phase for a
 // repeat (1-based). A Poisson schedule draws from seed + repeat − 1, so
 // repeats are independent samples and a run is still reproducible.
 func (p *PhasePlan) Schedule(repeat int) Schedule {
+	if p.whole != nil {
+		// A segment's arrivals are its share of the whole schedule's,
+		// each at its global intended offset.
+		return p.segment.Schedule(p.whole.Schedule(repeat))
+	}
 	if p.Arrivals == "poisson" {
 		return NewPoisson(p.Rate, p.Seed+int64(repeat-1))
 	}
@@ -111,6 +121,9 @@ func (p *PhasePlan) Schedule(repeat int) Schedule {
 // Uniform). Zero when the phase lasts as long as its requests take
 // (closed model bounded by count).
 func (p *PhasePlan) Window() time.Duration {
+	if p.whole != nil {
+		return p.whole.Window()
+	}
 	if p.Model == Open && p.Requests > 0 {
 		if w := p.Rate.Inverse(float64(p.Requests) + p.Rate.lead()); p.Duration <= 0 || w < p.Duration {
 			return w
@@ -127,6 +140,13 @@ func (p *PhasePlan) Window() time.Duration {
 func (p *PhasePlan) PlannedOfferedRate() float64 {
 	if p.Model != Open {
 		return 0
+	}
+	if w := p.whole; w != nil {
+		// A segment offers its share of the whole phase's arrivals.
+		if w.ExpectedRequests <= 0 {
+			return w.PlannedOfferedRate() / float64(p.segment.N)
+		}
+		return w.PlannedOfferedRate() * float64(p.ExpectedRequests) / float64(w.ExpectedRequests)
 	}
 	if w := p.Window(); w > 0 {
 		return p.Rate.Count(w) / w.Seconds()
@@ -147,4 +167,34 @@ func (pl *Plan) ExpectedTotal() (repeat, total time.Duration) {
 		return repeat, math.MaxInt64 // saturated; Compile refuses such a plan
 	}
 	return repeat, repeat * time.Duration(pl.Repeats)
+}
+
+// DefaultPhaseGap is the timetable's pause after a phase's drain bound,
+// before the next phase's instant: time for the requests still in flight
+// to end by their timeouts' margin, the counters to be fetched and the
+// next repeat's connections dialled. Runner.PhaseGap changes it.
+const DefaultPhaseGap = 2 * time.Second
+
+// Timetable is when each phase of the run starts, as an offset from the
+// first phase's start, one entry per (repeat, phase) in run order: a
+// phase starts its predecessor's expected duration, drain bound (Grace)
+// and gap after the predecessor's start. Segments started at one instant
+// (Runner.StartAt) then start every phase together. An entry is -1 after
+// a phase whose length the plan does not fix (a closed phase bounded by
+// count): from there on phases start when ready.
+func (pl *Plan) Timetable(gap time.Duration) []time.Duration {
+	var out []time.Duration
+	var at time.Duration
+	for range pl.Repeats {
+		for _, p := range pl.Phases {
+			out = append(out, at)
+			if at < 0 || p.ExpectedDuration < 0 || at > MaxTime*1000 {
+				// Unknown, or beyond any run (Compile bounds a run to MaxTime).
+				at = -1
+				continue
+			}
+			at += p.ExpectedDuration + p.Grace + gap
+		}
+	}
+	return out
 }

@@ -79,9 +79,16 @@ type PhaseResult struct {
 	// why a measurement failed.
 	Target    *TargetUsage `json:"target,omitempty"`
 	TargetErr string       `json:"target_error,omitempty"`
-	// serverBefore and serverAfter are the counters fetched before and
-	// after the phase.
-	serverBefore, serverAfter map[string]float64
+	// ServerBefore and ServerAfter are the target's counters as fetched
+	// before and after the phase (Server is their difference); nil when
+	// not fetched. A merge of segments takes, counter by counter, the
+	// largest reading of each (MergeResults).
+	ServerBefore map[string]float64 `json:"server_before,omitempty"`
+	ServerAfter  map[string]float64 `json:"server_after,omitempty"`
+	// StartLag is how late the phase started after its instant on the
+	// timetable (Runner.StartAt); Timetabled says it had one.
+	StartLag   time.Duration `json:"start_lag,omitempty"`
+	Timetabled bool          `json:"timetabled,omitempty"`
 	// Interrupted is true when a signal stopped the phase early.
 	Interrupted bool `json:"interrupted,omitempty"`
 }

@@ -24,6 +24,10 @@ var ErrNoConnection = errors.New("no connection to the target could be establish
 // phase's end-of-phase grace runs out.
 var errPhaseEnd = errors.New("phase ended: still in flight after the grace period")
 
+// ErrStartMissed means the run's first phase was not ready by
+// Runner.StartAt: it did not start late, it did not run (exit 3).
+var ErrStartMissed = errors.New("not ready by the start instant")
+
 // Runner drives a plan through a driver. Its zero value is not usable:
 // Driver is required. A Runner runs one plan at a time.
 type Runner struct {
@@ -67,6 +71,21 @@ type Runner struct {
 	// ProgressEvery is how often Progress is called; 0 means 1 s.
 	ProgressEvery time.Duration
 
+	// Segment is the part of the plan this runner runs (Segment.Phase);
+	// the zero Segment runs the whole plan. Sequence numbers
+	// (drivers.Request.Seq) are then global: unique across the segments.
+	Segment Segment
+	// StartAt, when not zero, is the wall-clock instant at which the
+	// run's first phase starts; every later phase starts on the plan's
+	// timetable (Plan.Timetable with PhaseGap). A first phase not ready
+	// by then (its counters fetched and connections dialled) does not
+	// start late: Run returns ErrStartMissed. A later phase not ready on
+	// time starts when it is, its lag recorded (PhaseResult.StartLag).
+	StartAt time.Time
+	// PhaseGap is the timetable's pause after each phase's drain bound;
+	// 0 means DefaultPhaseGap.
+	PhaseGap time.Duration
+
 	// straysMark is the driver's stray totals where the previous phase's
 	// count ended (nil before the run's first phase): each phase counts
 	// from there, so a stray arriving between two phases is not lost.
@@ -94,15 +113,33 @@ func (r *Runner) sleeper() Sleeper {
 // a nil error: an interruption is a result, not a failure.
 func (r *Runner) Run(ctx context.Context, pl *Plan) (*Result, error) {
 	res := &Result{}
+	if err := r.Segment.Check(pl); err != nil {
+		return res, err
+	}
 	r.straysMark = nil
 	var seq atomic.Uint64
+	phases := make([]*PhasePlan, len(pl.Phases))
+	for i := range pl.Phases {
+		phases[i] = r.Segment.Phase(&pl.Phases[i])
+	}
+	var timetable []time.Duration
+	if !r.StartAt.IsZero() {
+		gap := r.PhaseGap
+		if gap <= 0 {
+			gap = DefaultPhaseGap
+		}
+		timetable = pl.Timetable(gap)
+	}
 	for rep := 1; rep <= pl.Repeats; rep++ {
 		pool := &pool{}
-		for i := range pl.Phases {
-			p := &pl.Phases[i]
-			pr, err := r.runPhase(ctx, rep, p, pool, &seq)
+		for i, p := range phases {
+			var at time.Time // this phase's instant on the timetable
+			if j := (rep-1)*len(phases) + i; j < len(timetable) && timetable[j] >= 0 {
+				at = r.StartAt.Add(timetable[j])
+			}
+			pr, err := r.runPhase(ctx, rep, p, pool, &seq, at, rep == 1 && i == 0)
 			if pr != nil && rep == 1 && i == 0 {
-				res.ServerAtStart = pr.serverBefore
+				res.ServerAtStart = pr.ServerBefore
 			}
 			if pr != nil {
 				res.Phases = append(res.Phases, pr)
@@ -169,7 +206,7 @@ const shards = 16
 // 10,000 idle WebSocket connections held 42 KiB each without it.
 const CollectAfterDials = 1000
 
-func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool, seq *atomic.Uint64) (*PhaseResult, error) {
+func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool, seq *atomic.Uint64, at time.Time, opening bool) (*PhaseResult, error) {
 	timeout := r.Timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
@@ -202,7 +239,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	pool.reserve(p.Connections)
 	rec.AddConnectionsOpened(int64(din.opened))
 	rec.AddConnectFailures(int64(din.failed))
-	if pool.established(first) == 0 && ctx.Err() == nil {
+	if first > 0 && pool.established(first) == 0 && ctx.Err() == nil {
 		why := ""
 		if din.closed > 0 {
 			why = fmt.Sprintf("; %d accepted and then closed by the server", din.closed)
@@ -214,6 +251,11 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		// would keep resident for the whole phase: collect it and give
 		// the memory back now, before the measured time starts.
 		debug.FreeOSMemory()
+	}
+	if !at.IsZero() && opening && ctx.Err() == nil {
+		if late := time.Since(at); late > 0 {
+			return nil, fmt.Errorf("phase %q: %w %s: ready %s after it (counters fetched, %d connection(s) dialled)", p.Name, ErrStartMissed, at.UTC().Format(time.RFC3339Nano), late.Round(time.Millisecond), din.opened)
+		}
 	}
 
 	hard, hardStop := context.WithCancelCause(ctx)
@@ -268,6 +310,13 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		straysBefore = *r.straysMark
 	case strays != nil:
 		straysBefore = strays.Strays()
+	}
+	if !at.IsZero() {
+		// Every segment releases its phase at the same instant. One
+		// that comes late starts at once, its lag recorded.
+		sl := r.sleeper()
+		sl.Until(at, ctx.Done())
+		sl.Close()
 	}
 	usage := sample()
 	machine0, machineErr := procstat.TakeMachine()
@@ -376,7 +425,11 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		Interrupted:            interrupted,
 		Target:                 target,
 		TargetErr:              targetErr,
-		serverBefore:           before,
+		ServerBefore:           before,
+	}
+	if !at.IsZero() {
+		pr.StartLag = max(ph.start.Sub(at), 0)
+		pr.Timetabled = true
 	}
 	pr.Metrics = MetricsOf(pr)
 	if r.Counters != nil && !interrupted {
@@ -387,7 +440,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		case err != nil:
 			pr.ServerErr = "after the phase: " + err.Error()
 		default:
-			pr.serverAfter = after
+			pr.ServerAfter = after
 			pr.Server = map[string]float64{}
 			for k, v := range after {
 				pr.Server[k] = v - before[k]
@@ -455,7 +508,9 @@ func (ph *phaseRun) stopped() bool {
 // send performs one request on connection k and records it. intended is
 // the arrival's scheduled offset (closed model: the send itself).
 func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
-	seq := ph.seq.Add(1)
+	// Global across segments: segment K of N numbers its i-th request
+	// i·N + K + 1 (from 1, as one generator does).
+	seq := uint64(ph.r.Segment.Global(int64(ph.seq.Add(1)-1))) + 1
 	// The send is stamped before anything touches the wire (the dial
 	// included), so no part of the request's time is hidden (B02 in
 	// docs/design.md, "Field cases": a clock started after the write would
@@ -541,6 +596,10 @@ func (ph *phaseRun) closedWorker(k int, at time.Duration) {
 // plan's Λ⁻¹(n) is only its expectation: a draw that runs later would
 // otherwise lose its last arrivals at the window's end).
 func phaseWindow(p *PhasePlan, repeat int) time.Duration {
+	if p.whole != nil {
+		// Every segment of a phase spans the whole phase's window.
+		return phaseWindow(p.whole, repeat)
+	}
 	w := p.Window()
 	if p.Model != Open || p.Arrivals != "poisson" || p.Requests <= 0 {
 		return w

@@ -14,9 +14,7 @@ import (
 // a closed model's connections and a phase's `requests` bound split
 // exactly, the first C mod N segments taking one more. The zero Segment
 // (N 0) is the whole plan.
-//
-// This is the arithmetic of scale-out; segments are not wired into the
-// run loop yet.
+// Runner.Segment runs one; Phase gives a phase's share.
 type Segment struct {
 	K, N int
 }
@@ -40,6 +38,22 @@ func ParseSegment(text string) (Segment, error) {
 		return Segment{}, fmt.Errorf("segment %q: K must be 0 to %d (K counts from 0)", text, ni-1)
 	}
 	return Segment{K: ki, N: ni}, nil
+}
+
+// Check reports whether pl can be split into s.N segments: every open
+// phase needs a connection in each segment to carry its arrivals, so at
+// least N connections. (A closed phase may leave a segment without any:
+// that segment then sends nothing in it.)
+func (s Segment) Check(pl *Plan) error {
+	if s.Whole() {
+		return nil
+	}
+	for _, p := range pl.Phases {
+		if p.Model == Open && p.Connections < s.N {
+			return fmt.Errorf("phase %q has %d connection(s): an open phase cannot be split into %d segments, each needs one to carry its arrivals", p.Name, p.Connections, s.N)
+		}
+	}
+	return nil
 }
 
 // Whole reports whether s is the whole plan (no segment, or 0/1).
@@ -108,3 +122,109 @@ type segmentSchedule struct {
 
 // At implements Schedule.
 func (ss segmentSchedule) At(i int64) time.Duration { return ss.sch.At(ss.s.Global(i)) }
+
+// Phase is p as segment s runs it (p itself for the whole plan): its
+// share of the connections (and of each stair of a ramp) and of the
+// `requests` bound, and of the expected arrivals; the open model's
+// schedule is the segment's view of p's (Segment.Schedule), and the
+// window (the denominator of its rates) stays the whole phase's, so that
+// every segment of a phase covers the same span of time.
+func (s Segment) Phase(p *PhasePlan) *PhasePlan {
+	if s.Whole() {
+		return p
+	}
+	v := *p
+	v.whole, v.segment = p, s
+	v.Connections = s.Connections(p.Connections)
+	v.Steps = nil
+	for _, st := range p.Steps {
+		v.Steps = append(v.Steps, Step{At: st.At, Connections: s.Connections(st.Connections)})
+	}
+	if p.Requests > 0 {
+		v.Requests = s.Requests(p.Requests)
+	}
+	if p.ExpectedRequests > 0 && p.Model == Open {
+		// The whole phase's first E arrivals; this segment's are those
+		// congruent to K mod N.
+		v.ExpectedRequests = s.Requests(p.ExpectedRequests)
+	} else if p.ExpectedRequests > 0 && p.Requests > 0 {
+		v.ExpectedRequests = v.Requests
+	}
+	return &v
+}
+
+// Whole is the phase of the whole plan a segment's phase is part of
+// (p itself when it is not a segment's).
+func (p *PhasePlan) Whole() *PhasePlan {
+	if p.whole != nil {
+		return p.whole
+	}
+	return p
+}
+
+// MaxFingerprinted bounds the arrivals ArrivalFingerprint walks: a phase
+// with more has no fingerprint (walking 20 million arrivals takes about
+// a second).
+const MaxFingerprinted = 20_000_000
+
+// Fingerprint identifies the arrivals an open phase's schedule assigns
+// in a repeat: how many, and the sum modulo 2⁶⁴ of a hash of each one's
+// global index and global intended offset. The fingerprints of the
+// segments of a phase add up (count and sum alike) to the whole phase's
+// exactly when their arrivals together are the whole schedule's, each
+// once and at its own instant (up to a hash collision).
+type Fingerprint struct {
+	Repeat int    `json:"repeat"`
+	Phase  string `json:"phase"`
+	Count  int64  `json:"count"`
+	// Sum is the hashes' sum, in hex.
+	Sum string `json:"sum"`
+}
+
+// ArrivalFingerprint walks the arrivals p's schedule assigns in a repeat
+// (1-based), bounded as the pacer bounds them (the `requests` count and
+// the duration). ok is false for a closed phase, and for an open one of
+// more than MaxFingerprinted arrivals.
+func ArrivalFingerprint(p *PhasePlan, repeat int) (fp Fingerprint, ok bool) {
+	if p.Model != Open {
+		return fp, false
+	}
+	sched := p.Schedule(repeat)
+	var sum uint64
+	var i int64
+	for ; ; i++ {
+		if (p.Requests > 0 && i >= p.Requests) || i > MaxFingerprinted {
+			break
+		}
+		at := sched.At(i)
+		if p.Duration > 0 && at >= p.Duration {
+			break
+		}
+		sum += mix64(uint64(p.segment.Global(i)) ^ mix64(uint64(at)))
+	}
+	if i > MaxFingerprinted {
+		return fp, false
+	}
+	return Fingerprint{Repeat: repeat, Phase: p.Name, Count: i, Sum: strconv.FormatUint(sum, 16)}, true
+}
+
+// AddFingerprints adds b's count and sum to a's (same repeat and phase).
+func AddFingerprints(a, b Fingerprint) (Fingerprint, error) {
+	x, err1 := strconv.ParseUint(a.Sum, 16, 64)
+	y, err2 := strconv.ParseUint(b.Sum, 16, 64)
+	if err1 != nil || err2 != nil {
+		return a, fmt.Errorf("fingerprint sum %q or %q is not hexadecimal", a.Sum, b.Sum)
+	}
+	a.Count += b.Count
+	a.Sum = strconv.FormatUint(x+y, 16)
+	return a, nil
+}
+
+// mix64 is SplitMix64's finalizer (Steele, Lea and Flood, "Fast
+// splittable pseudorandom number generators", 2014).
+func mix64(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}

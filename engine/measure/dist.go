@@ -132,10 +132,12 @@ func (d *Dist) recordCorrected(v, interval time.Duration) {
 	}
 }
 
-// add merges o into d without rebuilding the percentile index.
-func (d *Dist) add(o *Dist) {
+// add merges o into d without rebuilding the percentile index. It
+// returns how many of o's histogram samples d's histogram could not hold
+// (none when both have one geometry, which decoding enforces).
+func (d *Dist) add(o *Dist) int64 {
 	if o == nil || o.n == 0 {
-		return
+		return 0
 	}
 	if o == d {
 		o = o.Clone()
@@ -153,19 +155,22 @@ func (d *Dist) add(o *Dist) {
 	if d.h == nil {
 		d.h = newHist()
 	}
-	if o.h != nil {
-		// Same geometry on both sides (enforced on decode): nothing drops.
-		d.h.Merge(o.h)
-	}
 	d.idx = nil
+	if o.h != nil {
+		return d.h.Merge(o.h)
+	}
+	return 0
 }
 
 // Merge adds every sample of o to d, losslessly: the histograms merge
 // bucket by bucket and the exact statistics combine. o is not changed;
-// a nil o is a no-op.
-func (d *Dist) Merge(o *Dist) {
-	d.add(o)
+// a nil o is a no-op. It returns how many histogram samples of o could
+// not be held (0 unless the histograms' ranges differ, which decoding
+// refuses): the exact count then still has them, the percentiles not.
+func (d *Dist) Merge(o *Dist) int64 {
+	dropped := d.add(o)
 	d.seal()
+	return dropped
 }
 
 // Clone returns an independent deep copy of d.

@@ -231,11 +231,13 @@ func mergeTimeline(dst, src []TimelineBucket) []TimelineBucket {
 // over the same wall-clock window, e.g. the segments of one phase run by N
 // generators (docs/design.md, "Mergeable results"): counters and sums
 // add, histograms merge bucket by bucket, timelines add second by second,
-// and Elapsed is the longer of the two. Never merge repeats to average them: each repeat is
-// judged on its own. A nil o is a no-op.
-func (s *Summary) Merge(o *Summary) {
+// and Elapsed is the longer of the two. Never merge repeats to average
+// them: each repeat is judged on its own. A nil o is a no-op. The error
+// says a histogram could not hold some of o's samples (their ranges
+// differ): the merged percentiles would then miss them.
+func (s *Summary) Merge(o *Summary) error {
 	if o == nil {
-		return
+		return nil
 	}
 	if o == s {
 		o = o.Clone()
@@ -273,17 +275,18 @@ func (s *Summary) Merge(o *Summary) {
 	s.ConnectFailures += o.ConnectFailures
 	s.BytesIn += o.BytesIn
 	s.BytesOut += o.BytesOut
-	s.Response.add(&o.Response)
-	s.Service.add(&o.Service)
-	s.SendLag.add(&o.SendLag)
-	s.ConnectTime.add(&o.ConnectTime)
-	s.FirstByte.add(&o.FirstByte)
-	s.LeftOverBound.add(&o.LeftOverBound)
+	var dropped int64
+	dropped += s.Response.add(&o.Response)
+	dropped += s.Service.add(&o.Service)
+	dropped += s.SendLag.add(&o.SendLag)
+	dropped += s.ConnectTime.add(&o.ConnectTime)
+	dropped += s.FirstByte.add(&o.FirstByte)
+	dropped += s.LeftOverBound.add(&o.LeftOverBound)
 	if o.Corrected != nil {
 		if s.Corrected == nil {
 			s.Corrected = &Dist{}
 		}
-		s.Corrected.add(o.Corrected)
+		dropped += s.Corrected.add(o.Corrected)
 	}
 	if s.Failed == nil {
 		s.Failed = map[string]*Dist{}
@@ -295,7 +298,7 @@ func (s *Summary) Merge(o *Summary) {
 		if s.Failed[c] == nil {
 			s.Failed[c] = &Dist{}
 		}
-		s.Failed[c].add(d)
+		dropped += s.Failed[c].add(d)
 	}
 	s.Responded += o.Responded
 	s.ResponseSum = addSat(s.ResponseSum, o.ResponseSum)
@@ -304,6 +307,10 @@ func (s *Summary) Merge(o *Summary) {
 	s.InflightSum = addSat(s.InflightSum, o.InflightSum)
 	s.Timeline = mergeTimeline(s.Timeline, o.Timeline)
 	s.seal()
+	if dropped > 0 {
+		return fmt.Errorf("%d histogram samples out of range were dropped: the histograms' ranges differ", dropped)
+	}
+	return nil
 }
 
 func addCounts(dst, src map[string]int64) map[string]int64 {

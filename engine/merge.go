@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+)
+
+// MergeResults combines the results of the segments of one plan (each
+// ran Segment.Phase of every phase) into the result one generator would
+// have recorded, phase by phase: every count adds up and every
+// distribution merges exactly (measure.Summary.Merge: the HdrHistograms
+// bucket by bucket, the exact count, min, max and sums alike); the
+// connections add up; the lateness is the worst segment's and the late
+// arrivals add up; the client CPU, its cores, and the machine's load are
+// those of the busiest segment (the highest share of its own cores), so
+// that a saturated generator shows in the merged result as it did in its
+// segment; the target's counters are, counter by counter, the largest
+// reading before and the largest after (below); a phase is interrupted
+// when any segment's was, and its start lag is the largest.
+//
+// Counters: each segment reads the target's counters before and after
+// each of its phases. Segments started together (Runner.StartAt) start
+// each phase at one instant of the timetable, and every segment's reading
+// after a phase comes before the next phase's instant. Counters are
+// cumulative, so the largest reading before a phase includes every
+// request of the earlier phases (every segment's had ended when it read)
+// and none of this one's, and the largest reading after it includes every
+// request of this phase and none of the next: their difference is the
+// phase's, exactly, when nothing else uses the target.
+//
+// parts are in segment order; each holds the same (repeat, phase) list
+// as the others, or a prefix of it when a segment was interrupted: the
+// merge holds the phases every part holds. It returns an error when the
+// parts disagree on which phases ran, or a histogram could not hold a
+// sample of another's (it never drops one silently).
+func MergeResults(pl *Plan, parts []*Result) (*Result, error) {
+	if len(parts) == 0 {
+		return nil, errors.New("no result to merge")
+	}
+	n := len(parts[0].Phases)
+	for _, p := range parts[1:] {
+		n = min(n, len(p.Phases))
+	}
+	out := &Result{}
+	for _, p := range parts {
+		out.Interrupted = out.Interrupted || p.Interrupted
+		out.ServerAtStart = maxReadings(out.ServerAtStart, p.ServerAtStart, p == parts[0])
+	}
+	for j := range n {
+		row := make([]*PhaseResult, len(parts))
+		for k, p := range parts {
+			row[k] = p.Phases[j]
+			a, b := row[0], row[k]
+			if a.Phase == nil || b.Phase == nil || a.Repeat != b.Repeat || a.Phase.Index != b.Phase.Index || a.Phase.Name != b.Phase.Name {
+				return nil, fmt.Errorf("result %d of the merge: its phase %d is not the first result's (repeat %d, phase %q)", k, j+1, a.Repeat, a.Phase.Name)
+			}
+		}
+		idx := row[0].Phase.Index
+		if idx < 0 || idx >= len(pl.Phases) || pl.Phases[idx].Name != row[0].Phase.Name {
+			return nil, fmt.Errorf("phase %q (index %d) is not in the plan", row[0].Phase.Name, idx)
+		}
+		pr, err := mergePhase(&pl.Phases[idx], row)
+		if err != nil {
+			return nil, fmt.Errorf("repeat %d, phase %s: %w", row[0].Repeat, row[0].Phase.Name, err)
+		}
+		out.Phases = append(out.Phases, pr)
+	}
+	return out, nil
+}
+
+func mergePhase(p *PhasePlan, row []*PhaseResult) (*PhaseResult, error) {
+	first := row[0]
+	m := &PhaseResult{
+		Repeat: first.Repeat, Phase: p, Start: first.Start,
+		Summary: first.Summary.Clone(),
+	}
+	busiest := first
+	fetched := true
+	for k, pr := range row {
+		if k > 0 {
+			if err := m.Summary.Merge(pr.Summary); err != nil {
+				return nil, fmt.Errorf("segment result %d: %w", k, err)
+			}
+			if pr.Start.Before(m.Start) {
+				m.Start = pr.Start
+			}
+		}
+		m.Wall = max(m.Wall, pr.Wall)
+		m.ConnectionsRequested += pr.ConnectionsRequested
+		m.ConnectionsEstablished += pr.ConnectionsEstablished
+		m.ConnectionsClosedEarly += pr.ConnectionsClosedEarly
+		m.LatenessMax = max(m.LatenessMax, pr.LatenessMax)
+		m.LateArrivals += pr.LateArrivals
+		m.GCPauseMax = max(m.GCPauseMax, pr.GCPauseMax)
+		m.Interrupted = m.Interrupted || pr.Interrupted
+		m.StartLag = max(m.StartLag, pr.StartLag)
+		m.Timetabled = m.Timetabled || pr.Timetabled
+		if pr.ClientCPU/pr.clientCores() > busiest.ClientCPU/busiest.clientCores() {
+			busiest = pr
+		}
+		if m.Target == nil && pr.Target != nil {
+			// A target process measured by pid: every segment on its
+			// machine measured the same process over the same time.
+			m.Target = pr.Target
+		}
+		if pr.ServerErr != "" {
+			m.ServerErr = joinErr(m.ServerErr, "segment result "+strconv.Itoa(k)+": "+pr.ServerErr)
+		}
+		fetched = fetched && pr.ServerBefore != nil && pr.ServerAfter != nil
+		m.ServerBefore = maxReadings(m.ServerBefore, pr.ServerBefore, k == 0)
+		m.ServerAfter = maxReadings(m.ServerAfter, pr.ServerAfter, k == 0)
+	}
+	m.ClientCPU, m.ClientCores, m.Machine = busiest.ClientCPU, busiest.ClientCores, busiest.Machine
+	if fetched && m.ServerErr == "" {
+		m.Server = map[string]float64{}
+		for c, after := range m.ServerAfter {
+			m.Server[c] = after - m.ServerBefore[c]
+		}
+	}
+	m.Metrics = MetricsOf(m)
+	return m, nil
+}
+
+// maxReadings is the counter-by-counter largest of two readings of the
+// target's counters (a counter one reading lacks is taken from the
+// other); nil when both are. first starts from b alone.
+func maxReadings(a, b map[string]float64, first bool) map[string]float64 {
+	if first || a == nil {
+		return maps.Clone(b)
+	}
+	for c, v := range b {
+		if old, ok := a[c]; !ok || v > old {
+			a[c] = v
+		}
+	}
+	return a
+}
+
+func joinErr(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}

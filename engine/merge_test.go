@@ -1,0 +1,218 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/runner-dev/runner/drivers/fake"
+	"github.com/runner-dev/runner/schema"
+)
+
+// seqLog is a fake target's service function that notes every sequence
+// number it serves.
+type seqLog struct {
+	mu   sync.Mutex
+	seen map[uint64]int
+}
+
+func (l *seqLog) service(seq uint64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen == nil {
+		l.seen = map[uint64]int{}
+	}
+	l.seen[seq]++
+	return 5 * time.Millisecond
+}
+
+// runSegment runs segment s of pl against a fake target of 5 ms
+// service time noting sequence numbers in log.
+func runSegment(t *testing.T, pl *Plan, s Segment, log *seqLog) *Result {
+	t.Helper()
+	r := &Runner{Driver: &fake.Driver{Service: log.service, Inflight: 4}, Timeout: time.Second, NewSleeper: NewTimerSleeper, Segment: s}
+	res, err := r.Run(context.Background(), pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// The segments of a run, merged, are the run one generator makes: the
+// same arrivals, requests and responses per phase, every sequence number
+// once, the fingerprints of the segments' arrivals adding up to the whole
+// schedule's, and (the target answering in a constant time) the same
+// response-time histogram.
+func TestSegmentsMergeToTheWholeRun(t *testing.T) {
+	cases := map[string]schema.Phase{
+		"open uniform":           {Open: &schema.Open{Rate: constRate(200), Connections: 5}, Duration: dur("2s")},
+		"open poisson":           {Open: &schema.Open{Rate: constRate(300), Connections: 40, Arrivals: "poisson", Seed: 7}, Duration: dur("2s")},
+		"open ramp, count bound": {Open: &schema.Open{Rate: schema.RateSpec{From: 50, To: 400, Ramp: true}, Connections: 4}, Duration: dur("3s"), Requests: 401},
+		"closed count bound":     {Closed: &schema.Closed{Connections: 5}, Requests: 103},
+		"closed ramp":            {Ramp: &schema.Ramp{Connections: schema.Staircase{From: 1, To: 7, Step: 3, Every: dur("500ms")}}, Duration: dur("2s")},
+	}
+	for name, ph := range cases {
+		for _, n := range []int{1, 2, 3, 4} {
+			t.Run(name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					pl := onePhase(t, ph, time.Second)
+					var wholeLog seqLog
+					whole := runSegment(t, pl, Segment{}, &wholeLog)
+					var parts []*Result
+					var log seqLog
+					var fps []Fingerprint
+					for k := range n {
+						s := Segment{K: k, N: n}
+						parts = append(parts, runSegment(t, pl, s, &log))
+						if fp, ok := ArrivalFingerprint(s.Phase(&pl.Phases[0]), 1); ok {
+							fps = append(fps, fp)
+						}
+					}
+					merged, err := MergeResults(pl, parts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					w, m := whole.Phases[0], merged.Phases[0]
+					if m.Phase != &pl.Phases[0] {
+						t.Fatal("the merged phase is not the plan's")
+					}
+					ws, ms := w.Summary, m.Summary
+					if pl.Phases[0].Model == Closed && pl.Phases[0].Requests == 0 {
+						// Bounded by time, a closed phase's count depends
+						// on which requests end before its end, each
+						// connection's last one or not.
+						if d := ms.Requests - ws.Requests; d < -7 || d > 7 || ms.Arrivals != ms.Requests || ws.OK != ws.Requests {
+							t.Fatalf("N=%d: merged requests %d (arrivals %d), one generator %d", n, ms.Requests, ms.Arrivals, ws.Requests)
+						}
+						return
+					}
+					if ws.Arrivals != ms.Arrivals || ws.Requests != ms.Requests || ws.OK != ms.OK || ws.Errors != ms.Errors {
+						t.Fatalf("N=%d: merged arrivals/requests/ok/errors %d/%d/%d/%d, one generator %d/%d/%d/%d",
+							n, ms.Arrivals, ms.Requests, ms.OK, ms.Errors, ws.Arrivals, ws.Requests, ws.OK, ws.Errors)
+					}
+					if m.ConnectionsRequested != w.ConnectionsRequested || m.ConnectionsEstablished != w.ConnectionsEstablished {
+						t.Fatalf("N=%d: connections %d/%d, one generator %d/%d", n, m.ConnectionsEstablished, m.ConnectionsRequested, w.ConnectionsEstablished, w.ConnectionsRequested)
+					}
+					if len(log.seen) != int(ms.Requests) || len(log.seen) != len(wholeLog.seen) {
+						t.Fatalf("N=%d: %d distinct sequence numbers for %d requests (one generator: %d)", n, len(log.seen), ms.Requests, len(wholeLog.seen))
+					}
+					for seq, c := range log.seen {
+						if c != 1 || seq == 0 {
+							t.Fatalf("N=%d: sequence number %d served %d times", n, seq, c)
+						}
+					}
+					for _, q := range []float64{50, 99, 100} {
+						a, _ := ws.Response.Percentile(q)
+						b, _ := ms.Response.Percentile(q)
+						if a != b || ws.Response.Count() != ms.Response.Count() {
+							t.Fatalf("N=%d: p%g %s over %d, one generator %s over %d", n, q, b, ms.Response.Count(), a, ws.Response.Count())
+						}
+					}
+					if pl.Phases[0].Model == Open {
+						wfp, ok := ArrivalFingerprint(&pl.Phases[0], 1)
+						if !ok || len(fps) != n {
+							t.Fatal("no fingerprint of an open phase")
+						}
+						sum := fps[0]
+						for _, fp := range fps[1:] {
+							if sum, err = AddFingerprints(sum, fp); err != nil {
+								t.Fatal(err)
+							}
+						}
+						if sum != wfp || wfp.Count != ws.Arrivals {
+							t.Fatalf("N=%d: segments' fingerprints add up to %+v, the schedule's is %+v (%d arrivals ran)", n, sum, wfp, ws.Arrivals)
+						}
+						if n > 1 && fps[0] == wfp {
+							t.Fatal("a segment's fingerprint is the whole schedule's")
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// A plan splits into no more segments than an open phase has
+// connections.
+func TestSegmentNeedsAConnectionEach(t *testing.T) {
+	pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 3}, Duration: dur("1s")}, time.Second)
+	if err := (Segment{K: 0, N: 3}).Check(pl); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Driver: &fake.Driver{}, Segment: Segment{K: 3, N: 4}}
+	if _, err := r.Run(context.Background(), pl); err == nil {
+		t.Fatal("4 segments of 3 connections ran")
+	}
+}
+
+// A segment's fingerprint changes when its arrivals do: another segment
+// index, another seed, one arrival fewer.
+func TestFingerprintSeesTheArrivals(t *testing.T) {
+	ph := schema.Phase{Open: &schema.Open{Rate: constRate(100), Connections: 2, Arrivals: "poisson", Seed: 1}, Duration: dur("1s")}
+	pl := onePhase(t, ph, time.Second)
+	a, _ := ArrivalFingerprint(Segment{K: 0, N: 2}.Phase(&pl.Phases[0]), 1)
+	b, _ := ArrivalFingerprint(Segment{K: 1, N: 2}.Phase(&pl.Phases[0]), 1)
+	c, _ := ArrivalFingerprint(Segment{K: 0, N: 2}.Phase(&pl.Phases[0]), 2) // another draw
+	ph.Requests = 10
+	d, _ := ArrivalFingerprint(Segment{K: 0, N: 2}.Phase(&onePhase(t, ph, time.Second).Phases[0]), 1)
+	if a.Sum == b.Sum || a.Sum == c.Sum || a.Sum == d.Sum || d.Count != 5 {
+		t.Fatalf("fingerprints do not tell the arrivals apart: %+v %+v %+v %+v", a, b, c, d)
+	}
+}
+
+// Started at an instant, every phase starts on the timetable, exactly
+// (the clock here is synctest's); a first phase not ready in time does
+// not start late: nothing is sent.
+func TestStartAtTimetable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sc := &schema.Scenario{Version: 1, Name: "t", File: "t.yaml", Repeats: 2, Phases: []schema.Phase{
+			{Name: "warm", Warmup: true, Open: &schema.Open{Rate: constRate(100), Connections: 2}, Duration: dur("1s")},
+			{Name: "steady", Open: &schema.Open{Rate: constRate(100), Connections: 2}, Duration: dur("2s")},
+		}}
+		pl, err := Compile(sc, Limits{MaxInflight: 64, Timeout: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now().Add(3 * time.Second)
+		d := &fake.Driver{Service: constService(time.Millisecond)}
+		r := &Runner{Driver: d, Timeout: 500 * time.Millisecond, NewSleeper: NewTimerSleeper, StartAt: start, PhaseGap: time.Second}
+		res, err := r.Run(context.Background(), pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// warm 1 s + grace 0.5 s + gap 1 s; steady 2 s + 0.5 s + 1 s.
+		want := []time.Duration{0, 2500 * time.Millisecond, 6 * time.Second, 8500 * time.Millisecond}
+		if len(res.Phases) != 4 {
+			t.Fatalf("%d phases", len(res.Phases))
+		}
+		for i, pr := range res.Phases {
+			if got := pr.Start.Sub(start); got != want[i] || pr.StartLag != 0 || !pr.Timetabled {
+				t.Fatalf("phase %d started at %s (lag %s), want %s on the timetable", i, got, pr.StartLag, want[i])
+			}
+		}
+
+		d = &fake.Driver{Service: constService(time.Millisecond)}
+		r = &Runner{Driver: d, Timeout: 500 * time.Millisecond, NewSleeper: NewTimerSleeper, StartAt: time.Now().Add(-time.Millisecond)}
+		res, err = r.Run(context.Background(), pl)
+		if !errors.Is(err, ErrStartMissed) || len(res.Phases) != 0 || d.Requests() != 0 {
+			t.Fatalf("a start instant already past: err %v, %d phases, %d requests; want ErrStartMissed and nothing sent", err, len(res.Phases), d.Requests())
+		}
+	})
+}
+
+// A later phase that is not ready on its instant starts late, and the
+// lag is a warning that makes a pass inconclusive.
+func TestLateStartInvalidates(t *testing.T) {
+	pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 1}, Duration: dur("1s")}, time.Second)
+	pr := &PhaseResult{Repeat: 1, Phase: &pl.Phases[0], Summary: emptySummary(), StartLag: 40 * time.Millisecond, Timetabled: true}
+	ws := Checks(pl, &Result{Phases: []*PhaseResult{pr}})
+	for _, w := range ws {
+		if w.Code == "late-start" && w.Invalidates {
+			return
+		}
+	}
+	t.Fatalf("no invalidating late-start warning in %+v", ws)
+}
