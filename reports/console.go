@@ -13,6 +13,7 @@ import (
 	"github.com/runner-dev/runner/engine/measure"
 	"github.com/runner-dev/runner/engine/metric"
 	"github.com/runner-dev/runner/engine/rules"
+	"github.com/runner-dev/runner/internal/clock"
 )
 
 // Console writes the human summary of a run: per (repeat, phase) the load,
@@ -60,6 +61,20 @@ func (c *consoleWriter) header() {
 	if r.Plan != nil {
 		c.f("plan     %d repeat(s) × %d phase(s)\n", r.Plan.Repeats, len(r.Plan.Phases))
 	}
+	if s := r.Segment; s != nil {
+		c.f("segment  %d/%d (its share of the connections and arrivals; plan %.12s)", s.K, s.N, s.PlanHash)
+		if s.StartAt != nil {
+			c.f(", first phase at %s", s.StartAt.Format(time.RFC3339Nano))
+		}
+		c.f("; clock %s\n", clockText(s.Clock))
+	}
+	if m := r.Merged; m != nil {
+		c.f("merged   %d segments of plan %.12s:", m.N, m.PlanHash)
+		for _, p := range m.Segments {
+			c.f(" %s", p.File)
+		}
+		c.f("\n")
+	}
 	if cores := r.Env.CoresText(); cores != "" {
 		c.f("machine  %s\n", cores)
 	}
@@ -72,6 +87,17 @@ func (c *consoleWriter) header() {
 	}
 }
 
+// clockText says how well a clock was synchronised.
+func clockText(s clock.Sync) string {
+	switch {
+	case s.Err != "":
+		return "state unknown (" + s.Err + ")"
+	case s.Synchronised:
+		return fmt.Sprintf("synchronised (error at most %s, estimated %s)", time.Duration(s.MaxErrorMicros)*time.Microsecond, time.Duration(s.EstErrorMicros)*time.Microsecond)
+	}
+	return "NOT synchronised (no time daemon disciplines it: segments on other machines may start apart)"
+}
+
 func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	s, p := pr.Summary, pr.Phase
 	title := fmt.Sprintf("repeat %d · %s · %s model · %s", pr.Repeat, p.Name, p.Model, s.Elapsed.Round(time.Millisecond))
@@ -80,6 +106,9 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	}
 	if p.Warmup {
 		title += " · warmup (recorded apart, never judged)"
+	}
+	if pr.Timetabled {
+		title += fmt.Sprintf(" · started %s after its instant", dur(pr.StartLag))
 	}
 	if pr.Interrupted {
 		title += " · INTERRUPTED"
@@ -346,6 +375,8 @@ func (c *consoleWriter) verdict() {
 		c.f("\nverdict: INTERRUPTED after the last phase (every phase measured and written; nothing judged as passed)\n")
 	case r.Result != nil && r.Result.Interrupted:
 		c.f("\nverdict: INTERRUPTED (partial results written; nothing judged as passed)\n")
+	case r.Segment != nil && r.Verdict == nil:
+		c.f("\nsegment %d of %d ran (segment %d/%d): not judged; `runner merge` judges every segment's report together\n", r.Segment.K+1, r.Segment.N, r.Segment.K, r.Segment.N)
 	case r.Outcome == "inconclusive" && r.Verdict != nil && r.Verdict.Status.String() == "pass":
 		c.f("\nverdict: INCONCLUSIVE (every rule holds, but %s: see the warnings)\n", invalidReason(r))
 	case r.Verdict != nil:

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -48,6 +49,11 @@ type Run struct {
 	// Baseline names the saved run `baseline.<metric>` read, when one
 	// was given (--baseline); nil otherwise.
 	Baseline *BaselineRef `json:"baseline,omitempty"`
+	// Segment is set in the report of a scale-out segment (runner run
+	// --segment K/N): it is not judged, its merge is. Merged is set in
+	// the result `runner merge` made of segments.
+	Segment *Segment `json:"segment,omitempty"`
+	Merged  *Merged  `json:"merged,omitempty"`
 	// Redact, when set, is the run's redactor, built once from
 	// Scenario.Secrets; nil builds one from them when needed.
 	Redact *redact.Redactor `json:"-"`
@@ -60,7 +66,9 @@ type BaselineRef struct {
 	Scenario string `json:"scenario"`
 }
 
-// Expand replaces {run_id} and {scenario} in an output path. A secret
+// Expand replaces {run_id}, {scenario} and {segment} (K-of-N, e.g.
+// 2-of-4; "merged" for a merge of segments; "whole" for a run that is
+// not a segment) in an output path. A secret
 // in the scenario's name is redacted: a file name is written too; and the
 // name is one path component (fileNamePart).
 func (r *Run) Expand(path string) string {
@@ -68,7 +76,14 @@ func (r *Run) Expand(path string) string {
 	if r.Scenario != nil {
 		name = fileNamePart(r.redact(r.Scenario.Name))
 	}
-	return strings.NewReplacer("{run_id}", r.RunID, "{scenario}", name).Replace(path)
+	seg := "whole"
+	switch {
+	case r.Segment != nil:
+		seg = fmt.Sprintf("%d-of-%d", r.Segment.K, r.Segment.N)
+	case r.Merged != nil:
+		seg = "merged"
+	}
+	return strings.NewReplacer("{run_id}", r.RunID, "{scenario}", name, "{segment}", seg).Replace(path)
 }
 
 // fileNamePart makes a scenario name one component of a path: a path

@@ -26,7 +26,8 @@ type output struct {
 
 // runOutputs lists the files the run rep writes, in the order tsv, json,
 // markdown, junit, html, hdr: a flag wins over the scenario's outputs.*,
-// and {run_id} and {scenario} are expanded with rep's.
+// and {run_id}, {scenario} and {segment} are expanded with rep's. A
+// scale-out segment writes its JSON report alone.
 func runOutputs(rep *reports.Run, f runFlags) []output {
 	out := rep.Scenario.Outputs
 	var list []output
@@ -38,7 +39,9 @@ func runOutputs(rep *reports.Run, f runFlags) []output {
 		if p == "" {
 			from, p = "outputs."+o.format, o.scenario
 		}
-		if p != "" {
+		if p != "" && (rep.Segment == nil || o.format == "json") {
+			// A segment writes its JSON report only: the other reports
+			// are the merge's.
 			list = append(list, output{format: o.format, from: from, path: p, expanded: rep.Expand(p)})
 		}
 	}

@@ -32,6 +32,7 @@ Start with:
 		newValidateCmd(stdout, stderr, code),
 		newPlanCmd(stdout, stderr, code),
 		newServeCmd(stdout, stderr),
+		newMergeCmd(a, code),
 		newCompareCmd(stdout, stderr),
 		newReportCmd(stdout, stderr),
 		newCalibrateCmd(stdout, stderr),

@@ -44,6 +44,13 @@ type runFlags struct {
 	// junitDocs keeps the runs written to each JUnit file so far, so
 	// that one file named for several scenarios holds them all.
 	junitDocs junitDocs
+	// segmentSpec is --segment (K/N, auto, auto/N) and segment its
+	// value; startAtText is --start-at and startAt its instant; phaseGap
+	// is --phase-gap.
+	segmentSpec, startAtText string
+	segment                  engine.Segment
+	startAt                  time.Time
+	phaseGap                 time.Duration
 }
 
 // outputs is held while a result file is written. A forced exit takes it
@@ -108,6 +115,13 @@ phase); a second Ctrl-C exits immediately.`,
 			if bad {
 				return exitError(exitInvalid)
 			}
+			var plans []*engine.Plan
+			for _, c := range todo {
+				plans = append(plans, c.pl)
+			}
+			if !f.scaleOut(plans, stderr) {
+				return exitError(exitInvalid)
+			}
 			if f.baseline != "" {
 				b, err := reports.Load(f.baseline)
 				if err != nil {
@@ -124,7 +138,14 @@ phase); a second Ctrl-C exits immediately.`,
 			// checked and locked are the ones written.
 			var runs []planned
 			for _, c := range todo {
-				runs = append(runs, planned{file: c.file, rep: execute.NewReport(c.pl)})
+				rep := execute.NewReport(c.pl)
+				if f.segmentSpec != "" { // 0/1 too: a report runner merge reads
+					if err := execute.NewSegment(rep, f.segment, f.startAt); err != nil {
+						fmt.Fprintf(stderr, "runner run: %s: %v\n", c.file, err)
+						return exitError(exitInvalid)
+					}
+				}
+				runs = append(runs, planned{file: c.file, rep: rep})
 			}
 			if !preflight(runs, f, stderr) {
 				return exitError(exitInvalid)
@@ -206,6 +227,9 @@ phase); a second Ctrl-C exits immediately.`,
 	cmd.Flags().StringVar(&f.hdr, "hdr", "", "write an HdrHistogram interval log to this file (overrides outputs.hdr; {run_id} and {scenario} expand)")
 	cmd.Flags().StringVar(&f.memProfile, "memprofile", "", "write a pprof heap profile of the runner process (live and allocated memory, at the end) to this file")
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the runner (client) process to this file (read it with go tool pprof)")
+	cmd.Flags().StringVar(&f.segmentSpec, "segment", "", "scale-out: run segment K/N of the plan (K from 0), or auto (K and N from SLURM_PROCID/SLURM_NTASKS, SLURM_ARRAY_TASK_*, CI_NODE_INDEX/CI_NODE_TOTAL, JOB_COMPLETION_INDEX/RUNNER_SEGMENTS), or auto/N; writes only the JSON report ({segment} expands to K-of-N), not judged: runner merge judges the segments together")
+	cmd.Flags().StringVar(&f.startAtText, "start-at", "", "start the first phase at this RFC 3339 instant (e.g. 2026-12-02T16:00:00Z) and each later one on the plan's timetable; not ready by then: exit 3, nothing sent")
+	cmd.Flags().DurationVar(&f.phaseGap, "phase-gap", engine.DefaultPhaseGap, "with --start-at: the timetable's pause after each phase's drain bound (time for counters and the next repeat's dials)")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "a saved JSON result: rules may read baseline.<metric> of the same phase (its median repeat by p99), e.g. p99 < baseline.p99 * 1.10")
 	return cmd
 }
@@ -337,6 +361,10 @@ func signalName(s os.Signal) string {
 // {run_id} and {scenario} expanded; "" when there is none.
 func outputPaths(rep *reports.Run, f runFlags) (tsv, json string) {
 	out := rep.Scenario.Outputs
+	if rep.Segment != nil {
+		// A segment appends no row: its rows are the merge's.
+		return "", rep.Expand(pick(f.json, out.JSON))
+	}
 	return rep.Expand(pick(f.tsv, out.TSV)), rep.Expand(pick(f.json, out.JSON))
 }
 
@@ -369,6 +397,9 @@ func (a *app) runOne(ctx context.Context, rep *reports.Run, f runFlags, newLog f
 	)
 	term, _ := stderr.(*liveTerm)
 	opts := execute.Options{
+		Segment:      f.segment,
+		StartAt:      f.startAt,
+		PhaseGap:     f.phaseGap,
 		TargetStderr: stderr,
 		Log:          log,
 		Progress:     a.progress(stderr, log, f),
@@ -711,4 +742,43 @@ func tuneGC() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(generatorGCPercent)
 	}
+}
+
+// scaleOut reads --segment, --start-at and --phase-gap and checks that
+// every plan can run as that segment; false (after saying why on stderr)
+// is a usage error (exit 2), before any traffic.
+func (f *runFlags) scaleOut(plans []*engine.Plan, stderr io.Writer) bool {
+	fail := func(err error) bool {
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		return false
+	}
+	if f.segmentSpec != "" {
+		s, _, err := parseSegment(f.segmentSpec, os.Getenv)
+		if err != nil {
+			return fail(err)
+		}
+		f.segment = s
+	}
+	if f.startAtText != "" {
+		t, err := parseStartAt(f.startAtText, time.Now())
+		if err != nil {
+			return fail(err)
+		}
+		f.startAt = t
+	}
+	if f.phaseGap <= 0 {
+		return fail(fmt.Errorf("--phase-gap %s: must be positive", f.phaseGap))
+	}
+	if f.segmentSpec == "" {
+		return true
+	}
+	for _, pl := range plans {
+		if err := execute.CheckSegment(pl, f.segment); err != nil {
+			return fail(fmt.Errorf("%s: --segment %s: %v", pl.Scenario.File, f.segment, err))
+		}
+		if f.json == "" && pl.Scenario.Outputs.JSON == "" {
+			return fail(fmt.Errorf("%s: --segment %s: a segment's result is its JSON report: give --json (e.g. results/{scenario}-{segment}.json) or outputs.json", pl.Scenario.File, f.segment))
+		}
+	}
+	return true
 }

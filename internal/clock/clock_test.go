@@ -87,3 +87,16 @@ func TestMeasureResolution(t *testing.T) {
 		t.Errorf("measuring took %s", took)
 	}
 }
+
+// The clock's state reads on Linux, and its error bounds are not
+// negative (the kernel's are unsigned microsecond counts).
+func TestSyncState(t *testing.T) {
+	s := SyncState()
+	if s.Err != "" {
+		t.Fatalf("adjtimex: %s", s.Err)
+	}
+	if s.MaxErrorMicros < 0 || s.EstErrorMicros < 0 {
+		t.Fatalf("negative error bounds: %+v", s)
+	}
+	t.Logf("clock: %+v", s)
+}

@@ -14,6 +14,9 @@ const (
 	Inconclusive = "inconclusive"  // the measurement cannot support a verdict
 	CouldNotRun  = "could-not-run" // the run could not complete or lost its results
 	Interrupted  = "interrupted"   // a signal stopped it
+	// Ran is a scale-out segment's outcome when it ran (exit 0): a
+	// segment is not judged, the merge of every segment is.
+	Ran = "ran"
 	// Incomplete marks the report written after each phase, until the
 	// run's final write replaces it: if it is all that is left (the
 	// process was killed), it must not read as a finished run.
@@ -46,6 +49,8 @@ func outcome(rep *reports.Run) (string, int) {
 		return CouldNotRun, ExitCouldNotRun
 	case rep.Result.Interrupted:
 		return Interrupted, ExitCouldNotRun
+	case rep.Segment != nil:
+		return Ran, ExitPass
 	}
 	if rep.Verdict == nil {
 		return Inconclusive, ExitInconclusive // never judged: never a pass

@@ -52,6 +52,15 @@ type Options struct {
 	// AfterSpawn, when set, is called with a spawned target's URL before
 	// the first phase (tests move its counters there).
 	AfterSpawn func(url string)
+	// Segment, when not whole, runs that segment of the plan for a
+	// scale-out (engine.Segment): rep.Segment must be set (NewSegment),
+	// the run is not judged, and its outcome is Ran when it ran.
+	Segment engine.Segment
+	// StartAt, when not zero, starts the first phase at that instant and
+	// every later one on the plan's timetable (engine.Runner.StartAt),
+	// with PhaseGap (0: engine.DefaultPhaseGap) after each drain bound.
+	StartAt  time.Time
+	PhaseGap time.Duration
 	// Hold, when set, is called at named points of the run: "after-run"
 	// when the last phase has ended, before judging. A test holds the run
 	// there to send it a signal.
@@ -116,11 +125,18 @@ func Run(ctx context.Context, rep *reports.Run, o Options) error {
 		return errors.New(rep.Error)
 	}
 
-	// Client limits come before any traffic.
-	if _, err := limits.Descriptors(pl.MaxConnections); err != nil {
+	if err := CheckSegment(pl, o.Segment); err != nil {
 		return fail("%s: %v", sc.File, err)
 	}
-	if err := limits.Ports(pl.MaxConnections); err != nil {
+	if seg := rep.Segment; seg != nil {
+		seg.Clock = clock.SyncState()
+	}
+	// Client limits come before any traffic: a segment's share of them.
+	conns := o.Segment.Connections(pl.MaxConnections)
+	if _, err := limits.Descriptors(conns); err != nil {
+		return fail("%s: %v", sc.File, err)
+	}
+	if err := limits.Ports(conns); err != nil {
 		return fail("%s: %v", sc.File, err)
 	}
 
@@ -159,6 +175,9 @@ func Run(ctx context.Context, rep *reports.Run, o Options) error {
 		Progress: o.Progress,
 		Log:      o.Log,
 		Redact:   rep.Redact.String,
+		Segment:  o.Segment,
+		StartAt:  o.StartAt,
+		PhaseGap: o.PhaseGap,
 	}
 	if sc.Reconcile != nil {
 		tlsConf, err := fetchTLS(d, base)
@@ -210,6 +229,17 @@ func Run(ctx context.Context, rep *reports.Run, o Options) error {
 		// Ports or descriptors ran out mid-run: the client's failure,
 		// never a pass and never the target's (exit 3).
 		runErr = errors.Join(runErr, errors.New(msg))
+	}
+	if rep.Segment != nil {
+		// A segment is not judged: the merge of every segment is. Its
+		// self-checks are still shown to whoever runs it.
+		rep.Segment.Arrivals = fingerprints(pl, o.Segment)
+		rep.Warnings = segmentChecks(pl, rep.Result)
+		if runErr != nil {
+			rep.Error = runErr.Error()
+		}
+		Decide(rep)
+		return nil
 	}
 	rep.Baseline = o.BaselineRef
 	var cal *Calibration
@@ -264,4 +294,64 @@ func orDiscard(w io.Writer) io.Writer {
 		return io.Discard
 	}
 	return w
+}
+
+// NewSegment marks rep, just started by NewReport, as segment seg of a
+// scale-out started at startAt (zero: when ready): its report carries
+// the segment block, and its output paths expand {segment}.
+func NewSegment(rep *reports.Run, seg engine.Segment, startAt time.Time) error {
+	hash, err := reports.PlanHash(rep)
+	if err != nil {
+		return err
+	}
+	rep.Segment = &reports.Segment{K: seg.K, N: seg.N, PlanHash: hash}
+	if !startAt.IsZero() {
+		at := startAt.UTC()
+		rep.Segment.StartAt = &at
+	}
+	return nil
+}
+
+// CheckSegment says why pl cannot run as segment seg, before any
+// traffic: a reference target the scenario spawns (every segment would
+// spawn its own and load only that), or an open phase with fewer
+// connections than segments (engine.Segment.Check). nil for the whole
+// plan.
+func CheckSegment(pl *engine.Plan, seg engine.Segment) error {
+	if seg.Whole() {
+		return nil
+	}
+	if pl.Scenario != nil && pl.Scenario.Target.Serve != "" {
+		return fmt.Errorf("target.serve: a scale-out segment cannot spawn the reference target (each segment would load a target of its own): start it once (runner serve %s) and name it by target.url", pl.Scenario.Target.Serve)
+	}
+	return seg.Check(pl)
+}
+
+// fingerprints are the arrival fingerprints of segment seg's open phases,
+// per repeat and phase (engine.ArrivalFingerprint).
+func fingerprints(pl *engine.Plan, seg engine.Segment) []engine.Fingerprint {
+	var out []engine.Fingerprint
+	for rep := 1; rep <= pl.Repeats; rep++ {
+		for i := range pl.Phases {
+			if fp, ok := engine.ArrivalFingerprint(seg.Phase(&pl.Phases[i]), rep); ok {
+				out = append(out, fp)
+			}
+		}
+	}
+	return out
+}
+
+// segmentChecks are the self-checks a segment shows whoever runs it: the
+// run's, less those about judging (sample guards, one repeat, the closed
+// model's tail), which concern the merged result, not a share of it.
+func segmentChecks(pl *engine.Plan, res *engine.Result) []engine.Warning {
+	var out []engine.Warning
+	for _, w := range engine.Checks(pl, res) {
+		switch w.Code {
+		case "few-samples", "single-repeat", "closed-model":
+		default:
+			out = append(out, w)
+		}
+	}
+	return out
 }

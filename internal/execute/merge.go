@@ -1,0 +1,285 @@
+package execute
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/reports"
+)
+
+// ErrSegments means the reports given to Merge are not the segments of
+// one run: one is missing, duplicated, not a segment's, or of another
+// plan. Nothing is merged (exit 2, like any other invalid input).
+var ErrSegments = errors.New("not the segments of one run")
+
+// MaxStartSpread is how far apart (by their own clocks) the segments of
+// a phase may start before the merged result is inconclusive: the same
+// bound as the generator's own lateness (engine.LatenessLimit).
+const MaxStartSpread = engine.LatenessLimit
+
+// Merge combines the reports of the segments of one scale-out run (each
+// from `runner run --segment K/N`; files names them, for messages) into
+// the report one generator would have made, and judges it as a run is
+// judged (Judge, Decide), with these additions (docs/design.md,
+// "Scale-out"):
+//
+//   - Every index 0 … N−1 must come exactly once, with one plan hash,
+//     one start instant and one target; the fingerprints of each open
+//     phase's arrivals must add up to the plan's (engine.Fingerprint).
+//     Otherwise the error wraps ErrSegments and nothing is merged.
+//   - A segment that could not run makes the merged result could not
+//     run; one interrupted (or a snapshot of one still running) is
+//     refused the same way unless allowIncomplete, when the phases every
+//     segment completed are merged and the result is marked interrupted.
+//   - Counts and histograms merge exactly (engine.MergeResults).
+//   - A segment whose generator was the bottleneck in a measured phase
+//     (engine.GeneratorFault), a phase whose segments started further
+//     apart than MaxStartSpread (by their own clocks), and segments on
+//     several machines whose clocks are not synchronised are warnings;
+//     the first two make a pass inconclusive.
+//
+// The merged report's environment is the first segment's, with the
+// coarsest timer any segment measured.
+func Merge(parts []*reports.Run, files []string, allowIncomplete bool) (*reports.Run, error) {
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("%w: no report given", ErrSegments)
+	}
+	bySeg, err := order(parts, files)
+	if err != nil {
+		return nil, err
+	}
+	first := bySeg[0]
+	rep := &reports.Run{
+		RunID:    "merge-" + first.RunID,
+		Tool:     first.Tool,
+		Scenario: first.Scenario,
+		Plan:     first.Plan,
+		Env:      first.Env,
+		Target:   first.Target,
+		Insecure: first.Insecure,
+		Started:  first.Started,
+		Ended:    first.Ended,
+		Result:   &engine.Result{},
+		Merged:   &reports.Merged{N: len(bySeg), PlanHash: first.Segment.PlanHash},
+	}
+	if rep.Plan.Scenario == nil {
+		rep.Plan.Scenario = rep.Scenario
+	}
+	var results []*engine.Result
+	var problems []string
+	incomplete := false
+	for i, p := range bySeg {
+		rep.Merged.Segments = append(rep.Merged.Segments, reports.MergedPart{
+			File: fileOf(files, p, parts), RunID: p.RunID, Hostname: p.Env.Hostname, Outcome: p.Outcome, Segment: p.Segment, Started: p.Started})
+		if p.Started.Before(rep.Started) {
+			rep.Started = p.Started
+		}
+		if p.Ended.After(rep.Ended) {
+			rep.Ended = p.Ended
+		}
+		if t := p.Env.Timer; t != nil && (rep.Env.Timer == nil || t.Precise > rep.Env.Timer.Precise) {
+			rep.Env.Timer = t
+		}
+		results = append(results, p.Result)
+		where := fmt.Sprintf("segment %d/%d (%s)", i, len(bySeg), fileOf(files, p, parts))
+		switch p.Outcome {
+		case Ran:
+		case CouldNotRun:
+			problems = append(problems, fmt.Sprintf("%s could not run: %s", where, p.Error))
+		case Interrupted, Incomplete:
+			incomplete = true
+			if !allowIncomplete {
+				problems = append(problems, fmt.Sprintf("%s is %s (--allow-incomplete merges the phases every segment completed, marked interrupted)", where, p.Outcome))
+			}
+		default:
+			problems = append(problems, fmt.Sprintf("%s has outcome %q, not a segment's", where, p.Outcome))
+		}
+	}
+	if len(problems) > 0 {
+		rep.Error = strings.Join(problems, "; ")
+		Decide(rep)
+		return rep, nil
+	}
+	if err := checkFingerprints(bySeg, files, parts); err != nil {
+		return nil, err
+	}
+	merged, err := engine.MergeResults(rep.Plan, results)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSegments, err)
+	}
+	rep.Result = merged
+	if n := len(rep.Plan.Phases) * rep.Plan.Repeats; len(merged.Phases) < n || incomplete {
+		// A segment that ran every phase beside one interrupted: the
+		// merge holds the phases all of them completed.
+		merged.Interrupted = true
+	}
+	Judge(rep, nil, nil)
+	rep.Warnings = append(rep.Warnings, segmentWarnings(bySeg)...)
+	Decide(rep)
+	return rep, nil
+}
+
+// order checks that parts are segments 0 … N−1 of one plan, each once,
+// and returns them in segment order.
+func order(parts []*reports.Run, files []string) ([]*reports.Run, error) {
+	var n int
+	for i, p := range parts {
+		s := p.Segment
+		if s == nil {
+			return nil, fmt.Errorf("%w: %s is not a segment's report (runner run --segment K/N writes one)", ErrSegments, name(files, i))
+		}
+		if i == 0 {
+			n = s.N
+		}
+		switch {
+		case s.N != n:
+			return nil, fmt.Errorf("%w: %s is segment %d of %d, %s of %d", ErrSegments, name(files, i), s.K, s.N, name(files, 0), n)
+		case s.K < 0 || s.K >= n:
+			return nil, fmt.Errorf("%w: %s is segment %d of %d", ErrSegments, name(files, i), s.K, s.N)
+		case s.PlanHash != parts[0].Segment.PlanHash:
+			return nil, fmt.Errorf("%w: %s ran another plan than %s (plan hash %.12s…, not %.12s…): another scenario, environment or runner version", ErrSegments, name(files, i), name(files, 0), s.PlanHash, parts[0].Segment.PlanHash)
+		case !sameInstant(s.StartAt, parts[0].Segment.StartAt):
+			return nil, fmt.Errorf("%w: %s was started at %s, %s at %s", ErrSegments, name(files, i), instant(s.StartAt), name(files, 0), instant(parts[0].Segment.StartAt))
+		case p.Target != parts[0].Target:
+			return nil, fmt.Errorf("%w: %s drove %s, %s drove %s", ErrSegments, name(files, i), p.Target, name(files, 0), parts[0].Target)
+		}
+	}
+	bySeg := make([]*reports.Run, n)
+	for i, p := range parts {
+		k := p.Segment.K
+		if bySeg[k] != nil {
+			j := slices.Index(parts, bySeg[k])
+			return nil, fmt.Errorf("%w: segment %d/%d given twice: %s and %s", ErrSegments, k, n, name(files, j), name(files, i))
+		}
+		bySeg[k] = p
+	}
+	var missing []string
+	for k, p := range bySeg {
+		if p == nil {
+			missing = append(missing, fmt.Sprint(k))
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: segment(s) %s of %d missing (every index 0 to %d must be given once)", ErrSegments, strings.Join(missing, ", "), n, n-1)
+	}
+	return bySeg, nil
+}
+
+// checkFingerprints checks that the segments' arrivals of every open
+// phase add up to the whole plan's schedule.
+func checkFingerprints(bySeg []*reports.Run, files []string, parts []*reports.Run) error {
+	pl := bySeg[0].Plan
+	type key struct {
+		repeat int
+		phase  string
+	}
+	sums := map[key]engine.Fingerprint{}
+	counted := map[key]int{}
+	for _, p := range bySeg {
+		for _, fp := range p.Segment.Arrivals {
+			k := key{fp.Repeat, fp.Phase}
+			if s, ok := sums[k]; ok {
+				var err error
+				if fp, err = engine.AddFingerprints(s, fp); err != nil {
+					return fmt.Errorf("%w: %s: %v", ErrSegments, fileOf(files, p, parts), err)
+				}
+			}
+			sums[k] = fp
+			counted[k]++
+		}
+	}
+	for rep := 1; rep <= pl.Repeats; rep++ {
+		for i := range pl.Phases {
+			want, ok := engine.ArrivalFingerprint(&pl.Phases[i], rep)
+			k := key{rep, pl.Phases[i].Name}
+			if !ok || counted[k] == 0 {
+				continue // closed, or too many arrivals to fingerprint
+			}
+			if got := sums[k]; counted[k] != len(bySeg) || got != want {
+				return fmt.Errorf("%w: repeat %d, phase %s: the segments' arrivals (%d, fingerprint %s, from %d segment(s)) are not the plan's schedule (%d, fingerprint %s)",
+					ErrSegments, rep, k.phase, got.Count, got.Sum, counted[k], want.Count, want.Sum)
+			}
+		}
+	}
+	return nil
+}
+
+// segmentWarnings are the merge's own warnings: a segment's generator
+// at fault, a phase whose segments started apart, and unsynchronised
+// clocks on several machines.
+func segmentWarnings(bySeg []*reports.Run) []engine.Warning {
+	var ws []engine.Warning
+	n := len(bySeg)
+	for k, p := range bySeg {
+		for _, pr := range p.Result.Phases {
+			if why := engine.GeneratorFault(pr); why != "" {
+				ws = append(ws, engine.Warning{Code: "segment-generator", Phase: pr.Phase.Name, Repeat: pr.Repeat, Invalidates: true,
+					Message: fmt.Sprintf("repeat %d, phase %s: segment %d/%d: %s; the merged run measures that generator too", pr.Repeat, pr.Phase.Name, k, n, why)})
+			}
+		}
+	}
+	if len(bySeg) > 1 {
+		rows := len(bySeg[0].Result.Phases)
+		for _, p := range bySeg[1:] {
+			rows = min(rows, len(p.Result.Phases))
+		}
+		for j := range rows {
+			lo, hi := bySeg[0].Result.Phases[j].Start, bySeg[0].Result.Phases[j].Start
+			for _, p := range bySeg[1:] {
+				t := p.Result.Phases[j].Start
+				if t.Before(lo) {
+					lo = t
+				}
+				if t.After(hi) {
+					hi = t
+				}
+			}
+			pr := bySeg[0].Result.Phases[j]
+			if spread := hi.Sub(lo); spread > MaxStartSpread {
+				ws = append(ws, engine.Warning{Code: "segments-apart", Phase: pr.Phase.Name, Repeat: pr.Repeat, Invalidates: !pr.Phase.Warmup,
+					Message: fmt.Sprintf("repeat %d, phase %s: the segments started it %s apart (more than %s, by their own clocks): the target did not see their load together as planned (start every segment with one --start-at)", pr.Repeat, pr.Phase.Name, spread.Round(time.Millisecond), MaxStartSpread)})
+			}
+		}
+	}
+	hosts := map[string]bool{}
+	var unsynced []string
+	for k, p := range bySeg {
+		hosts[p.Env.Hostname] = true
+		if c := p.Segment.Clock; !c.Synchronised {
+			unsynced = append(unsynced, fmt.Sprintf("%d/%d on %s", k, n, p.Env.Hostname))
+		}
+	}
+	if len(hosts) > 1 && len(unsynced) > 0 {
+		ws = append(ws, engine.Warning{Code: "clock-unsynchronised", Message: fmt.Sprintf("segments ran on %d machines and the clock of segment(s) %s was not synchronised (adjtimex): their start instants, and the spread of their starts, are only as good as those clocks", len(hosts), strings.Join(unsynced, ", "))})
+	}
+	return ws
+}
+
+func sameInstant(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
+func instant(t *time.Time) string {
+	if t == nil {
+		return "no start instant"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func name(files []string, i int) string {
+	if i < len(files) {
+		return files[i]
+	}
+	return fmt.Sprintf("report %d", i+1)
+}
+
+func fileOf(files []string, p *reports.Run, parts []*reports.Run) string {
+	return name(files, slices.Index(parts, p))
+}
