@@ -267,10 +267,27 @@ func TestMergeRefuses(t *testing.T) {
 	if code != exitCouldNotRun || !strings.Contains(out, "INTERRUPTED") {
 		t.Errorf("--allow-incomplete: exit %d: %s%s; want the merged result judged and marked interrupted", code, out, errOut)
 	}
-	// The directory of both: merged, the earlier merged report left out.
-	code, out, errOut = cli(t, "merge", dir)
+	// The directory of both: merged, the earlier merged report left out,
+	// every report format written, the exit code the report's.
+	outDir := t.TempDir()
+	at := func(name string) string { return filepath.Join(outDir, name) }
+	code, out, errOut = cli(t, "merge", "--json", at("{scenario}-{segment}.json"), "--markdown", at("m.md"), "--junit", at("j.xml"),
+		"--html", at("h.html"), "--tsv", at("t.tsv"), "--hdr", at("h.hlog"), dir)
 	if code == exitInvalid || !strings.Contains(errOut, "merged.json: not a segment's report") {
-		t.Errorf("merge DIR: exit %d: %s%s", code, out, errOut)
+		t.Fatalf("merge DIR: exit %d: %s%s", code, out, errOut)
+	}
+	r, err := reports.Load(at("scale-merged.json"))
+	if err != nil || r.ExitCode != code || r.Merged == nil || len(r.Merged.Segments) != 2 {
+		t.Fatalf("merged report: %v; exit %d", err, code)
+	}
+	for _, f := range []string{"m.md", "j.xml", "h.html", "t.tsv", "h.hlog"} {
+		b, err := os.ReadFile(at(f))
+		if err != nil || len(b) == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	if b, _ := os.ReadFile(at("t.tsv")); strings.Count(string(b), "\n") != 1+len(r.Result.Phases) {
+		t.Errorf("TSV: %d lines for %d phases:\n%s", strings.Count(string(b), "\n"), len(r.Result.Phases), b)
 	}
 }
 
