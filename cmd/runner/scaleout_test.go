@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -347,4 +348,39 @@ func counters(t *testing.T, url string) map[string]float64 {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// Ctrl-C while a segment waits for its start instant, and while it runs:
+// it exits 3 and its JSON report, segment block included, says
+// interrupted; one interrupted before its start instant sent nothing.
+func TestSegmentInterrupted(t *testing.T) {
+	proc, err := targets.Spawn(context.Background(), os.Args[0], "http", nil, io.Discard, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proc.Stop()
+	dir := t.TempDir()
+	file := scaleOutScenario(t, dir, proc.URL)
+	for _, c := range []struct {
+		name  string
+		after time.Duration // from the start instant
+	}{{"waiting", -time.Second}, {"running", 1500 * time.Millisecond}} {
+		start := time.Now().Add(3 * time.Second)
+		jsonPath := filepath.Join(dir, c.name+".json")
+		p := startRunner(t, "run", "--quiet", "--segment", "1/2", "--start-at", start.UTC().Format(time.RFC3339Nano), "--json", jsonPath, file)
+		time.Sleep(time.Until(start.Add(c.after)))
+		if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		if code := p.wait(t, 30*time.Second); code != exitCouldNotRun {
+			t.Fatalf("%s: exit %d: %s%s", c.name, code, p.stdout.String(), p.stderr.String())
+		}
+		r, err := reports.Load(jsonPath)
+		if err != nil || r.Segment == nil || r.Segment.K != 1 || r.Outcome != execute.Interrupted {
+			t.Fatalf("%s: report %v: %+v", c.name, err, r)
+		}
+		if c.name == "waiting" && counters(t, proc.URL)["requests"] != 0 {
+			t.Fatalf("interrupted before its start instant, the segment sent requests")
+		}
+	}
 }
