@@ -146,6 +146,10 @@ func TestSegmentNeedsAConnectionEach(t *testing.T) {
 	if _, err := r.Run(context.Background(), pl); err == nil {
 		t.Fatal("4 segments of 3 connections ran")
 	}
+	closed := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 8}, Requests: 3}, time.Second)
+	if err := (Segment{K: 3, N: 4}).Check(closed); err == nil {
+		t.Fatal("a bound of 3 requests split into 4 segments: one would run unbounded")
+	}
 }
 
 // A segment's fingerprint changes when its arrivals do: another segment

@@ -42,8 +42,9 @@ func ParseSegment(text string) (Segment, error) {
 
 // Check reports whether pl can be split into s.N segments: every open
 // phase needs a connection in each segment to carry its arrivals, so at
-// least N connections. (A closed phase may leave a segment without any:
-// that segment then sends nothing in it.)
+// least N connections, and a phase bounded by count at least N requests.
+// (A closed phase may leave a segment without a connection: that segment
+// then sends nothing in it.)
 func (s Segment) Check(pl *Plan) error {
 	if s.Whole() {
 		return nil
@@ -51,6 +52,10 @@ func (s Segment) Check(pl *Plan) error {
 	for _, p := range pl.Phases {
 		if p.Model == Open && p.Connections < s.N {
 			return fmt.Errorf("phase %q has %d connection(s): an open phase cannot be split into %d segments, each needs one to carry its arrivals", p.Name, p.Connections, s.N)
+		}
+		if p.Requests > 0 && p.Requests < int64(s.N) {
+			// A share of 0 would read as no bound at all.
+			return fmt.Errorf("phase %q is bounded by %d requests: it cannot be split into %d segments, each needs one", p.Name, p.Requests, s.N)
 		}
 	}
 	return nil
