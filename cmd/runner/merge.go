@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/internal/execute"
 	"github.com/runner-dev/runner/reports"
 )
@@ -52,7 +53,17 @@ Exit code: as runner run: 0 pass, 1 a rule failed, 2 invalid input,
 				fmt.Fprintf(stderr, "runner merge: %v\n", err)
 				return exitError(exitInvalid)
 			}
-			rep, err := execute.Merge(parts, files, allowIncomplete)
+			var base *engine.Result
+			var ref *reports.BaselineRef
+			if f.baseline != "" {
+				b, err := reports.Load(f.baseline)
+				if err != nil {
+					fmt.Fprintf(stderr, "runner merge: --baseline: %v\n", err)
+					return exitError(exitInvalid)
+				}
+				base, ref = b.Result, &reports.BaselineRef{File: f.baseline, RunID: b.RunID, Scenario: scenarioNameOf(b)}
+			}
+			rep, err := execute.Merge(parts, files, execute.MergeOptions{AllowIncomplete: allowIncomplete, Baseline: base, BaselineRef: ref})
 			if err != nil {
 				fmt.Fprintf(stderr, "runner merge: %v\n", err)
 				return exitError(exitInvalid)
@@ -110,6 +121,7 @@ Exit code: as runner run: 0 pass, 1 a rule failed, 2 invalid input,
 	cmd.Flags().StringVar(&f.html, "html", "", "write the HTML report to this file (overrides outputs.html)")
 	cmd.Flags().StringVar(&f.hdr, "hdr", "", "write an HdrHistogram interval log to this file (overrides outputs.hdr)")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the header, rules, warnings and verdict")
+	cmd.Flags().StringVar(&f.baseline, "baseline", "", "a saved JSON result (a run's or a merge's): rules may read baseline.<metric> of the same phase, as in runner run")
 	return cmd
 }
 

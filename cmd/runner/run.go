@@ -772,6 +772,9 @@ func (f *runFlags) scaleOut(plans []*engine.Plan, stderr io.Writer) bool {
 	if f.segmentSpec == "" {
 		return true
 	}
+	if f.baseline != "" {
+		return fail(fmt.Errorf("--baseline with --segment: a segment is not judged; give --baseline to runner merge"))
+	}
 	for _, pl := range plans {
 		if err := execute.CheckSegment(pl, f.segment); err != nil {
 			return fail(fmt.Errorf("%s: --segment %s: %v", pl.Scenario.File, f.segment, err))

@@ -287,6 +287,10 @@ func TestMergeRefuses(t *testing.T) {
 			t.Errorf("%s not written: %v", f, err)
 		}
 	}
+	code, out, errOut = cli(t, "merge", "--baseline", at("scale-merged.json"), "--json", at("again.json"), seg[0], seg[1])
+	if again, err := reports.Load(at("again.json")); err != nil || again.Baseline == nil || again.Baseline.RunID != r.RunID || code == exitInvalid {
+		t.Errorf("merge --baseline: exit %d %s%s; report %v", code, out, errOut, err)
+	}
 	if b, _ := os.ReadFile(at("t.tsv")); strings.Count(string(b), "\n") != 1+len(r.Result.Phases) {
 		t.Errorf("TSV: %d lines for %d phases:\n%s", strings.Count(string(b), "\n"), len(r.Result.Phases), b)
 	}
@@ -326,6 +330,7 @@ func TestSegmentLateOrMisused(t *testing.T) {
 		{"run", "--segment", "0/2", file},
 		{"run", "--segment", "0/9", "--json", jsonPath, file},
 		{"run", "--segment", "0/2", "--start-at", "tomorrow", "--json", jsonPath, file},
+		{"run", "--segment", "0/2", "--baseline", jsonPath, "--json", jsonPath, file},
 	} {
 		code, out, errOut := cli(t, args...)
 		if code != exitInvalid || errOut == "" {

@@ -11,6 +11,17 @@ import (
 	"github.com/runner-dev/runner/reports"
 )
 
+// MergeOptions are what Merge needs besides the reports.
+type MergeOptions struct {
+	// AllowIncomplete merges interrupted segments: the phases every
+	// segment completed, the result marked interrupted.
+	AllowIncomplete bool
+	// Baseline is a saved result rules may read as baseline.<metric>;
+	// BaselineRef says which run it was (as Options').
+	Baseline    *engine.Result
+	BaselineRef *reports.BaselineRef
+}
+
 // ErrSegments means the reports given to Merge are not the segments of
 // one run: one is missing, duplicated, not a segment's, or of another
 // plan. Nothing is merged (exit 2, like any other invalid input).
@@ -24,7 +35,8 @@ const MaxStartSpread = engine.LatenessLimit
 // Merge combines the reports of the segments of one scale-out run (each
 // from `runner run --segment K/N`; files names them, for messages) into
 // the report one generator would have made, and judges it as a run is
-// judged (Judge, Decide), with these additions (docs/design.md,
+// judged (Judge, Decide; against o.Baseline, when given), with these
+// additions (docs/design.md,
 // "Scale-out"):
 //
 //   - Every index 0 … N−1 must come exactly once, with one plan hash,
@@ -33,8 +45,9 @@ const MaxStartSpread = engine.LatenessLimit
 //     Otherwise the error wraps ErrSegments and nothing is merged.
 //   - A segment that could not run makes the merged result could not
 //     run; one interrupted (or a snapshot of one still running) is
-//     refused the same way unless allowIncomplete, when the phases every
-//     segment completed are merged and the result is marked interrupted.
+//     refused the same way unless o.AllowIncomplete, when the phases
+//     every segment completed are merged and the result is marked
+//     interrupted.
 //   - Counts and histograms merge exactly (engine.MergeResults).
 //   - A segment whose generator was the bottleneck in a measured phase
 //     (engine.GeneratorFault), a phase whose segments started further
@@ -44,7 +57,7 @@ const MaxStartSpread = engine.LatenessLimit
 //
 // The merged report's environment is the first segment's, with the
 // coarsest timer any segment measured.
-func Merge(parts []*reports.Run, files []string, allowIncomplete bool) (*reports.Run, error) {
+func Merge(parts []*reports.Run, files []string, o MergeOptions) (*reports.Run, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("%w: no report given", ErrSegments)
 	}
@@ -92,7 +105,7 @@ func Merge(parts []*reports.Run, files []string, allowIncomplete bool) (*reports
 			problems = append(problems, fmt.Sprintf("%s could not run: %s", where, p.Error))
 		case Interrupted, Incomplete:
 			incomplete = true
-			if !allowIncomplete {
+			if !o.AllowIncomplete {
 				problems = append(problems, fmt.Sprintf("%s is %s (--allow-incomplete merges the phases every segment completed, marked interrupted)", where, p.Outcome))
 			}
 		default:
@@ -117,7 +130,8 @@ func Merge(parts []*reports.Run, files []string, allowIncomplete bool) (*reports
 		// merge holds the phases all of them completed.
 		merged.Interrupted = true
 	}
-	Judge(rep, nil, nil)
+	rep.Baseline = o.BaselineRef
+	Judge(rep, o.Baseline, nil)
 	rep.Warnings = append(rep.Warnings, segmentWarnings(bySeg)...)
 	Decide(rep)
 	return rep, nil
