@@ -113,8 +113,17 @@ func Checks(pl *Plan, res *Result) []Warning {
 			}
 		}
 		if pr.StartLag > LatenessLimit {
-			at("late-start", "started %s after its instant on the timetable (more than %s): its arrivals are not on the plan's clock, and a scale-out segment's are offset from the other segments'", pr.StartLag.Round(time.Millisecond), LatenessLimit)
-			ws[len(ws)-1].Invalidates = !p.Warmup
+			// An open phase keeps its arrivals' instants: those due before
+			// the release were sent late, and count as the generator's
+			// lateness (schedule-lateness). A closed phase lost the lag from
+			// its window: more than 1 % of it makes a pass inconclusive.
+			lost := p.Model == Closed && pr.StartLag*100 > max(pr.Summary.Elapsed, p.Duration)
+			what := "the arrivals due meanwhile were sent late, each counted from its own intended start (see the schedule's lateness)"
+			if p.Model == Closed {
+				what = fmt.Sprintf("its connections started that late in a window of %s", max(pr.Summary.Elapsed, p.Duration).Round(time.Millisecond))
+			}
+			at("late-start", "released %s after its instant on the timetable (more than %s): %s", pr.StartLag.Round(time.Millisecond), LatenessLimit, what)
+			ws[len(ws)-1].Invalidates = lost && !p.Warmup
 		}
 		if why := Censoring(pl, pr); why != "" {
 			at("censored", "%s", why)

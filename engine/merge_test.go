@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -207,16 +208,71 @@ func TestStartAtTimetable(t *testing.T) {
 	})
 }
 
-// A later phase that is not ready on its instant starts late, and the
-// lag is a warning that makes a pass inconclusive.
-func TestLateStartInvalidates(t *testing.T) {
-	pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 1}, Duration: dur("1s")}, time.Second)
-	pr := &PhaseResult{Repeat: 1, Phase: &pl.Phases[0], Summary: emptySummary(), StartLag: 40 * time.Millisecond, Timetabled: true}
-	ws := Checks(pl, &Result{Phases: []*PhaseResult{pr}})
-	for _, w := range ws {
-		if w.Code == "late-start" && w.Invalidates {
-			return
+// A later phase not ready on its instant (the phase before drained past
+// its slot) is released late, but its arrivals keep their instants on
+// the timetable: those due meanwhile are sent at once, each counted from
+// its own intended start, and booked as the generator's lateness.
+func TestLateReleaseKeepsTheTimetable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sc := &schema.Scenario{Version: 1, Name: "t", File: "t.yaml", Repeats: 1, Phases: []schema.Phase{
+			// One connection, 10/s, 900 ms each: a queue that drains
+			// long past the phase's slot on the timetable.
+			{Name: "slow", Open: &schema.Open{Rate: constRate(10), Connections: 1}, Duration: dur("1s")},
+			{Name: "next", Open: &schema.Open{Rate: constRate(100), Connections: 50}, Duration: dur("2s")},
+		}}
+		pl, err := Compile(sc, Limits{MaxInflight: 64, Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now().Add(time.Second)
+		slow := func(seq uint64) time.Duration {
+			if seq <= 10 {
+				return 900 * time.Millisecond
+			}
+			return time.Millisecond
+		}
+		r := &Runner{Driver: &fake.Driver{Service: slow}, Timeout: time.Second, NewSleeper: NewTimerSleeper, StartAt: start, PhaseGap: 100 * time.Millisecond}
+		res, err := r.Run(context.Background(), pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := res.Phases[1]
+		instant := start.Add(pl.Timetable(100 * time.Millisecond)[1])
+		if next.StartLag < 100*time.Millisecond || !next.Start.Equal(instant.Add(next.StartLag)) {
+			t.Fatalf("released %s late at %s; its instant %s", next.StartLag, next.Start, instant)
+		}
+		s := next.Summary
+		late := Due(pl.Phases[1].Schedule(1), next.StartLag-LatenessLimit, 0)
+		if s.Arrivals != 200 || s.Requests != 200 || next.LateArrivals != late || next.LatenessMax != next.StartLag {
+			t.Fatalf("arrivals %d requests %d late %d (want %d) lateness %s", s.Arrivals, s.Requests, next.LateArrivals, late, next.LatenessMax)
+		}
+		// The first arrival was due at the instant and sent at the
+		// release: its response time holds the lag.
+		if mx, _ := s.Response.Max(); mx < next.StartLag {
+			t.Fatalf("longest response %s, shorter than the lag %s the first arrival waited", mx, next.StartLag)
+		}
+		ws := Checks(pl, res)
+		if !slices.ContainsFunc(ws, func(w Warning) bool { return w.Code == "schedule-lateness" && w.Invalidates }) ||
+			!slices.ContainsFunc(ws, func(w Warning) bool { return w.Code == "late-start" && !w.Invalidates }) {
+			t.Fatalf("warnings %+v: want the late start told and its late arrivals invalidating", ws)
+		}
+	})
+}
+
+// A closed phase released late lost that time from its window: more than
+// 1 % of it makes a pass inconclusive.
+func TestLateStartOfAClosedPhase(t *testing.T) {
+	pl := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 1}, Duration: dur("1s")}, time.Second)
+	for _, c := range []struct {
+		lag     time.Duration
+		told    bool
+		invalid bool
+	}{{5 * time.Millisecond, false, false}, {15 * time.Millisecond, true, true}} {
+		pr := &PhaseResult{Repeat: 1, Phase: &pl.Phases[0], Summary: emptySummary(), StartLag: c.lag, Timetabled: true}
+		ws := Checks(pl, &Result{Phases: []*PhaseResult{pr}})
+		i := slices.IndexFunc(ws, func(w Warning) bool { return w.Code == "late-start" })
+		if (i >= 0) != c.told || (i >= 0 && ws[i].Invalidates != c.invalid) {
+			t.Fatalf("lag %s: warnings %+v", c.lag, ws)
 		}
 	}
-	t.Fatalf("no invalidating late-start warning in %+v", ws)
 }

@@ -22,6 +22,17 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 	sl := ph.r.sleeper()
 	defer sl.Close()
 	sched := ph.p.Schedule(ph.repeat)
+	if lag := ph.lag; lag > LatenessLimit {
+		// Released late on the timetable (Runner.StartAt): the arrivals
+		// intended more than LatenessLimit before the release are sent
+		// that late by the generator, with every connection free.
+		n := Due(sched, lag-LatenessLimit, 0)
+		if r := ph.p.Requests; r > 0 {
+			n = min(n, r)
+		}
+		ph.late += n
+		ph.lateness = max(ph.lateness, lag)
+	}
 	for i := int64(0); ; i++ {
 		if ph.p.Requests > 0 && i >= ph.p.Requests {
 			return

@@ -193,6 +193,7 @@ type phaseRun struct {
 	live        []atomic.Bool // slot k held a live connection at its start (barrier or stair)
 	closedEarly atomic.Int64  // slots the server closed before their start (ConnectionsClosedEarly)
 
+	lag      time.Duration // how late the phase was released after its instant on the timetable
 	lateness time.Duration // max scheduler lateness; written by the pacer only
 	late     int64         // arrivals dispatched later than LatenessLimit; pacer only
 	busy     atomic.Int64  // open model, queue mode: arrivals handed to a worker and not yet done
@@ -312,8 +313,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		straysBefore = strays.Strays()
 	}
 	if !at.IsZero() {
-		// Every segment releases its phase at the same instant. One
-		// that comes late starts at once, its lag recorded.
+		// Every segment releases its phase at the same instant.
 		sl := r.sleeper()
 		sl.Until(at, ctx.Done())
 		sl.Close()
@@ -321,7 +321,16 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	usage := sample()
 	machine0, machineErr := procstat.TakeMachine()
 	ph.start = time.Now()
-	wall := time.Now()
+	wall := ph.start
+	if !at.IsZero() {
+		// Released late (a wake-up on a busy machine, a long drain of
+		// the phase before): the phase's clock is still the timetable's,
+		// so its arrivals keep their instants, and those that came due
+		// meanwhile are sent at once, late, each counted from its own
+		// intended start (pace books them as the generator's lateness).
+		ph.lag = max(ph.start.Sub(at), 0)
+		ph.start = ph.start.Add(-ph.lag)
+	}
 	// The phase's time is up at its window: its duration, or for an open
 	// phase bounded by count, the span of its arrivals. No new request
 	// starts after it.
@@ -331,7 +340,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		if p.Model == Open {
 			end = window
 		}
-		timer = time.AfterFunc(end, ph.endPhase)
+		timer = time.AfterFunc(end-ph.lag, ph.endPhase)
 	}
 	close(release)
 
@@ -428,7 +437,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		ServerBefore:           before,
 	}
 	if !at.IsZero() {
-		pr.StartLag = max(ph.start.Sub(at), 0)
+		pr.StartLag = ph.lag
 		pr.Timetabled = true
 	}
 	pr.Metrics = MetricsOf(pr)

@@ -50,10 +50,12 @@ const MaxStartSpread = engine.LatenessLimit
 //     interrupted.
 //   - Counts and histograms merge exactly (engine.MergeResults).
 //   - A segment whose generator was the bottleneck in a measured phase
-//     (engine.GeneratorFault), a phase whose segments started further
+//     (engine.GeneratorFault: a late release on the timetable counts
+//     there, as lateness), a phase whose segments were released further
 //     apart than MaxStartSpread (by their own clocks), and segments on
-//     several machines whose clocks are not synchronised are warnings;
-//     the first two make a pass inconclusive.
+//     several machines whose clocks are not synchronised are warnings.
+//     The first makes a pass inconclusive, and so does the second when
+//     the segments had no start instant to keep their arrivals on.
 //
 // The merged report's environment is the first segment's, with the
 // coarsest timer any segment measured.
@@ -254,8 +256,12 @@ func segmentWarnings(bySeg []*reports.Run) []engine.Warning {
 			}
 			pr := bySeg[0].Result.Phases[j]
 			if spread := hi.Sub(lo); spread > MaxStartSpread {
-				ws = append(ws, engine.Warning{Code: "segments-apart", Phase: pr.Phase.Name, Repeat: pr.Repeat, Invalidates: !pr.Phase.Warmup,
-					Message: fmt.Sprintf("repeat %d, phase %s: the segments started it %s apart (more than %s, by their own clocks): the target did not see their load together as planned (start every segment with one --start-at)", pr.Repeat, pr.Phase.Name, spread.Round(time.Millisecond), MaxStartSpread)})
+				why := "each segment's arrivals kept their instants on its timetable; those due before its release were sent late and count as its generator's lateness"
+				if !pr.Timetabled {
+					why = "they had no common start instant (--start-at): the target did not see their load together as planned"
+				}
+				ws = append(ws, engine.Warning{Code: "segments-apart", Phase: pr.Phase.Name, Repeat: pr.Repeat, Invalidates: !pr.Timetabled && !pr.Phase.Warmup,
+					Message: fmt.Sprintf("repeat %d, phase %s: the segments released it %s apart (more than %s, by their own clocks): %s", pr.Repeat, pr.Phase.Name, spread.Round(time.Millisecond), MaxStartSpread, why)})
 			}
 		}
 	}
