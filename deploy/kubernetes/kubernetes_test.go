@@ -319,11 +319,6 @@ func TestSegmentsJob(t *testing.T) {
 	if !slices.Contains(r.results.Spec.AccessModes, corev1.ReadWriteMany) {
 		t.Errorf("claim %s access modes %v: want ReadWriteMany (N pods on N nodes write it)", r.results.Name, r.results.Spec.AccessModes)
 	}
-	if c.WorkingDir != "" {
-		if wv, _ := volumeAt(t, j, c, c.WorkingDir+"/x"); wv.PersistentVolumeClaim != nil {
-			t.Errorf("workingDir %s is on the shared claim: the scenario's own relative outputs would collide there", c.WorkingDir)
-		}
-	}
 
 	// The scenario comes from the ConfigMap.
 	file := argv[len(argv)-1]
@@ -407,6 +402,11 @@ func TestMergeJob(t *testing.T) {
 	v, _ := volumeAt(t, j, c, dir+"/x.json")
 	if v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != r.results.Name {
 		t.Errorf("the merge reads %s from volume %s, not from claim %s", dir, v.Name, r.results.Name)
+	}
+	// The merge also writes the outputs the scenario names, relative to
+	// its working directory: on the claim, or lost with the pod.
+	if wv, _ := volumeAt(t, j, c, c.WorkingDir+"/x"); wv.PersistentVolumeClaim == nil || wv.PersistentVolumeClaim.ClaimName != r.results.Name {
+		t.Errorf("the merge's workingDir %q is not on claim %s", c.WorkingDir, r.results.Name)
 	}
 	for _, f := range []string{"--json", "--markdown", "--junit", "--html"} {
 		out := flag(t, argv, f)
