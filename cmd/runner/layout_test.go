@@ -21,7 +21,7 @@ func TestRepositoryRootHoldsOnlyTheLayout(t *testing.T) {
 		t.Skip("git ls-files:", err)
 	}
 	layout := []string{".ci", ".gitignore", "README.md", "go.mod", "go.sum",
-		"bench", "cmd", "docs", "drivers", "engine", "internal", "reports", "scenarios", "schema", "targets"}
+		"bench", "cmd", "deploy", "docs", "drivers", "engine", "internal", "reports", "scenarios", "schema", "targets"}
 	seen := map[string]bool{}
 	for _, f := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		top, _, _ := strings.Cut(f, "/")
