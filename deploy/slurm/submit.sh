@@ -2,7 +2,7 @@
 # submit.sh: queue a scaled-out run on Slurm, the N segments (runner.sbatch)
 # and, after them, the merge (merge.sbatch), and print the job ids.
 #
-#   TARGET_URL=http://10.0.0.5:8080 RUNNER=/shared/bin/runner \
+#   TARGET_URL=http://target.example:8080 RUNNER=/shared/bin/runner \
 #     deploy/slurm/submit.sh -n 8 -d /shared/results/run1 scenario.yaml
 #
 # Options:
@@ -16,8 +16,8 @@
 #             (repeatable)
 # The environment is exported to the jobs (sbatch's --export=ALL): RUNNER
 # (the runner binary, same path on every node; default `runner` on PATH),
-# START_DELAY or START_AT (see runner.sbatch), and whatever the scenario
-# expands (TARGET_URL, tokens).
+# START_DELAY or START_AT and RUNNER_ARGS (see runner.sbatch), and
+# whatever the scenario expands (TARGET_URL, tokens).
 #
 # Prints, one per line (shell-readable):
 #   SEGMENT_JOB=ID   the segment job
@@ -38,15 +38,19 @@ while getopts n:d:o:s:h opt; do
   d) dir=$OPTARG ;;
   o) both+=("$OPTARG") ;;
   s) seg+=("$OPTARG") ;;
+  h)
+    sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
   *)
-    sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+    echo "usage: submit.sh [-n N] [-d DIR] [-o SBATCH_OPT]... [-s SBATCH_OPT]... SCENARIO (-h: help)" >&2
     exit 2
     ;;
   esac
 done
 shift $((OPTIND - 1))
 if [ $# -ne 1 ]; then
-  echo "usage: submit.sh [-n N] [-d DIR] [-o SBATCH_OPT]... [-s SBATCH_OPT]... SCENARIO" >&2
+  echo "usage: submit.sh [-n N] [-d DIR] [-o SBATCH_OPT]... [-s SBATCH_OPT]... SCENARIO (-h: help)" >&2
   exit 2
 fi
 scenario=$(realpath "$1")
