@@ -290,6 +290,9 @@ func testFourSegments(t *testing.T, c *cluster) {
 		r, code := runFourSegments(t, c, bin, url, scenario, results)
 		t.Logf("attempt %d: merge exited %d (%s) in %v", attempt, code, r.Outcome, time.Since(t0).Round(time.Millisecond))
 		if code == 0 && r.Outcome == "pass" {
+			for _, w := range r.Warnings {
+				t.Logf("warning %s: %s", w.Code, w.Message)
+			}
 			t.Logf("four segments through Slurm: pass, %v after the test started (runner build included)", time.Since(start).Round(time.Millisecond))
 			return
 		}
