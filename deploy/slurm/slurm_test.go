@@ -7,7 +7,8 @@ package slurm_test
 // reference target, merged and judged.
 //
 // It needs root and Debian's slurm-wlm and munge; without them it is
-// skipped, except under CI (.ci/run installs them). It takes about 15 s.
+// skipped, except under CI (.ci/run installs them). It takes 15 to 45 s
+// (one to three runs of about 10 s each, after a build of the runner).
 
 import (
 	"bufio"
