@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -334,17 +335,28 @@ func (c *cluster) waitJob(t *testing.T, id string, deadline time.Time) job {
 	}
 }
 
-// cancelAll cancels every job the cluster still runs and waits (at most
-// 15 s) until none is left.
+// cancelAll cancels every job the cluster still runs (cancel).
 func (c *cluster) cancelAll(t *testing.T) {
-	ids := func() []string {
+	c.cancel(t, nil)
+}
+
+// cancel cancels the jobs ids (nil: every job the cluster still runs) and
+// waits (at most 15 s) until none of them is left in the queue. A job's
+// processes get SIGTERM, and SIGKILL KillWait (5 s) later.
+func (c *cluster) cancel(t *testing.T, ids []string) {
+	queued := func() []string {
 		out, err := c.command(5*time.Second, "squeue", "-h", "-o", "%i")
 		if err != nil {
+			t.Log(err)
 			return nil
 		}
-		return strings.Fields(string(out))
+		all := strings.Fields(string(out))
+		if ids == nil {
+			return all
+		}
+		return slices.DeleteFunc(all, func(id string) bool { return !slices.Contains(ids, id) })
 	}
-	left := ids()
+	left := queued()
 	if len(left) == 0 {
 		return
 	}
@@ -355,7 +367,7 @@ func (c *cluster) cancelAll(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	for len(left) > 0 && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
-		left = ids()
+		left = queued()
 	}
 	if len(left) > 0 {
 		t.Logf("jobs still there after scancel: %v (the sweep kills their processes)", left)
@@ -485,6 +497,9 @@ func (c *cluster) submit(t *testing.T, extraEnv []string, args ...string) map[st
 			got[k] = v
 		}
 	}
+	// Before the test's temporary directories go: no job of this test
+	// writes into them after it.
+	t.Cleanup(func() { c.cancel(t, []string{got["SEGMENT_JOB"], got["MERGE_JOB"]}) })
 	for _, k := range []string{"SEGMENT_JOB", "MERGE_JOB", "RESULTS_DIR"} {
 		if got[k] == "" {
 			t.Fatalf("submit.sh printed no %s:\n%s", k, out)
