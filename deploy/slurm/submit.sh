@@ -3,7 +3,7 @@
 # and, after them, the merge (merge.sbatch), and print the job ids.
 #
 #   TARGET_URL=http://target.example:8080 RUNNER=/shared/bin/runner \
-#     deploy/slurm/submit.sh -n 8 -d /shared/results/run1 scenario.yaml
+#     deploy/slurm/submit.sh -n 8 -d /shared/results/run1 deploy/scenario.yaml
 #
 # Options:
 #   -n N      segments (load generators), one Slurm task each (default 4)
