@@ -421,10 +421,12 @@ func StaleCounters(res *Result, spawned bool) []Warning {
 // on a shared server, or a different server behind the address). Only
 // after a phase that ended clean (no timeout, nothing cancelled: no
 // reply of ours could still be on its way), not for control counters
-// (control_*: the fetches themselves), and not for a move of 1 (the
-// fetch between the two readings, on a target that counts it). Deltas are still compared; the
-// warning says they may include the other traffic.
-func CountersMoved(res *Result) []Warning {
+// (control_*: the fetches themselves), and not for a move of up to
+// fetchers, the clients that read the counters (1 for a run; N for a
+// merge of N segments, each of which fetches): a target may count a
+// fetch's connection for a moment before it knows it for one. Deltas are
+// still compared; the warning says they may include the other traffic.
+func CountersMoved(res *Result, fetchers int) []Warning {
 	if res == nil {
 		return nil
 	}
@@ -441,9 +443,9 @@ func CountersMoved(res *Result) []Warning {
 			if strings.HasPrefix(leaf, "control") {
 				continue
 			}
-			// One fetch ran between the two readings; a target may count
-			// it (a request, a connection, a message): 1 is ours.
-			if a, b := prev.ServerAfter[k], pr.ServerBefore[k]; math.Abs(b-a) > 1 {
+			// Fetches ran between the two readings; a target may count
+			// them (a request, a connection, a message): one each is ours.
+			if a, b := prev.ServerAfter[k], pr.ServerBefore[k]; math.Abs(b-a) > float64(max(fetchers, 1)) {
 				parts = append(parts, fmt.Sprintf("%s %g → %g", k, a, b))
 			}
 		}

@@ -197,14 +197,19 @@ func TestCountersMoved(t *testing.T) {
 		ph(1, "d", m(305, 7), m(400, 8), 0),  // after a phase with timeouts: not judged
 		ph(2, "a", m(405, 9), m(500, 10), 0), // a new repeat: not compared
 	}}
-	ws := CountersMoved(res)
+	ws := CountersMoved(res, 1)
 	if len(ws) != 1 || ws[0].Code != "shared-target-counters" || ws[0].Phase != "b" || ws[0].Repeat != 1 {
 		t.Fatalf("%+v", ws)
 	}
 	if !strings.Contains(ws[0].Message, "requests 100 → 107") || strings.Contains(ws[0].Message, "control") {
 		t.Errorf("message %q", ws[0].Message)
 	}
-	if ws := CountersMoved(&Result{Phases: []*PhaseResult{ph(1, "a", nil, nil, 0), ph(1, "b", nil, nil, 0)}}); ws != nil {
+	// Merged from 8 segments, each of which fetched: a move of up to 8
+	// may be theirs.
+	if ws := CountersMoved(res, 8); len(ws) != 0 {
+		t.Errorf("8 fetchers, a move of 7 warned: %+v", ws)
+	}
+	if ws := CountersMoved(&Result{Phases: []*PhaseResult{ph(1, "a", nil, nil, 0), ph(1, "b", nil, nil, 0)}}, 1); ws != nil {
 		t.Errorf("no counters fetched, warned: %+v", ws)
 	}
 }

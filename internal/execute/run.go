@@ -266,7 +266,11 @@ func Judge(rep *reports.Run, base *engine.Result, cal *Calibration) {
 	pl, res := rep.Plan, rep.Result
 	rep.Verdict = engine.JudgeAgainst(pl, res, base)
 	rep.Across = engine.Across(res)
-	rep.Warnings = append(engine.StaleCounters(res, rep.TargetSpawned != ""), engine.CountersMoved(res)...)
+	fetchers := 1
+	if rep.Merged != nil {
+		fetchers = rep.Merged.N // every segment fetched
+	}
+	rep.Warnings = append(engine.StaleCounters(res, rep.TargetSpawned != ""), engine.CountersMoved(res, fetchers)...)
 	if t := rep.Env.Timer; t != nil {
 		rep.Warnings = append(rep.Warnings, engine.TimerGranularity(pl, *t)...)
 	}
