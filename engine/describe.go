@@ -112,3 +112,46 @@ func num(f float64) string {
 	}
 	return fmt.Sprintf("%.3g", f)
 }
+
+// DescribeSegment says what segment s of pl runs, phase by phase: its
+// share of the connections (and stairs), of the `requests` bound and of
+// the expected arrivals; and the timetable on which segments started at
+// one instant (Runner.StartAt) start each phase, with gap (Timetable).
+func (pl *Plan) DescribeSegment(s Segment, gap time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "segment %s of this plan (runner run --segment %s):\n", s, s)
+	for i := range pl.Phases {
+		whole := &pl.Phases[i]
+		p := s.Phase(whole)
+		fmt.Fprintf(&b, "  phase %d %q: %d of %d connection(s)", whole.Index+1, whole.Name, p.Connections, whole.Connections)
+		if len(p.Steps) > 0 {
+			var st []string
+			for _, x := range p.Steps {
+				st = append(st, fmt.Sprintf("%d@%s", x.Connections, x.At))
+			}
+			fmt.Fprintf(&b, " (staircase %s)", strings.Join(st, " → "))
+		}
+		if whole.Model == Open {
+			fmt.Fprintf(&b, "; arrivals i with i mod %d = %d, each at its instant in the whole schedule", s.N, s.K)
+		}
+		if whole.Requests > 0 {
+			fmt.Fprintf(&b, "; %d of the %d requests bound", p.Requests, whole.Requests)
+		}
+		if whole.ExpectedRequests >= 0 {
+			fmt.Fprintf(&b, "; %d of %d expected requests", p.ExpectedRequests, whole.ExpectedRequests)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "timetable with --start-at T (--phase-gap %s):", gap)
+	tt := pl.Timetable(gap)
+	for j, at := range tt {
+		p := pl.Phases[j%len(pl.Phases)]
+		if at < 0 {
+			fmt.Fprintf(&b, " repeat %d %q when ready;", j/len(pl.Phases)+1, p.Name)
+			continue
+		}
+		fmt.Fprintf(&b, " repeat %d %q at T+%s;", j/len(pl.Phases)+1, p.Name, at)
+	}
+	b.WriteString("\n")
+	return b.String()
+}

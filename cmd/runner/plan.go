@@ -3,21 +3,29 @@ package main
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/internal/execute"
 	"github.com/runner-dev/runner/internal/redact"
 )
 
 func newPlanCmd(stdout, stderr io.Writer, code *int) *cobra.Command {
-	return &cobra.Command{
+	var segment string
+	var gap time.Duration
+	cmd := &cobra.Command{
 		Use:   "plan FILE",
 		Short: "Print the execution plan of a scenario; send nothing",
 		Long: `plan compiles a scenario and prints, per phase, the load model, connections,
 rate schedule, in-flight cap, bound (duration or request count), expected
 requests and expected time, then the totals and the rules. It sends nothing.
-Values read from ${ENV} are redacted, as in every report.`,
+Values read from ${ENV} are redacted, as in every report.
+
+With --segment K/N it also says what segment K of N of a scale-out runs:
+its share of each phase's connections, arrivals and bounds, and the
+timetable on which segments started with --start-at start each phase.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, pl, err := execute.Compile(args[0])
@@ -25,8 +33,23 @@ Values read from ${ENV} are redacted, as in every report.`,
 				printErrors(stderr, err)
 				return exitError(exitInvalid)
 			}
-			fmt.Fprint(stdout, redact.New(pl.Scenario.Secrets).String(pl.Describe()))
+			text := pl.Describe()
+			if segment != "" {
+				s, err := engine.ParseSegment(segment)
+				if err == nil {
+					err = execute.CheckSegment(pl, s)
+				}
+				if err != nil {
+					fmt.Fprintf(stderr, "runner plan: --segment: %v\n", err)
+					return exitError(exitInvalid)
+				}
+				text += "\n" + pl.DescribeSegment(s, gap)
+			}
+			fmt.Fprint(stdout, redact.New(pl.Scenario.Secrets).String(text))
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&segment, "segment", "", "also say what segment K/N of a scale-out runs (its shares and the timetable)")
+	cmd.Flags().DurationVar(&gap, "phase-gap", engine.DefaultPhaseGap, "the timetable's gap, as runner run --phase-gap")
+	return cmd
 }

@@ -389,3 +389,24 @@ func TestSegmentInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// runner plan --segment says a segment's shares, worked out here from
+// the plan: 8 connections in 3 segments are 3, 3 and 2; 1200 arrivals
+// are 400 each; and the timetable starts the measured phase after the
+// warmup's 500 ms, its 1 s drain bound and the gap.
+func TestPlanSegment(t *testing.T) {
+	file := scaleOutScenario(t, t.TempDir(), "http://127.0.0.1:9")
+	code, out, errOut := cli(t, "plan", "--segment", "2/3", "--phase-gap", "1s", file)
+	for _, want := range []string{
+		`phase 2 "steady": 2 of 8 connection(s); arrivals i with i mod 3 = 2`,
+		"400 of 1200 expected requests",
+		`repeat 1 "steady" at T+2.5s`,
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("exit %d, output lacks %q:\n%s%s", code, want, out, errOut)
+		}
+	}
+	if code, _, errOut := cli(t, "plan", "--segment", "0/9", file); code != exitInvalid || !strings.Contains(errOut, "9 segments") {
+		t.Fatalf("9 segments of 8 connections: exit %d: %s", code, errOut)
+	}
+}
