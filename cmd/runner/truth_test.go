@@ -105,6 +105,8 @@ func nearestRank(p float64, n int, kth func(k int) float64) float64 {
 //
 // Tolerance: −1 ms (histogram bucket) / +6 ms or +1 % on top of δ: each
 // response is read by a client on a busy core; nothing can make it early.
+// Below, also the run's own send lag p99: δ read from the fastest
+// response includes how late the client read that one.
 //
 // Naive measurements: service time (send to completion) is the same here
 // because the client never waits for a connection; the closed model at 4
@@ -151,15 +153,20 @@ phases:
 	}
 	const ms = 1.0
 	R := queueChain(t, open, 300, 40*ms)
+	// The origin read from the fastest response holds the client's own
+	// delay in reading it, which the others need not share: below, the
+	// run's own client-side scheduling delay (its send lag's p99) widens
+	// the −1 ms bucket tolerance.
+	below := 1*ms + jsonNum(t, open, "metrics", "send_lag", "p99_ms")
 	for _, c := range []struct {
 		name string
 		p    float64
 	}{{"p50", 50}, {"p90", 90}, {"p99", 99}} {
 		truth := nearestRank(c.p, 300, R)
-		truthCheck(t, "open "+c.name, truthMs(t, open, c.name), truth, 1*ms, math.Max(6*ms, truth/100))
+		truthCheck(t, "open "+c.name, truthMs(t, open, c.name), truth, below, math.Max(6*ms, truth/100))
 	}
-	truthCheck(t, "open max", truthMs(t, open, "max"), R(299), 1*ms, 10*ms)
-	truthCheck(t, "open mean", truthMs(t, open, "mean"), R(0)+149.5*10/3.0, 1*ms, 6*ms)
+	truthCheck(t, "open max", truthMs(t, open, "max"), R(299), below, 10*ms)
+	truthCheck(t, "open mean", truthMs(t, open, "mean"), R(0)+149.5*10/3.0, below, 6*ms)
 
 	truthP99 := nearestRank(99, 300, func(k int) float64 { return 10 + float64(k)*10/3.0 })
 	cp99 := truthMs(t, closed, "p99")
