@@ -376,7 +376,7 @@ func (c *consoleWriter) verdict() {
 	case r.Result != nil && r.Result.Interrupted:
 		c.f("\nverdict: INTERRUPTED (partial results written; nothing judged as passed)\n")
 	case r.Segment != nil && r.Verdict == nil:
-		c.f("\nsegment %d of %d ran (segment %d/%d): not judged; `runner merge` judges every segment's report together\n", r.Segment.K+1, r.Segment.N, r.Segment.K, r.Segment.N)
+		c.f("\nsegment %d/%d ran: not judged; `runner merge` judges the reports of all %d segments together\n", r.Segment.K, r.Segment.N, r.Segment.N)
 	case r.Outcome == "inconclusive" && r.Verdict != nil && r.Verdict.Status.String() == "pass":
 		c.f("\nverdict: INCONCLUSIVE (every rule holds, but %s: see the warnings)\n", invalidReason(r))
 	case r.Verdict != nil:
