@@ -28,13 +28,21 @@ import (
 // request of the earlier phases (every segment's had ended when it read)
 // and none of this one's, and the largest reading after it includes every
 // request of this phase and none of the next: their difference is the
-// phase's, exactly, when nothing else uses the target.
+// phase's, exactly, when nothing else uses the target. Except for the
+// counters a dial-in moves (connections accepted): a segment dials
+// between its own readings and the phase's instant, so another segment's
+// reading may fall on either side of that dial-in. Each segment reads the
+// counters once more after its dial-in (ServerReady); a counter that
+// moved there, before this phase or the next, and whose readings differ
+// between segments, is known only within the spread of those readings
+// (ServerUncertain), and rules on it are inconclusive.
 //
 // parts are in segment order; each holds the same (repeat, phase) list
 // as the others, or a prefix of it when a segment was interrupted: the
-// merge holds the phases every part holds. It returns an error when the
-// parts disagree on which phases ran, or a histogram could not hold a
-// sample of another's (it never drops one silently).
+// merge holds the phases every part completed (and is then interrupted).
+// It returns an error when the parts disagree on which phases ran, or a
+// histogram could not hold a sample of another's (it never drops one
+// silently).
 func MergeResults(pl *Plan, parts []*Result) (*Result, error) {
 	if len(parts) == 0 {
 		return nil, errors.New("no result to merge")
@@ -48,14 +56,23 @@ func MergeResults(pl *Plan, parts []*Result) (*Result, error) {
 		out.Interrupted = out.Interrupted || p.Interrupted
 		out.ServerAtStart = maxReadings(out.ServerAtStart, p.ServerAtStart, p == parts[0])
 	}
+	var rows [][]*PhaseResult
 	for j := range n {
 		row := make([]*PhaseResult, len(parts))
+		cut := false
 		for k, p := range parts {
 			row[k] = p.Phases[j]
+			cut = cut || row[k].Interrupted
 			a, b := row[0], row[k]
 			if a.Phase == nil || b.Phase == nil || a.Repeat != b.Repeat || a.Phase.Index != b.Phase.Index || a.Phase.Name != b.Phase.Name {
 				return nil, fmt.Errorf("result %d of the merge: its phase %d is not the first result's (repeat %d, phase %q)", k, j+1, a.Repeat, a.Phase.Name)
 			}
+		}
+		if cut {
+			// A phase some segment did not complete is no phase of the
+			// merged run: its figures would be another load's.
+			out.Interrupted = true
+			break
 		}
 		idx := row[0].Phase.Index
 		if idx < 0 || idx >= len(pl.Phases) || pl.Phases[idx].Name != row[0].Phase.Name {
@@ -66,8 +83,71 @@ func MergeResults(pl *Plan, parts []*Result) (*Result, error) {
 			return nil, fmt.Errorf("repeat %d, phase %s: %w", row[0].Repeat, row[0].Phase.Name, err)
 		}
 		out.Phases = append(out.Phases, pr)
+		rows = append(rows, row)
+	}
+	for j, m := range out.Phases {
+		moved := dialMoved(rows[j])
+		if j+1 < n {
+			for c := range dialMoved(allRow(parts, j+1)) {
+				moved[c] = true
+			}
+		}
+		for c := range moved {
+			if u := spread(rows[j], c, func(pr *PhaseResult) map[string]float64 { return pr.ServerBefore }) +
+				spread(rows[j], c, func(pr *PhaseResult) map[string]float64 { return pr.ServerAfter }); u > 0 {
+				if m.ServerUncertain == nil {
+					m.ServerUncertain = map[string]float64{}
+				}
+				m.ServerUncertain[c] = u
+			}
+		}
 	}
 	return out, nil
+}
+
+// allRow is row j of every part.
+func allRow(parts []*Result, j int) []*PhaseResult {
+	row := make([]*PhaseResult, len(parts))
+	for k, p := range parts {
+		row[k] = p.Phases[j]
+	}
+	return row
+}
+
+// dialMoved are the counters a segment's dial-in moved before a phase
+// (ServerReady above ServerBefore in any segment): the segments' readings
+// of them may fall on either side of another segment's dial-in, so their
+// merged delta is exact only where all the readings agree.
+func dialMoved(row []*PhaseResult) map[string]bool {
+	moved := map[string]bool{}
+	for _, pr := range row {
+		for c, v := range pr.ServerReady {
+			if b, ok := pr.ServerBefore[c]; ok && v != b {
+				moved[c] = true
+			}
+		}
+	}
+	return moved
+}
+
+// spread is how far apart the segments' readings of counter c are
+// (largest − smallest); 0 when fewer than two read it.
+func spread(row []*PhaseResult, c string, of func(*PhaseResult) map[string]float64) float64 {
+	lo, hi, seen := 0.0, 0.0, false
+	for _, pr := range row {
+		v, ok := of(pr)[c]
+		if !ok {
+			continue
+		}
+		if !seen || v < lo {
+			lo = v
+		}
+		if !seen || v > hi {
+			hi = v
+		}
+		seen = true
+	}
+	return hi - lo
 }
 
 func mergePhase(p *PhasePlan, row []*PhaseResult) (*PhaseResult, error) {

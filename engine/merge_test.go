@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/runner-dev/runner/drivers/fake"
+	"github.com/runner-dev/runner/engine/rules"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -275,4 +277,54 @@ func TestLateStartOfAClosedPhase(t *testing.T) {
 			t.Fatalf("lag %s: warnings %+v", c.lag, ws)
 		}
 	}
+}
+
+// Counters: the largest reading before and after a phase give its delta;
+// a counter a dial-in moved (its reading after the dial-in differs from
+// the one before) whose segments' readings differ is known only within
+// their spread, and a rule on it is inconclusive, never judged on a
+// guess.
+func TestMergedCountersAroundDialIns(t *testing.T) {
+	pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 4}, Duration: dur("1s")}, time.Second)
+	m := func(req, conns float64) map[string]float64 {
+		return map[string]float64{"requests": req, "connections": conns}
+	}
+	part := func(before, ready, after map[string]float64, requests int64) *Result {
+		s := emptySummary()
+		s.Requests, s.Arrivals, s.OK = requests, requests, requests
+		return &Result{Phases: []*PhaseResult{{Repeat: 1, Phase: &pl.Phases[0], Summary: s, Timetabled: true,
+			ServerBefore: before, ServerReady: ready, ServerAfter: after}}}
+	}
+	// Segment 0 read 0 connections, dialled 2; segment 1 read after that
+	// (2), dialled 2 more. 10 requests each.
+	a := part(m(0, 0), m(0, 2), m(20, 4), 10)
+	b := part(m(0, 2), m(0, 4), m(20, 4), 10)
+	res, err := MergeResults(pl, []*Result{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := res.Phases[0]
+	if pr.Server["requests"] != 20 || pr.ServerUncertain["requests"] != 0 {
+		t.Fatalf("requests delta %v (uncertain %v), want exactly 20", pr.Server["requests"], pr.ServerUncertain)
+	}
+	if pr.ServerUncertain["connections"] != 2 {
+		t.Fatalf("connections uncertain by %v, want the spread of the readings, 2", pr.ServerUncertain["connections"])
+	}
+	env := RuleEnv(pr)
+	r := mustRule(t, "server.connections == connections_opened")
+	if got := r.Eval(env); got.Status != rules.Inconclusive || !strings.Contains(got.Reason, "known only within ±2") {
+		t.Fatalf("rule on an uncertain counter: %+v", got)
+	}
+	if got := mustRule(t, "server.requests == requests").Eval(env); got.Status != rules.Pass {
+		t.Fatalf("rule on an exact counter: %+v", got)
+	}
+}
+
+func mustRule(t *testing.T, src string) *rules.Rule {
+	t.Helper()
+	r, err := rules.Compile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

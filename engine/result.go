@@ -85,6 +85,16 @@ type PhaseResult struct {
 	// largest reading of each (MergeResults).
 	ServerBefore map[string]float64 `json:"server_before,omitempty"`
 	ServerAfter  map[string]float64 `json:"server_after,omitempty"`
+	// ServerReady are the counters fetched once the phase's connections
+	// were dialled, before its instant on a timetable (Runner.StartAt
+	// only): the counters that moved since ServerBefore are those the
+	// dial-in moves, which a merge cannot attribute to one phase exactly.
+	ServerReady map[string]float64 `json:"server_ready,omitempty"`
+	// ServerUncertain, in a merged result, holds the counters whose delta
+	// over the phase is known only within ± the value (a segment's dial-in
+	// came between the segments' readings); rules on them are
+	// inconclusive. nil in a run.
+	ServerUncertain map[string]float64 `json:"server_uncertain,omitempty"`
 	// StartLag is how late the phase started after its instant on the
 	// timetable (Runner.StartAt); Timetabled says it had one.
 	StartLag   time.Duration `json:"start_lag,omitempty"`

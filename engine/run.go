@@ -216,6 +216,12 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	if conc <= 0 {
 		conc = 8
 	}
+	if !at.IsZero() && opening && ctx.Err() == nil {
+		if late := time.Since(at); late > 0 {
+			// Already past: nothing is fetched or dialled.
+			return nil, fmt.Errorf("phase %q: %w %s: it was %s ago when the run began", p.Name, ErrStartMissed, at.UTC().Format(time.RFC3339Nano), late.Round(time.Millisecond))
+		}
+	}
 	var before map[string]float64
 	var counterErr error
 	if r.Counters != nil {
@@ -252,6 +258,12 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		// would keep resident for the whole phase: collect it and give
 		// the memory back now, before the measured time starts.
 		debug.FreeOSMemory()
+	}
+	var ready map[string]float64
+	if !at.IsZero() && r.Counters != nil && counterErr == nil && ctx.Err() == nil {
+		// What the dial-in moved (connections accepted), for a merge of
+		// segments to tell those counters apart (MergeResults).
+		ready, _ = r.Counters(ctx)
 	}
 	if !at.IsZero() && opening && ctx.Err() == nil {
 		if late := time.Since(at); late > 0 {
@@ -314,6 +326,10 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	}
 	if !at.IsZero() {
 		// Every segment releases its phase at the same instant.
+		if wait := time.Until(at); wait > time.Second {
+			r.Log.Info().Str("phase", p.Name).Str("at", at.UTC().Format(time.RFC3339Nano)).
+				Str("in", wait.Round(time.Second).String()).Msg("ready; waiting for the phase's instant")
+		}
 		sl := r.sleeper()
 		sl.Until(at, ctx.Done())
 		sl.Close()
@@ -435,6 +451,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		Target:                 target,
 		TargetErr:              targetErr,
 		ServerBefore:           before,
+		ServerReady:            ready,
 	}
 	if !at.IsZero() {
 		pr.StartLag = ph.lag

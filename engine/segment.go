@@ -42,14 +42,21 @@ func ParseSegment(text string) (Segment, error) {
 
 // Check reports whether pl can be split into s.N segments: every open
 // phase needs a connection in each segment to carry its arrivals, so at
-// least N connections, and a phase bounded by count at least N requests.
+// least N connections, and a phase bounded by count at least N requests;
+// and no phase whose length depends on the target (closed, bounded by
+// count alone) may come before another, which the timetable could then
+// not start at one instant in every segment.
 // (A closed phase may leave a segment without a connection: that segment
 // then sends nothing in it.)
 func (s Segment) Check(pl *Plan) error {
 	if s.Whole() {
 		return nil
 	}
-	for _, p := range pl.Phases {
+	for i, p := range pl.Phases {
+		if p.ExpectedDuration < 0 && (i < len(pl.Phases)-1 || pl.Repeats > 1) {
+			// The phases after it could not start together on a timetable.
+			return fmt.Errorf("phase %q is bounded by its request count alone, so its length depends on the target: segments could not start the phases after it together; give it a duration too, or make it the run's only bounded-by-count phase at the end (and one repeat)", p.Name)
+		}
 		if p.Model == Open && p.Connections < s.N {
 			return fmt.Errorf("phase %q has %d connection(s): an open phase cannot be split into %d segments, each needs one to carry its arrivals", p.Name, p.Connections, s.N)
 		}

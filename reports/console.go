@@ -62,7 +62,7 @@ func (c *consoleWriter) header() {
 		c.f("plan     %d repeat(s) × %d phase(s)\n", r.Plan.Repeats, len(r.Plan.Phases))
 	}
 	if s := r.Segment; s != nil {
-		c.f("segment  %d/%d (its share of the connections and arrivals; plan %.12s)", s.K, s.N, s.PlanHash)
+		c.f("segment  %d/%d (its share of the connections and arrivals; plan %.12s; from %s)", s.K, s.N, s.PlanHash, orNone(s.Source))
 		if s.StartAt != nil {
 			c.f(", first phase at %s", s.StartAt.Format(time.RFC3339Nano))
 		}
@@ -172,7 +172,11 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	c.f("\n")
 	lc := engine.Little(pr)
 	c.f("  little's law  λ·W = %.2f vs %s, over %s\n", lc.L, lc.Against, s.CompletionWindow().Round(time.Millisecond))
-	c.f("  client        cpu %.1f %% of a core, longest GC pause %s", 100*pr.ClientCPU, pr.GCPauseMax.Round(time.Microsecond))
+	who := ""
+	if m := c.r.Merged; m != nil {
+		who = fmt.Sprintf("(busiest of %d segments) ", m.N)
+	}
+	c.f("  client        %scpu %.1f %% of a core, longest GC pause %s", who, 100*pr.ClientCPU, pr.GCPauseMax.Round(time.Microsecond))
 	if p.Model == engine.Open {
 		c.f(", pacer lateness max %s", pr.LatenessMax.Round(time.Microsecond))
 	}
@@ -196,6 +200,11 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 		sort.Strings(keys)
 		var parts []string
 		for _, k := range keys {
+			if u, ok := pr.ServerUncertain[k]; ok {
+				// A merge of segments whose readings a dial-in came between.
+				parts = append(parts, fmt.Sprintf("%s=%g±%g", k, pr.Server[k], u))
+				continue
+			}
 			parts = append(parts, fmt.Sprintf("%s=%g", k, pr.Server[k]))
 		}
 		c.f("  server Δ      %s\n", strings.Join(parts, " "))

@@ -19,10 +19,16 @@ type Segment struct {
 	// K and N: this is segment K (from 0) of N.
 	K int `json:"k"`
 	N int `json:"n"`
+	// Source says where K and N came from: the flag, or the engine's
+	// variables (--segment auto).
+	Source string `json:"source,omitempty"`
 	// StartAt is the instant the run's first phase was to start at (the
 	// same for every segment); nil when the segment was started without
 	// one. Each phase's lag after its instant is PhaseResult.StartLag.
 	StartAt *time.Time `json:"start_at,omitempty"`
+	// PhaseGap is the timetable's gap after each phase's drain bound
+	// (runner run --phase-gap), in ns: every segment must keep the same.
+	PhaseGap time.Duration `json:"phase_gap_ns,omitempty"`
 	// PlanHash identifies the scenario and plan every segment must share
 	// (PlanHash).
 	PlanHash string `json:"plan_hash"`

@@ -32,14 +32,17 @@ outputs.* name ({segment} expands to "merged").
 A DIR stands for its *.json reports of segments (other reports in it are
 left out, and said so). Every segment 0 to N−1 must be given exactly once,
 all of one plan (the same scenario, environment and runner version: its
-hash), one start instant and one target, their open phases' arrivals
-adding up to the plan's schedule; otherwise nothing is merged (exit 2).
+hash), one start instant, phase gap and target, their open phases'
+arrivals adding up to the plan's schedule; otherwise nothing is merged
+(exit 2).
 
 A segment that could not run makes the merge could-not-run (exit 3); an
 interrupted one too, unless --allow-incomplete, which merges the phases
 every segment completed and marks the result interrupted (exit 3). A
-segment whose generator was the bottleneck, or a phase whose segments
-started more than 10 ms apart by their clocks, makes a pass inconclusive.
+segment whose generator was the bottleneck (a late release on the
+timetable counts as its lateness) makes a pass inconclusive. Target
+counters a dial-in moves are shown ± what the segments' readings leave
+open, and rules on them are then inconclusive.
 
 Exit code: as runner run: 0 pass, 1 a rule failed, 2 invalid input,
 3 could not run, 4 inconclusive.`,

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,7 +36,7 @@ timetable on which segments started with --start-at start each phase.`,
 			}
 			text := pl.Describe()
 			if segment != "" {
-				s, err := engine.ParseSegment(segment)
+				s, _, err := parseSegment(segment, os.Getenv)
 				if err == nil {
 					err = execute.CheckSegment(pl, s)
 				}
@@ -49,7 +50,7 @@ timetable on which segments started with --start-at start each phase.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&segment, "segment", "", "also say what segment K/N of a scale-out runs (its shares and the timetable)")
+	cmd.Flags().StringVar(&segment, "segment", "", "also say what segment K/N of a scale-out runs (its shares and the timetable); auto and auto/N as runner run's")
 	cmd.Flags().DurationVar(&gap, "phase-gap", engine.DefaultPhaseGap, "the timetable's gap, as runner run --phase-gap")
 	return cmd
 }

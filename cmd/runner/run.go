@@ -49,6 +49,7 @@ type runFlags struct {
 	// is --phase-gap.
 	segmentSpec, startAtText string
 	segment                  engine.Segment
+	segmentSource            string // where --segment's K and N came from
 	startAt                  time.Time
 	phaseGap                 time.Duration
 }
@@ -140,10 +141,11 @@ phase); a second Ctrl-C exits immediately.`,
 			for _, c := range todo {
 				rep := execute.NewReport(c.pl)
 				if f.segmentSpec != "" { // 0/1 too: a report runner merge reads
-					if err := execute.NewSegment(rep, f.segment, f.startAt); err != nil {
+					if err := execute.NewSegment(rep, f.segment, f.startAt, f.phaseGap); err != nil {
 						fmt.Fprintf(stderr, "runner run: %s: %v\n", c.file, err)
 						return exitError(exitInvalid)
 					}
+					rep.Segment.Source = f.segmentSource
 				}
 				runs = append(runs, planned{file: c.file, rep: rep})
 			}
@@ -753,11 +755,11 @@ func (f *runFlags) scaleOut(plans []*engine.Plan, stderr io.Writer) bool {
 		return false
 	}
 	if f.segmentSpec != "" {
-		s, _, err := parseSegment(f.segmentSpec, os.Getenv)
+		s, source, err := parseSegment(f.segmentSpec, os.Getenv)
 		if err != nil {
 			return fail(err)
 		}
-		f.segment = s
+		f.segment, f.segmentSource = s, source
 	}
 	if f.startAtText != "" {
 		t, err := parseStartAt(f.startAtText, time.Now())
@@ -774,6 +776,9 @@ func (f *runFlags) scaleOut(plans []*engine.Plan, stderr io.Writer) bool {
 	}
 	if f.baseline != "" {
 		return fail(fmt.Errorf("--baseline with --segment: a segment is not judged; give --baseline to runner merge"))
+	}
+	if f.segment.N > 1 && f.startAt.IsZero() {
+		return fail(fmt.Errorf("--segment %s: segments of one run need one --start-at instant (e.g. --start-at %s), or their loads would not overlap as planned", f.segment, time.Now().Add(2*time.Minute).UTC().Truncate(time.Second).Format(time.RFC3339)))
 	}
 	for _, pl := range plans {
 		if err := execute.CheckSegment(pl, f.segment); err != nil {

@@ -248,7 +248,7 @@ func TestMergeRefuses(t *testing.T) {
 		code  int
 		where string
 	}{
-		{"missing", []string{seg[0]}, exitInvalid, "segment(s) 1 of 2 missing"},
+		{"missing", []string{seg[0]}, exitInvalid, "missing segment(s) 1/2"},
 		{"duplicated", []string{seg[0], seg[0], seg[1]}, exitInvalid, "given twice"},
 		{"not a segment", []string{seg[0], plain}, exitInvalid, "is not a segment's report"},
 		{"another plan", []string{seg[0], otherPlan}, exitInvalid, "ran another plan"},

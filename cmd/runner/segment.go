@@ -55,7 +55,12 @@ func parseSegment(spec string, getenv func(string) string) (engine.Segment, stri
 		if e.base != "" {
 			b := e.base
 			if v, err := strconv.Atoi(b); err == nil {
+				if i < v {
+					return engine.Segment{}, "", fmt.Errorf("--segment %s: %s=%s, but it counts from %d", spec, e.index, idx, v)
+				}
 				i -= v
+			} else if getenv(b) == "" {
+				return engine.Segment{}, "", fmt.Errorf("--segment %s: %s=%s names the task, but %s is not set (Slurm sets it for a job array)", spec, e.index, idx, b)
 			} else if v, err := strconv.Atoi(getenv(b)); err == nil {
 				i -= v
 			} else {

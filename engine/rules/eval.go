@@ -147,14 +147,17 @@ type Extras struct {
 type Env struct {
 	m metrics
 	// What the values rest on, for availability.
-	samples  map[string]int64 // latency group ("" = response) → samples
-	fetched  map[string]bool  // server counters that were fetched
-	requests int64
-	answered int64
-	elapsed  time.Duration
-	client   bool
-	target   bool
-	baseline *Env
+	samples map[string]int64 // latency group ("" = response) → samples
+	fetched map[string]bool  // server counters that were fetched
+	// uncertain server counters: delta known only within ± the value
+	// (a merge of segments whose readings a dial-in came between)
+	uncertain map[string]float64
+	requests  int64
+	answered  int64
+	elapsed   time.Duration
+	client    bool
+	target    bool
+	baseline  *Env
 }
 
 // NewEnv builds the rule environment of a phase from its Summary (nil
@@ -223,6 +226,14 @@ func EnvOf(ph *metric.Phase, server map[string]float64, baseline *Env) Env {
 	for k := range server {
 		e.fetched[k] = true
 	}
+	return e
+}
+
+// Uncertain marks server counters whose delta is known only within ±
+// the value given (engine.PhaseResult.ServerUncertain): a rule that needs
+// one is inconclusive, saying so. It returns e.
+func (e Env) Uncertain(u map[string]float64) Env {
+	e.uncertain = u
 	return e
 }
 
@@ -303,6 +314,8 @@ func availability(env *Env, r ref) (ok bool, note string) {
 			if len(env.m.Server) == 0 {
 				return false, "not fetched"
 			}
+		} else if u, ok := env.uncertain[r.name]; ok && env.fetched[r.name] {
+			return false, fmt.Sprintf("known only within ±%g: the segments' readings of it differed around a dial-in", u)
 		} else if !env.fetched[r.name] {
 			if len(env.fetched) == 0 {
 				return false, "not fetched"

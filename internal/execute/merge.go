@@ -160,6 +160,8 @@ func order(parts []*reports.Run, files []string) ([]*reports.Run, error) {
 			return nil, fmt.Errorf("%w: %s ran another plan than %s (plan hash %.12s…, not %.12s…): another scenario, environment or runner version", ErrSegments, name(files, i), name(files, 0), s.PlanHash, parts[0].Segment.PlanHash)
 		case !sameInstant(s.StartAt, parts[0].Segment.StartAt):
 			return nil, fmt.Errorf("%w: %s was started at %s, %s at %s", ErrSegments, name(files, i), instant(s.StartAt), name(files, 0), instant(parts[0].Segment.StartAt))
+		case s.PhaseGap != parts[0].Segment.PhaseGap:
+			return nil, fmt.Errorf("%w: %s ran the timetable with --phase-gap %s, %s with %s: their later phases started apart", ErrSegments, name(files, i), s.PhaseGap, name(files, 0), parts[0].Segment.PhaseGap)
 		case p.Target != parts[0].Target:
 			return nil, fmt.Errorf("%w: %s drove %s, %s drove %s", ErrSegments, name(files, i), p.Target, name(files, 0), parts[0].Target)
 		}
@@ -176,11 +178,11 @@ func order(parts []*reports.Run, files []string) ([]*reports.Run, error) {
 	var missing []string
 	for k, p := range bySeg {
 		if p == nil {
-			missing = append(missing, fmt.Sprint(k))
+			missing = append(missing, fmt.Sprintf("%d/%d", k, n))
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%w: segment(s) %s of %d missing (every index 0 to %d must be given once)", ErrSegments, strings.Join(missing, ", "), n, n-1)
+		return nil, fmt.Errorf("%w: missing segment(s) %s (every K/%d, K from 0 to %d, must be given once)", ErrSegments, strings.Join(missing, ", "), n, n-1)
 	}
 	return bySeg, nil
 }

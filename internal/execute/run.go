@@ -301,9 +301,10 @@ func orDiscard(w io.Writer) io.Writer {
 }
 
 // NewSegment marks rep, just started by NewReport, as segment seg of a
-// scale-out started at startAt (zero: when ready): its report carries
-// the segment block, and its output paths expand {segment}.
-func NewSegment(rep *reports.Run, seg engine.Segment, startAt time.Time) error {
+// scale-out started at startAt (zero: when ready) on a timetable with
+// gap (Options.PhaseGap): its report carries the segment block, and its
+// output paths expand {segment}.
+func NewSegment(rep *reports.Run, seg engine.Segment, startAt time.Time, gap time.Duration) error {
 	hash, err := reports.PlanHash(rep)
 	if err != nil {
 		return err
@@ -312,6 +313,7 @@ func NewSegment(rep *reports.Run, seg engine.Segment, startAt time.Time) error {
 	if !startAt.IsZero() {
 		at := startAt.UTC()
 		rep.Segment.StartAt = &at
+		rep.Segment.PhaseGap = gap
 	}
 	return nil
 }
