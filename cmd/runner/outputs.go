@@ -195,6 +195,9 @@ func preflight(reps []planned, f runFlags, stderr io.Writer) (ok bool) {
 				hint := ""
 				if held := (*reports.HeldError)(nil); errors.As(err, &held) {
 					hint = "; wait for it, or choose another file (put {run_id} in the path)"
+					if p.rep.Segment != nil {
+						hint = "; wait for it, or choose another file (put {segment} in the path: each segment writes its own)"
+					}
 				}
 				fmt.Fprintf(stderr, "runner: %s: %v%s; nothing was sent\n", p.file, err, hint)
 				release(reps)

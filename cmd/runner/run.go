@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -779,6 +780,16 @@ func (f *runFlags) scaleOut(plans []*engine.Plan, stderr io.Writer) bool {
 	}
 	if f.segment.N > 1 && f.startAt.IsZero() {
 		return fail(fmt.Errorf("--segment %s: segments of one run need one --start-at instant (e.g. --start-at %s), or their loads would not overlap as planned", f.segment, time.Now().Add(2*time.Minute).UTC().Truncate(time.Second).Format(time.RFC3339)))
+	}
+	var ignored []string
+	for flag, v := range map[string]string{"--tsv": f.tsv, "--markdown": f.markdown, "--junit": f.junit, "--html": f.html, "--hdr": f.hdr} {
+		if v != "" {
+			ignored = append(ignored, flag)
+		}
+	}
+	if len(ignored) > 0 {
+		slices.Sort(ignored)
+		fmt.Fprintf(stderr, "runner run: --segment: a segment writes only its JSON report; %s are written by runner merge (give them there)\n", strings.Join(ignored, ", "))
 	}
 	for _, pl := range plans {
 		if err := execute.CheckSegment(pl, f.segment); err != nil {
