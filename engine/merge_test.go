@@ -54,7 +54,7 @@ func TestSegmentsMergeToTheWholeRun(t *testing.T) {
 		"open uniform":           {Open: &schema.Open{Rate: constRate(200), Connections: 5}, Duration: dur("2s")},
 		"open poisson":           {Open: &schema.Open{Rate: constRate(300), Connections: 40, Arrivals: "poisson", Seed: 7}, Duration: dur("2s")},
 		"open ramp, count bound": {Open: &schema.Open{Rate: schema.RateSpec{From: 50, To: 400, Ramp: true}, Connections: 4}, Duration: dur("3s"), Requests: 401},
-		"closed count bound":     {Closed: &schema.Closed{Connections: 5}, Requests: 103},
+		"closed count bound":     {Closed: &schema.Closed{Connections: 12}, Requests: 103},
 		"closed ramp":            {Ramp: &schema.Ramp{Connections: schema.Staircase{From: 1, To: 7, Step: 3, Every: dur("500ms")}}, Duration: dur("2s")},
 	}
 	for name, ph := range cases {
@@ -152,6 +152,10 @@ func TestSegmentNeedsAConnectionEach(t *testing.T) {
 	closed := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 8}, Requests: 3}, time.Second)
 	if err := (Segment{K: 3, N: 4}).Check(closed); err == nil {
 		t.Fatal("a bound of 3 requests split into 4 segments: one would run unbounded")
+	}
+	uneven := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 3}, Requests: 1500}, time.Second)
+	if err := (Segment{K: 0, N: 2}).Check(uneven); err == nil {
+		t.Fatal("1500 requests split evenly over segments of 2 and 1 connections")
 	}
 }
 

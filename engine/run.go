@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -247,11 +248,17 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	rec.AddConnectionsOpened(int64(din.opened))
 	rec.AddConnectFailures(int64(din.failed))
 	if first > 0 && pool.established(first) == 0 && ctx.Err() == nil {
-		why := ""
-		if din.closed > 0 {
-			why = fmt.Sprintf("; %d accepted and then closed by the server", din.closed)
+		var why []string
+		if din.failed > 0 {
+			why = append(why, fmt.Sprintf("%d dial(s) failed, the first with: %v", din.failed, din.first))
 		}
-		return nil, fmt.Errorf("phase %q: %w: %d dial(s) failed, the first with: %v%s", p.Name, ErrNoConnection, din.failed, din.first, why)
+		if din.closed > 0 {
+			why = append(why, fmt.Sprintf("%d accepted and then closed by the server", din.closed))
+		}
+		if len(why) == 0 {
+			why = append(why, "no dial completed in the dial-in's window")
+		}
+		return nil, fmt.Errorf("phase %q: %w: %s", p.Name, ErrNoConnection, strings.Join(why, "; "))
 	}
 	if din.opened >= CollectAfterDials {
 		// The handshakes left garbage that the generator's high GOGC

@@ -64,6 +64,11 @@ func (s Segment) Check(pl *Plan) error {
 			// A share of 0 would read as no bound at all.
 			return fmt.Errorf("phase %q is bounded by %d requests: it cannot be split into %d segments, each needs one", p.Name, p.Requests, s.N)
 		}
+		if p.Model == Closed && p.Requests > 0 && p.Connections%s.N != 0 {
+			// One generator's connections share the count as they go;
+			// segments split it evenly, so their connections must be too.
+			return fmt.Errorf("phase %q is closed and bounded by %d requests over %d connections: split into %d segments, the count goes evenly to each, so the connections must split evenly too (a multiple of %d)", p.Name, p.Requests, p.Connections, s.N, s.N)
+		}
 	}
 	return nil
 }

@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/rules"
+	"github.com/runner-dev/runner/internal/regularfile"
 )
 
 // MaxReport bounds a JSON report Load reads: 1 GiB.
@@ -19,19 +18,14 @@ const MaxReport = 1 << 30
 // TSV, Markdown, JUnit, HTML. Errors: an unreadable file, one that is not
 // a runner JSON report (no run_id or no result), a snapshot of a run that
 // had not finished (outcome "incomplete") is loaded but says so in
-// Outcome.
+// Outcome. Anything but a regular file (a named pipe, a device) is
+// refused, never read.
 func Load(path string) (*Run, error) {
-	f, err := os.Open(path)
+	// Only a regular file: a named pipe would block the command, a device
+	// would never end (internal/regularfile).
+	b, err := regularfile.ReadFile(path, MaxReport)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxReport+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxReport {
-		return nil, fmt.Errorf("%s: larger than 1 GiB", path)
 	}
 	r, err := parseRun(b)
 	if err != nil {

@@ -59,7 +59,7 @@ Exit code: as runner run: 0 pass, 1 a rule failed, 2 invalid input,
 			var base *engine.Result
 			var ref *reports.BaselineRef
 			if f.baseline != "" {
-				b, err := reports.Load(f.baseline)
+				b, err := loadBaseline(f.baseline)
 				if err != nil {
 					fmt.Fprintf(stderr, "runner merge: --baseline: %v\n", err)
 					return exitError(exitInvalid)
@@ -82,6 +82,19 @@ Exit code: as runner run: 0 pass, 1 a rule failed, 2 invalid input,
 			if err := errors.Join(bad...); err != nil {
 				fmt.Fprintf(stderr, "runner merge: %v\n", err)
 				return exitError(exitInvalid)
+			}
+			var inputs []os.FileInfo
+			for _, in := range append(files, f.baseline) {
+				if st, err := os.Stat(in); err == nil && in != "" {
+					inputs = append(inputs, st)
+				}
+			}
+			for _, o := range runOutputs(rep, f) {
+				st, err := os.Stat(o.expanded)
+				if err == nil && slices.ContainsFunc(inputs, func(in os.FileInfo) bool { return os.SameFile(in, st) }) {
+					fmt.Fprintf(stderr, "runner merge: %s %s is one of the reports merged: it would be overwritten\n", o.from, o.expanded)
+					return exitError(exitInvalid)
+				}
 			}
 			tsvPath, jsonPath := outputPaths(rep, f)
 			var lost []error
@@ -166,4 +179,17 @@ func loadSegments(args []string) (files []string, runs []*reports.Run, skipped [
 		}
 	}
 	return files, runs, skipped, nil
+}
+
+// loadBaseline loads a saved result for --baseline: a run's or a merge's,
+// never one segment's, whose counts are its share of a run.
+func loadBaseline(path string) (*reports.Run, error) {
+	b, err := reports.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if s := b.Segment; s != nil {
+		return nil, fmt.Errorf("%s is the report of segment %d/%d, a share of a run: give the merged report (runner merge --json)", path, s.K, s.N)
+	}
+	return b, nil
 }

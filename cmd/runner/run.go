@@ -125,7 +125,7 @@ phase); a second Ctrl-C exits immediately.`,
 				return exitError(exitInvalid)
 			}
 			if f.baseline != "" {
-				b, err := reports.Load(f.baseline)
+				b, err := loadBaseline(f.baseline)
 				if err != nil {
 					fmt.Fprintf(stderr, "runner run: --baseline: %v\n", err)
 					return exitError(exitInvalid)
@@ -774,6 +774,9 @@ func (f *runFlags) scaleOut(plans []*engine.Plan, stderr io.Writer) bool {
 	}
 	if f.segmentSpec == "" {
 		return true
+	}
+	if len(plans) > 1 {
+		return fail(fmt.Errorf("--segment: a segment runs one scenario (given %d): run each scenario's segments apart, each with its own --start-at", len(plans)))
 	}
 	if f.baseline != "" {
 		return fail(fmt.Errorf("--baseline with --segment: a segment is not judged; give --baseline to runner merge"))

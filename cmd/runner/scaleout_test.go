@@ -36,6 +36,11 @@ func TestParseSegment(t *testing.T) {
 		{spec: "auto", env: map[string]string{"SLURM_PROCID": "3", "SLURM_NTASKS": "4"}, want: engine.Segment{K: 3, N: 4}},
 		{spec: "auto", env: map[string]string{"SLURM_ARRAY_TASK_ID": "7", "SLURM_ARRAY_TASK_MIN": "5", "SLURM_ARRAY_TASK_COUNT": "3"}, want: engine.Segment{K: 2, N: 3}},
 		{spec: "auto", env: map[string]string{"CI_NODE_INDEX": "1", "CI_NODE_TOTAL": "4"}, want: engine.Segment{K: 0, N: 4}},
+		// A job array's task: SLURM_PROCID 0 in every task, one task each.
+		{spec: "auto", env: map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_COUNT": "4"}, want: engine.Segment{K: 2, N: 4}},
+		{spec: "auto", env: map[string]string{"SLURM_PROCID": "0", "SLURM_ARRAY_TASK_ID": "6", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_STEP": "2", "SLURM_ARRAY_TASK_COUNT": "4"}, want: engine.Segment{K: 3, N: 4}},
+		{spec: "auto", env: map[string]string{"SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_STEP": "2", "SLURM_ARRAY_TASK_COUNT": "4"}, err: "not on the array's step"},
+		{spec: "auto", env: map[string]string{"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "4"}, err: "SLURM_ARRAY_TASK_MIN is not set"},
 		{spec: "auto", env: map[string]string{"CI_NODE_INDEX": "4", "CI_NODE_TOTAL": "4"}, want: engine.Segment{K: 3, N: 4}},
 		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "1", "RUNNER_SEGMENTS": "2"}, want: engine.Segment{K: 1, N: 2}},
 		{spec: "auto/8", env: map[string]string{"JOB_COMPLETION_INDEX": "5"}, want: engine.Segment{K: 5, N: 8}},
@@ -241,6 +246,18 @@ func TestMergeRefuses(t *testing.T) {
 	otherStart := seg1("start.json", func(v map[string]any) { segment(v)["start_at"] = "2020-01-01T00:00:00Z" })
 	couldNot := seg1("could-not.json", func(v map[string]any) { v["outcome"] = "could-not-run"; v["error"] = "target unreachable" })
 	interrupted := seg1("interrupted.json", func(v map[string]any) { v["outcome"] = "interrupted" })
+	phases := func(v map[string]any) []any { return v["result"].(map[string]any)["phases"].([]any) }
+	foreignOutcome := seg1("pass.json", func(v map[string]any) { v["outcome"] = "pass" })
+	short := seg1("short.json", func(v map[string]any) { v["result"].(map[string]any)["phases"] = phases(v)[:1] })
+	negative := seg1("negative.json", func(v map[string]any) { phases(v)[1].(map[string]any)["late_arrivals"] = -1.0 })
+	huge := seg1("huge.json", func(v map[string]any) { segment(v)["n"] = 1e18 })
+	editedRule := seg1("rule.json", func(v map[string]any) {
+		v["plan"].(map[string]any)["rules"].([]any)[0].(map[string]any)["rule"] = "p99 < 1h"
+	})
+	fifo := filepath.Join(other, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, c := range []struct {
 		name  string
@@ -258,6 +275,14 @@ func TestMergeRefuses(t *testing.T) {
 		{"could not run", []string{seg[0], couldNot}, exitCouldNotRun, "could not run: target unreachable"},
 		{"interrupted", []string{seg[0], interrupted}, exitCouldNotRun, "--allow-incomplete"},
 		{"a directory without segments", []string{other + "/none"}, exitInvalid, "no such file"},
+		{"another outcome", []string{seg[0], foreignOutcome}, exitInvalid, `has outcome "pass", not a segment's`},
+		{"ran, phases missing", []string{seg[0], short}, exitInvalid, "says it ran, but holds 1 of the plan's 2 phase results"},
+		{"a negative count", []string{seg[0], negative}, exitInvalid, "late_arrivals is negative"},
+		{"N out of range", []string{seg[0], huge}, exitInvalid, "segment.n is"},
+		{"an edited plan", []string{seg[0], editedRule}, exitInvalid, "another scenario or plan"},
+		{"a named pipe", []string{seg[0], fifo}, exitInvalid, "not a regular file"},
+		{"its own input as output", []string{"--json", seg[0], seg[0], seg[1]}, exitInvalid, "would be overwritten"},
+		{"a segment as baseline", []string{"--baseline", seg[0], seg[0], seg[1]}, exitInvalid, "a share of a run"},
 	} {
 		code, out, errOut := cli(t, append([]string{"merge"}, c.args...)...)
 		if code != c.code || !strings.Contains(out+errOut, c.where) {

@@ -33,7 +33,13 @@ func parseSegment(spec string, getenv func(string) string) (engine.Segment, stri
 		s, err := engine.ParseSegment(spec)
 		return s, "--segment " + spec, err
 	}
-	for _, e := range segmentEnvs {
+	envs := segmentEnvs
+	if getenv("SLURM_ARRAY_TASK_ID") != "" && (getenv("SLURM_NTASKS") == "" || getenv("SLURM_NTASKS") == "1") {
+		// A job array's task is a one-task job: its SLURM_PROCID is 0 in
+		// every task, the array variables tell them apart.
+		envs = []struct{ engine, index, count, base string }{segmentEnvs[1]}
+	}
+	for _, e := range envs {
 		idx := getenv(e.index)
 		if idx == "" {
 			continue
@@ -63,6 +69,13 @@ func parseSegment(spec string, getenv func(string) string) (engine.Segment, stri
 				return engine.Segment{}, "", fmt.Errorf("--segment %s: %s=%s names the task, but %s is not set (Slurm sets it for a job array)", spec, e.index, idx, b)
 			} else if v, err := strconv.Atoi(getenv(b)); err == nil {
 				i -= v
+				if step := getenv("SLURM_ARRAY_TASK_STEP"); e.index == "SLURM_ARRAY_TASK_ID" && step != "" && step != "1" {
+					st, err := strconv.Atoi(step)
+					if err != nil || st < 1 || i%st != 0 {
+						return engine.Segment{}, "", fmt.Errorf("--segment %s: SLURM_ARRAY_TASK_ID=%s is not on the array's step SLURM_ARRAY_TASK_STEP=%q from SLURM_ARRAY_TASK_MIN=%s", spec, idx, step, getenv(b))
+					}
+					i /= st
+				}
 			} else {
 				return engine.Segment{}, "", fmt.Errorf("--segment %s: %s=%q is not an integer", spec, b, getenv(b))
 			}

@@ -1,8 +1,11 @@
 package execute
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -111,7 +114,10 @@ func Merge(parts []*reports.Run, files []string, o MergeOptions) (*reports.Run, 
 				problems = append(problems, fmt.Sprintf("%s is %s (--allow-incomplete merges the phases every segment completed, marked interrupted)", where, p.Outcome))
 			}
 		default:
-			problems = append(problems, fmt.Sprintf("%s has outcome %q, not a segment's", where, p.Outcome))
+			return nil, fmt.Errorf("%w: %s has outcome %q, not a segment's (ran, could-not-run, interrupted or incomplete)", ErrSegments, where, p.Outcome)
+		}
+		if err := checkPart(p, where); err != nil {
+			return nil, err
 		}
 	}
 	if len(problems) > 0 {
@@ -125,6 +131,12 @@ func Merge(parts []*reports.Run, files []string, o MergeOptions) (*reports.Run, 
 	merged, err := engine.MergeResults(rep.Plan, results)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSegments, err)
+	}
+	for _, pr := range merged.Phases {
+		if err := pr.Summary.Check(); err != nil {
+			// Counts that add up past int64, say.
+			return nil, fmt.Errorf("%w: repeat %d, phase %s: the merged counts do not hold together: %v", ErrSegments, pr.Repeat, pr.Phase.Name, err)
+		}
 	}
 	rep.Result = merged
 	if n := len(rep.Plan.Phases) * rep.Plan.Repeats; len(merged.Phases) < n || incomplete {
@@ -152,6 +164,8 @@ func order(parts []*reports.Run, files []string) ([]*reports.Run, error) {
 			n = s.N
 		}
 		switch {
+		case s.N < 1 || s.N > engine.MaxSegments:
+			return nil, fmt.Errorf("%w: %s: segment.n is %d, not 1 to %d", ErrSegments, name(files, i), s.N, engine.MaxSegments)
 		case s.N != n:
 			return nil, fmt.Errorf("%w: %s is segment %d of %d, %s of %d", ErrSegments, name(files, i), s.K, s.N, name(files, 0), n)
 		case s.K < 0 || s.K >= n:
@@ -176,13 +190,22 @@ func order(parts []*reports.Run, files []string) ([]*reports.Run, error) {
 		bySeg[k] = p
 	}
 	var missing []string
+	count := 0
 	for k, p := range bySeg {
 		if p == nil {
-			missing = append(missing, fmt.Sprintf("%d/%d", k, n))
+			if count++; count <= 10 {
+				missing = append(missing, fmt.Sprintf("%d/%d", k, n))
+			}
 		}
 	}
-	if len(missing) > 0 {
+	if count > 10 {
+		missing = append(missing, fmt.Sprintf("… %d in all", count))
+	}
+	if count > 0 {
 		return nil, fmt.Errorf("%w: missing segment(s) %s (every K/%d, K from 0 to %d, must be given once)", ErrSegments, strings.Join(missing, ", "), n, n-1)
+	}
+	if err := samePlan(bySeg, files, parts); err != nil {
+		return nil, err
 	}
 	return bySeg, nil
 }
@@ -276,7 +299,24 @@ func segmentWarnings(bySeg []*reports.Run) []engine.Warning {
 		}
 	}
 	if len(hosts) > 1 && len(unsynced) > 0 {
-		ws = append(ws, engine.Warning{Code: "clock-unsynchronised", Message: fmt.Sprintf("segments ran on %d machines and the clock of segment(s) %s was not synchronised (adjtimex): their start instants, and the spread of their starts, are only as good as those clocks", len(hosts), strings.Join(unsynced, ", "))})
+		ws = append(ws, engine.Warning{Code: "clock-unsynchronised", Invalidates: true, Message: fmt.Sprintf("segments ran on %d machines and the clock of segment(s) %s was not synchronised (adjtimex): nothing bounds how far apart their start instants were, so the merged load may never have run together as planned", len(hosts), strings.Join(unsynced, ", "))})
+	}
+	for _, pr := range bySeg[0].Result.Phases {
+		if !pr.Phase.Drop || n < 2 {
+			continue
+		}
+		var dropped int64
+		for _, p := range bySeg {
+			for _, q := range p.Result.Phases {
+				if q.Repeat == pr.Repeat && q.Phase.Index == pr.Phase.Index {
+					dropped += q.Summary.Dropped
+				}
+			}
+		}
+		if dropped > 0 {
+			ws = append(ws, engine.Warning{Code: "segment-slots", Phase: pr.Phase.Name, Repeat: pr.Repeat, Invalidates: !pr.Phase.Warmup,
+				Message: fmt.Sprintf("repeat %d, phase %s: the segments dropped %d arrivals (on_saturation: drop): each segment's arrivals can use only its own connections' slots, where one generator would have used any free slot of all of them, so the merged drops are not one generator's", pr.Repeat, pr.Phase.Name, dropped)})
+		}
 	}
 	return ws
 }
@@ -304,4 +344,62 @@ func name(files []string, i int) string {
 
 func fileOf(files []string, p *reports.Run, parts []*reports.Run) string {
 	return name(files, slices.Index(parts, p))
+}
+
+// checkPart checks one segment's recorded result before it is merged:
+// every phase's counts hold together (measure.Summary.Check: none
+// negative, arrivals = requests + dropped + …), the other recorded
+// figures are not negative, and a segment that says it ran holds every
+// (repeat, phase) of the plan.
+func checkPart(p *reports.Run, where string) error {
+	pl := p.Plan
+	if p.Outcome == Ran && len(p.Result.Phases) != pl.Repeats*len(pl.Phases) {
+		return fmt.Errorf("%w: %s says it ran, but holds %d of the plan's %d phase results", ErrSegments, where, len(p.Result.Phases), pl.Repeats*len(pl.Phases))
+	}
+	for _, pr := range p.Result.Phases {
+		at := fmt.Sprintf("%s, repeat %d, phase %s", where, pr.Repeat, pr.Phase.Name)
+		if err := pr.Summary.Check(); err != nil {
+			return fmt.Errorf("%w: %s: its counts do not hold together: %v", ErrSegments, at, err)
+		}
+		for _, f := range []struct {
+			name string
+			v    int64
+		}{
+			{"connections_requested", int64(pr.ConnectionsRequested)}, {"connections_established", int64(pr.ConnectionsEstablished)},
+			{"connections_closed_early", int64(pr.ConnectionsClosedEarly)}, {"late_arrivals", pr.LateArrivals},
+			{"lateness_max", int64(pr.LatenessMax)}, {"start_lag", int64(pr.StartLag)}, {"wall", int64(pr.Wall)},
+			{"gc_pause_max", int64(pr.GCPauseMax)}, {"client_cores", int64(pr.ClientCores)},
+		} {
+			if f.v < 0 {
+				return fmt.Errorf("%w: %s: %s is negative (%d)", ErrSegments, at, f.name, f.v)
+			}
+		}
+		if pr.ClientCPU < 0 || math.IsNaN(pr.ClientCPU) {
+			return fmt.Errorf("%w: %s: client_cpu is %v", ErrSegments, at, pr.ClientCPU)
+		}
+	}
+	return nil
+}
+
+// samePlan checks that every segment's report holds the first one's
+// scenario and plan, as recorded (its plan hash says what it ran; this
+// says the report was not edited since).
+func samePlan(bySeg []*reports.Run, files []string, parts []*reports.Run) error {
+	of := func(r *reports.Run) ([]byte, error) {
+		return json.Marshal(struct {
+			Scenario any `json:"scenario"`
+			Plan     any `json:"plan"`
+		}{r.Scenario, r.Plan})
+	}
+	first, err := of(bySeg[0])
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrSegments, fileOf(files, bySeg[0], parts), err)
+	}
+	for _, p := range bySeg[1:] {
+		b, err := of(p)
+		if err != nil || !bytes.Equal(b, first) {
+			return fmt.Errorf("%w: %s records another scenario or plan than %s under the same plan hash (edited?)", ErrSegments, fileOf(files, p, parts), fileOf(files, bySeg[0], parts))
+		}
+	}
+	return nil
 }
