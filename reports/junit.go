@@ -131,6 +131,9 @@ func junitSuiteOf(r *Run) junitSuite {
 	prop("outcome", runOutcome(r))
 	prop("exit_code", fmt.Sprint(r.ExitCode))
 	prop("target", r.Target)
+	if g := r.Merged; g != nil {
+		prop("merged_segments", fmt.Sprint(g.N))
+	}
 	prop("runner_version", r.Env.Runner)
 	prop("workdir_commit", r.Env.WorkdirCommit)
 

@@ -131,6 +131,12 @@ func (m *mdWriter) header() {
 	if r.Plan != nil {
 		facts = append(facts, fmt.Sprintf("%d repeat(s) × %d phase(s)", r.Plan.Repeats, len(r.Plan.Phases)))
 	}
+	if g := r.Merged; g != nil {
+		facts = append(facts, fmt.Sprintf("merged from %d scale-out segments (client figures: the busiest segment's)", g.N))
+	}
+	if s := r.Segment; s != nil {
+		facts = append(facts, fmt.Sprintf("segment %d/%d of a scale-out (not judged)", s.K, s.N))
+	}
 	if !r.Started.IsZero() {
 		s := "started " + r.Started.UTC().Format("2006-01-02 15:04:05Z")
 		if r.Ended.After(r.Started) {
