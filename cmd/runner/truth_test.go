@@ -231,6 +231,12 @@ phases:
 //     ½·90 times that to the sum of waits: 2·½·90²/(C − 200)/800 = 12.7 ms
 //     at C = 1,000/s; +25 % (15.8 ms).
 //
+// And the stalls' origin: the stall clock starts when the first request
+// reaches the target, δ after its intended start, so every stalled
+// arrival waits δ more. δ is read from p99 (a stall's first arrivals),
+// within p99's own allowance, and added to the others' (a quarter of it
+// to the mean's); a run on a busy machine under -race saw δ ≈ 10 ms.
+//
 // Naive measurements: with latency counted from the actual send (service
 // time, which the report shows apart), the 90 arrivals of each stall
 // that waited for a connection report almost nothing: only the 20
@@ -284,15 +290,27 @@ phases:
 			name                     string
 			got, truth, below, above float64
 		}
+		// The stall clock starts when the first request reaches the
+		// target, δ after its intended start (a busy machine under -race:
+		// 10 ms was seen), and every stalled arrival then waits δ longer.
+		// p99 is an arrival of a stall's first 5 ms, on the wire when the
+		// stall began: δ is read from it (at most its own allowance, 24
+		// ms), and the deeper percentiles and the mean are checked
+		// against their truth moved by δ (the mean by a quarter of it:
+		// a quarter of the arrivals stall).
+		p99truth := nearestRank(99, 800, wait)
+		delta := math.Min(math.Max(truthMs(t, open, "p99")-p99truth, 0), p99truth*0.05)
 		var checks []check
 		for _, c := range []struct {
 			name       string
 			p, allowed float64 // allowed: the fraction above the truth
-		}{{"p90", 90, 0.10}, {"p95", 95, 0.05}, {"p99", 99, 0.05}} {
+			shift      float64
+		}{{"p90", 90, 0.10, delta}, {"p95", 95, 0.05, delta}, {"p99", 99, 0.05, 0}} {
 			truth := nearestRank(c.p, 800, wait)
-			checks = append(checks, check{"open " + c.name, truthMs(t, open, c.name), truth, truth / 100, truth * c.allowed})
+			checks = append(checks, check{"open " + c.name, truthMs(t, open, c.name), truth, truth / 100, truth*c.allowed + c.shift})
 		}
-		checks = append(checks, check{"open mean", truthMs(t, open, "mean"), 63.125, 0.63, 63.125 * 0.25})
+		checks = append(checks, check{"open mean", truthMs(t, open, "mean"), 63.125, 0.63, 63.125*0.25 + delta/4})
+		t.Logf("attempt %d: the stalls began %.3f ms after the first intended arrival (read from p99)", attempt, delta)
 		out := slices.ContainsFunc(checks, func(c check) bool { return c.got < c.truth-c.below || c.got > c.truth+c.above })
 		if !out || attempt == 3 {
 			for _, c := range checks {
