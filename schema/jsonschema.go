@@ -28,8 +28,11 @@ var typesSource string
 //
 // The schema is for editors: it knows the keys, types, unit syntaxes and
 // enumerations, but Parse remains the judge (it checks ranges, references
-// between phases and rules, and interpolates ${ENV}; a unit-bearing string
-// containing ${...} passes the schema, an interpolated number does not).
+// between phases and rules). It accepts what Parse accepts: a string
+// holding ${...} wherever the loader interpolates before it reads the
+// value, a unit-bearing string and a number or boolean alike (a quoted
+// "${CONNS:-4}" for connections), whose value is only known when the file
+// is loaded.
 func JSONSchema() ([]byte, error) {
 	comments, err := typeComments()
 	if err != nil {
@@ -37,6 +40,10 @@ func JSONSchema() ([]byte, error) {
 	}
 	r := &jsonschema.Reflector{FieldNameTag: "yaml", ExpandedStruct: true, CommentMap: comments}
 	s := r.Reflect(&Scenario{})
+	interpolable(s)
+	for _, d := range s.Definitions {
+		interpolable(d)
+	}
 	s.Title = "runner scenario"
 	s.Description = "A load-test scenario for runner: what load to offer (phases), how (target, driver) and what must hold (assert)."
 	b, err := json.MarshalIndent(s, "", "  ")
@@ -204,9 +211,39 @@ func (Open) JSONSchemaExtend(s *jsonschema.Schema) {
 }
 
 // JSONSchemaExtend adds to the Target schema that exactly one of url and
-// serve is set.
+// serve is set, and the reference targets serve names.
 func (Target) JSONSchemaExtend(s *jsonschema.Schema) {
 	s.OneOf = requiredEach("url", "serve")
+	if v, ok := s.Properties.Get("serve"); ok {
+		v.Enum = nil
+		for _, k := range serveKinds {
+			v.Enum = append(v.Enum, k)
+		}
+	}
+}
+
+// interpolated is the schema of a string holding ${...}: a value the
+// loader interpolates from the environment before it reads it.
+var interpolated = &jsonschema.Schema{Type: "string", Pattern: `\$\{`, Description: "A value from the environment, ${NAME} or ${NAME:-default}, read once the file is loaded."}
+
+// interpolable lets every number and boolean property of s (directly,
+// not through a $ref) also be a string holding ${...}, as the loader
+// reads it: the property's own schema becomes one branch of an anyOf,
+// its description kept on the whole.
+func interpolable(s *jsonschema.Schema) {
+	if s == nil || s.Properties == nil {
+		return
+	}
+	for pair := s.Properties.Oldest(); pair != nil; pair = pair.Next() {
+		v := pair.Value
+		switch v.Type {
+		case "integer", "number", "boolean":
+			own := *v
+			desc := own.Description
+			own.Description = ""
+			*v = jsonschema.Schema{Description: desc, AnyOf: []*jsonschema.Schema{&own, interpolated}}
+		}
+	}
 }
 
 // JSONSchemaExtend lets the HTTP version be written unquoted: YAML reads

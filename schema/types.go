@@ -48,8 +48,9 @@ type Target struct {
 	// https, port 1 to 65535, no user info (send an Authorization header).
 	URL string `yaml:"url,omitempty" json:"url,omitempty"`
 	// Serve names a reference target (`runner serve KIND`) that the runner
-	// spawns as a separate child process on a free loopback port. Kinds: http.
-	Serve string `yaml:"serve,omitempty" json:"serve,omitempty" jsonschema:"enum=http"`
+	// spawns as a separate child process on a free loopback port. Kinds:
+	// http, ws-gateway, frame.
+	Serve string `yaml:"serve,omitempty" json:"serve,omitempty"`
 	// Args are extra command-line flags for the spawned reference target.
 	Args []string `yaml:"args,omitempty" json:"args,omitempty"`
 	// Pid is the process id of a url target running on this machine,
