@@ -19,6 +19,10 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// MaxFile bounds a scenario file, in bytes (1 MiB); anything larger is
+// surely not one.
+const MaxFile = maxFileSize
+
 const (
 	// maxFileSize bounds a scenario file; anything larger is surely not one.
 	maxFileSize = 1 << 20

@@ -50,6 +50,8 @@ func main() {
 // hook.
 type app struct {
 	stdout, stderr io.Writer
+	// stdin is read for the scenario `-` (runner run -).
+	stdin io.Reader
 	// signals, when non-nil, has received SIGINT and SIGTERM since the
 	// process started (runner run); interruptible handles it instead of a
 	// channel of its own.
@@ -75,7 +77,7 @@ type app struct {
 // process's behaviour.
 func newApp(stdout, stderr io.Writer) *app {
 	return &app{
-		stdout: stdout, stderr: stderr,
+		stdout: stdout, stderr: stderr, stdin: os.Stdin,
 		forceExit:     os.Exit,
 		progressEvery: 5 * time.Second,
 		writeReport:   reports.WriteJSON,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -13,11 +12,13 @@ import (
 	"github.com/runner-dev/runner/internal/redact"
 )
 
-func newPlanCmd(stdout, stderr io.Writer, code *int) *cobra.Command {
+func newPlanCmd(a *app, code *int) *cobra.Command {
+	stdout, stderr := a.stdout, a.stderr
 	var segment string
+	var envs []string
 	var gap time.Duration
 	cmd := &cobra.Command{
-		Use:   "plan FILE",
+		Use:   "plan FILE (- for standard input)",
 		Short: "Print the execution plan of a scenario; send nothing",
 		Long: `plan compiles a scenario and prints, per phase, the load model, connections,
 rate schedule, in-flight cap, bound (duration or request count), expected
@@ -29,7 +30,12 @@ its share of each phase's connections, arrivals and bounds, and the
 timetable on which segments started with --start-at start each phase.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, pl, err := execute.Compile(args[0])
+			env, err := scenarioEnv(envs)
+			if err != nil {
+				fmt.Fprintf(stderr, "runner plan: %v\n", err)
+				return exitError(exitInvalid)
+			}
+			_, pl, err := a.compileArg(args[0], env, new(bool))
 			if err != nil {
 				printErrors(stderr, err)
 				return exitError(exitInvalid)
@@ -50,6 +56,7 @@ timetable on which segments started with --start-at start each phase.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringArrayVarP(&envs, "env", "e", nil, "KEY=VALUE: ${KEY} reads VALUE, before the process's environment (repeatable)")
 	cmd.Flags().StringVar(&segment, "segment", "", "also say what segment K/N of a scale-out runs (its shares and the timetable); auto and auto/N as runner run's")
 	cmd.Flags().DurationVar(&gap, "phase-gap", engine.DefaultPhaseGap, "the timetable's gap, as runner run --phase-gap")
 	return cmd

@@ -29,8 +29,8 @@ Start with:
 	root.SetErr(stderr)
 	root.AddCommand(
 		newRunCmd(a, code),
-		newValidateCmd(stdout, stderr, code),
-		newPlanCmd(stdout, stderr, code),
+		newValidateCmd(a, code),
+		newPlanCmd(a, code),
 		newServeCmd(stdout, stderr),
 		newMergeCmd(a, code),
 		newCompareCmd(stdout, stderr),

@@ -51,6 +51,8 @@ type runFlags struct {
 	segmentSpec, startAtText string
 	segment                  engine.Segment
 	segmentSource            string // where --segment's K and N came from
+	// envs are the -e KEY=VALUE flags: ${KEY} reads VALUE.
+	envs []string
 	startAt                  time.Time
 	phaseGap                 time.Duration
 }
@@ -72,7 +74,7 @@ func newRunCmd(a *app, code *int) *cobra.Command {
 	stdout, stderr := a.stdout, a.stderr
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run FILE...",
+		Use:   "run FILE... (- for standard input)",
 		Short: "Run scenarios against their targets and judge the rules",
 		Long: `run validates every FILE first (nothing is sent if any is invalid), then runs
 each in turn: spawns its reference target if it names one, dials the
@@ -105,8 +107,14 @@ phase); a second Ctrl-C exits immediately.`,
 			}
 			var todo []compiled
 			bad := false
+			env, err := scenarioEnv(f.envs)
+			if err != nil {
+				fmt.Fprintf(stderr, "runner run: %v\n", err)
+				return exitError(exitInvalid)
+			}
+			readStdin := false
 			for _, file := range files {
-				_, pl, err := execute.Compile(file)
+				_, pl, err := a.compileArg(file, env, &readStdin)
 				if err != nil {
 					printErrors(stderr, err)
 					bad = true
@@ -230,6 +238,7 @@ phase); a second Ctrl-C exits immediately.`,
 	cmd.Flags().StringVar(&f.hdr, "hdr", "", "write an HdrHistogram interval log to this file (overrides outputs.hdr; {run_id} and {scenario} expand)")
 	cmd.Flags().StringVar(&f.memProfile, "memprofile", "", "write a pprof heap profile of the runner process (live and allocated memory, at the end) to this file")
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the runner (client) process to this file (read it with go tool pprof)")
+	cmd.Flags().StringArrayVarP(&f.envs, "env", "e", nil, "KEY=VALUE: ${KEY} in the scenario reads VALUE, before the process's environment (repeatable); values read into strings are redacted like any ${ENV}")
 	cmd.Flags().StringVar(&f.segmentSpec, "segment", "", "scale-out: run segment K/N of the plan (K from 0), or auto (K and N from SLURM_PROCID/SLURM_NTASKS, SLURM_ARRAY_TASK_*, CI_NODE_INDEX/CI_NODE_TOTAL, JOB_COMPLETION_INDEX/RUNNER_SEGMENTS), or auto/N; writes only the JSON report ({segment} expands to K-of-N), not judged: runner merge judges the segments together")
 	cmd.Flags().StringVar(&f.startAtText, "start-at", "", "start the first phase at this RFC 3339 instant (e.g. 2026-12-02T16:00:00Z) and each later one on the plan's timetable; not ready by then: exit 3, nothing sent")
 	cmd.Flags().DurationVar(&f.phaseGap, "phase-gap", engine.DefaultPhaseGap, "with --start-at: the timetable's pause after each phase's drain bound (time for counters and the next repeat's dials)")

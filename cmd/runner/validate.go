@@ -2,15 +2,15 @@ package main
 
 import (
 	"fmt"
-	"io"
 
-	"github.com/runner-dev/runner/internal/execute"
 	"github.com/spf13/cobra"
 )
 
-func newValidateCmd(stdout, stderr io.Writer, code *int) *cobra.Command {
-	return &cobra.Command{
-		Use:   "validate FILE...",
+func newValidateCmd(a *app, code *int) *cobra.Command {
+	stdout, stderr := a.stdout, a.stderr
+	var envs []string
+	cmd := &cobra.Command{
+		Use:   "validate FILE... (- for standard input)",
 		Short: "Check scenario files: format, units, rules and plan; send nothing",
 		Long: `validate loads each scenario strictly (unknown keys, wrong types, missing
 units, impossible values), compiles its rules and its plan, and reports every
@@ -18,9 +18,14 @@ problem of every file with file:line:col and the key path. It sends nothing.
 Exit 0 when all files are valid, 2 otherwise.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
-			bad := 0
+			env, err := scenarioEnv(envs)
+			if err != nil {
+				fmt.Fprintf(stderr, "runner validate: %v\n", err)
+				return exitError(exitInvalid)
+			}
+			bad, readStdin := 0, false
 			for _, f := range files {
-				if _, _, err := execute.Compile(f); err != nil {
+				if _, _, err := a.compileArg(f, env, &readStdin); err != nil {
 					printErrors(stderr, err)
 					bad++
 					continue
@@ -34,4 +39,6 @@ Exit 0 when all files are valid, 2 otherwise.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringArrayVarP(&envs, "env", "e", nil, "KEY=VALUE: ${KEY} reads VALUE, before the process's environment (repeatable)")
+	return cmd
 }

@@ -20,8 +20,15 @@ import (
 // anything. Every problem of the file is in the returned error, each as
 // `file:line:col: key.path: message`.
 func Compile(file string) (*schema.Scenario, *engine.Plan, error) {
+	return CompileEnv(file, nil)
+}
+
+// CompileEnv is Compile with env looking up `${NAME}` variables (nil
+// means the process's environment), e.g. the process's environment under
+// `runner run -e KEY=VALUE`.
+func CompileEnv(file string, env func(string) (string, bool)) (*schema.Scenario, *engine.Plan, error) {
 	c := ruleCache{}
-	sc, err := schema.LoadWith(file, c.options(nil))
+	sc, err := schema.LoadWith(file, c.options(env))
 	if err != nil {
 		return nil, nil, err
 	}
