@@ -52,9 +52,9 @@ type runFlags struct {
 	segment                  engine.Segment
 	segmentSource            string // where --segment's K and N came from
 	// envs are the -e KEY=VALUE flags: ${KEY} reads VALUE.
-	envs []string
-	startAt                  time.Time
-	phaseGap                 time.Duration
+	envs     []string
+	startAt  time.Time
+	phaseGap time.Duration
 }
 
 // outputs is held while a result file is written. A forced exit takes it
