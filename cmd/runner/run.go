@@ -51,10 +51,10 @@ type runFlags struct {
 	segmentSpec, startAtText string
 	segment                  engine.Segment
 	segmentSource            string // where --segment's K and N came from
+	startAt                  time.Time
+	phaseGap                 time.Duration
 	// envs are the -e KEY=VALUE flags: ${KEY} reads VALUE.
-	envs     []string
-	startAt  time.Time
-	phaseGap time.Duration
+	envs []string
 }
 
 // outputs is held while a result file is written. A forced exit takes it
