@@ -79,3 +79,17 @@ func TestScenarioFromStdin(t *testing.T) {
 		t.Fatalf("bad YAML on stdin: exit %d: %s", code, errOut)
 	}
 }
+
+// runner --version and -v print what runner version prints: the version,
+// the commit, Go and the platform.
+func TestVersionFlag(t *testing.T) {
+	_, want, _ := cli(t, "version")
+	if !strings.HasPrefix(want, "runner ") || !strings.Contains(want, "commit ") {
+		t.Fatalf("runner version: %q", want)
+	}
+	for _, flag := range []string{"--version", "-v"} {
+		if code, out, errOut := cli(t, flag); code != 0 || out != want {
+			t.Errorf("runner %s: exit %d, %q%s; want %q", flag, code, out, errOut, want)
+		}
+	}
+}

@@ -27,6 +27,11 @@ Start with:
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// --version and -v, as cobra offers them, print what `runner version`
+	// prints.
+	root.Version = "set"
+	root.SetVersionTemplate(versionLine() + "\n")
+	root.Flags().BoolP("version", "v", false, "print the version, its commit, the Go version and the platform")
 	root.AddCommand(
 		newRunCmd(a, code),
 		newValidateCmd(a, code),

@@ -15,13 +15,21 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 		Short: "Print the runner version, its commit and the Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			e := sysinfo.Collect()
-			commit := e.RunnerCommit
-			if commit == "" {
-				commit = "unknown"
-			}
-			fmt.Fprintf(stdout, "runner %s (commit %s, %s, %s/%s)\n", e.Runner, commit, e.GoVersion, e.OS, e.Arch)
+			fmt.Fprintln(stdout, versionLine())
 			return nil
 		},
 	}
+}
+
+// versionLine is what `runner version` and `runner --version` print:
+// the module version (as `go install …@vX` or a release build sets it;
+// "(devel)" from a checkout), the VCS revision the binary was built from,
+// the Go version and the platform.
+func versionLine() string {
+	e := sysinfo.Collect()
+	commit := e.RunnerCommit
+	if commit == "" {
+		commit = "unknown"
+	}
+	return fmt.Sprintf("runner %s (commit %s, %s, %s/%s)", e.Runner, commit, e.GoVersion, e.OS, e.Arch)
 }
