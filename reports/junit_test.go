@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -72,8 +73,19 @@ func TestJUnitGolden(t *testing.T) {
 		t.Errorf("testsuite %s tests=%d failures=%d errors=%d skipped=%d time=%s", s.Name, s.Tests, s.Failures, s.Errors, s.Skipped, s.Time)
 	}
 	byName := map[string]junitCase{}
+	var total float64
 	for _, c := range s.Cases {
 		byName[c.Classname+" / "+c.Name] = c
+		sec, err := strconv.ParseFloat(c.Time, 64)
+		if err != nil {
+			t.Fatalf("case %s: time %q", c.Name, c.Time)
+		}
+		total += sec
+	}
+	// CI tools add the cases' times up: five rules on one phase must not
+	// count its time five times.
+	if suite, _ := strconv.ParseFloat(s.Time, 64); total > suite {
+		t.Errorf("the cases' times add up to %.3f s, more than the suite's %.3f s", total, suite)
 	}
 	if c := byName["golden / errors == 0 [phase steady]"]; c.Failure == nil ||
 		!strings.Contains(c.Failure.Message, "observed repeat 1 errors=10, repeat 2 errors=10") ||
