@@ -503,6 +503,10 @@ func (m *mdWriter) environment() {
 // mdMaxChartPoints bounds a chart's points; longer timelines are bucketed.
 const mdMaxChartPoints = 120
 
+// mdChartPalette are the charts' line colours, one per repeat in turn:
+// dark enough to read on Mermaid's default light theme.
+const mdChartPalette = "#1f4e9c, #c0392b, #1e7b34, #7d3c98, #b9770e"
+
 // charts draws, per measured phase, the mean response time of each
 // second (the timeline keeps no per-second percentiles), one line per
 // repeat, in a collapsed Mermaid xychart.
@@ -545,7 +549,16 @@ func (m *mdWriter) charts() {
 		if len(ss) > 1 {
 			title = fmt.Sprintf("%s: mean response time (ms) per %ds, one line per repeat (%s)", name, step, strings.Join(reps, ", "))
 		}
-		m.f("```mermaid\nxychart-beta\n    title %q\n    x-axis \"second\" 0 --> %d\n    y-axis \"ms\"\n", strings.NewReplacer(`"`, "'").Replace(title), n)
+		// One label per point, the second its bucket starts at: a numeric
+		// range (0 --> n) would spread the points over it evenly whatever
+		// seconds they stand for. The palette's dark lines read on the
+		// default (light) theme.
+		var xs []string
+		for i := 0; i < n; i += step {
+			xs = append(xs, strconv.Itoa(i))
+		}
+		m.f("```mermaid\n%%%%{init: {\"themeVariables\": {\"xyChart\": {\"plotColorPalette\": \"%s\"}}}}%%%%\nxychart-beta\n    title %q\n    x-axis \"second\" [%s]\n    y-axis \"ms\"\n",
+			mdChartPalette, strings.NewReplacer(`"`, "'").Replace(title), strings.Join(xs, ", "))
 		for _, s := range ss {
 			var pts []string
 			for i := 0; i < len(s.tl); i += step {

@@ -311,3 +311,32 @@ func TestField_B10_ReportsShowFailures(t *testing.T) {
 	}
 	validateJUnit(t, x.Bytes())
 }
+
+// Each Mermaid chart labels its x-axis with one second per point, as many
+// labels as every line has points (a numeric range would spread the
+// points over it evenly, whatever seconds they stand for).
+func TestMarkdownChartAxis(t *testing.T) {
+	out := markdownOf(t, richFixture(t))
+	charts := regexp.MustCompile("(?s)```mermaid\n(.*?)```").FindAllStringSubmatch(out, -1)
+	if len(charts) == 0 {
+		t.Fatal("no chart")
+	}
+	for _, c := range charts {
+		x := regexp.MustCompile(`x-axis "second" \[([^\]]*)\]`).FindStringSubmatch(c[1])
+		if x == nil {
+			t.Fatalf("no labelled x-axis in\n%s", c[1])
+		}
+		labels := strings.Split(x[1], ", ")
+		if labels[0] != "0" {
+			t.Errorf("the first point is second %s, want 0", labels[0])
+		}
+		for _, l := range regexp.MustCompile(`line \[([^\]]*)\]`).FindAllStringSubmatch(c[1], -1) {
+			if n := len(strings.Split(l[1], ", ")); n > len(labels) {
+				t.Errorf("a line of %d points on %d labels", n, len(labels))
+			}
+		}
+		if !strings.Contains(c[1], "plotColorPalette") {
+			t.Error("no palette: the default theme's line is near invisible")
+		}
+	}
+}
