@@ -231,4 +231,3 @@ func ruleCase(r *Run, classname, kind string, rr engine.RuleResult) junitCase {
 	}
 	return c
 }
-
