@@ -112,7 +112,9 @@ Exit code: as runner run: 0 pass, 1 a rule failed, 2 invalid input,
 			if err := stepSummary(rep); err != nil {
 				fmt.Fprintf(stderr, "runner merge: GITHUB_STEP_SUMMARY: %v\n", err)
 			}
-			reports.Console(rep.Redactor().Writer(stdout), rep, !f.quiet)
+			out, flush := coloured(stdout)
+			reports.Console(rep.Redactor().Writer(out), rep, !f.quiet)
+			flush()
 			if jsonPath != "" {
 				written = append([]string{"json " + jsonPath}, written...)
 			}

@@ -393,6 +393,8 @@ func outputPaths(rep *reports.Run, f runFlags) (tsv, json string) {
 // error examples before the engine shortens them.
 func (a *app) runOne(ctx context.Context, rep *reports.Run, f runFlags, newLog func(io.Writer) zerolog.Logger, stdout, stderr io.Writer) int {
 	sc := rep.Plan.Scenario
+	stdout, flush := coloured(stdout) // secrets are redacted before colour
+	defer flush()
 	stdout = rep.Redact.Writer(stdout)
 	if lt, ok := stderr.(*liveTerm); ok {
 		// The terminal's progress line and everything else written on it
