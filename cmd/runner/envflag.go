@@ -42,10 +42,21 @@ func scenarioEnv(flags []string) (func(string) (string, bool), error) {
 const stdinName = "stdin.yaml"
 
 // compileArg compiles the scenario an argument names: a file, or "-" for
-// standard input (read once, at most schema.MaxFile bytes).
-func (a *app) compileArg(arg string, env func(string) (string, bool), readStdin *bool) (*schema.Scenario, *engine.Plan, error) {
-	if arg != "-" {
+// standard input (read once, at most schema.MaxFile bytes), with the
+// overrides o made to its YAML first.
+func (a *app) compileArg(arg string, env func(string) (string, bool), o overrides, readStdin *bool) (*schema.Scenario, *engine.Plan, error) {
+	if arg != "-" && o.empty() {
 		return execute.CompileEnv(arg, env)
+	}
+	if arg != "-" {
+		b, err := readScenario(arg)
+		if err != nil {
+			return nil, nil, err
+		}
+		if b, err = o.apply(b); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", arg, err)
+		}
+		return execute.CompileData(arg, b, env)
 	}
 	if *readStdin {
 		return nil, nil, fmt.Errorf("-: standard input can be given once")
@@ -57,6 +68,9 @@ func (a *app) compileArg(arg string, env func(string) (string, bool), readStdin 
 	}
 	if len(b) > schema.MaxFile {
 		return nil, nil, fmt.Errorf("-: standard input holds more than %d bytes", schema.MaxFile)
+	}
+	if b, err = o.apply(b); err != nil {
+		return nil, nil, fmt.Errorf("-: %w", err)
 	}
 	return execute.CompileData(stdinName, b, env)
 }

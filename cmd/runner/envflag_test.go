@@ -93,3 +93,39 @@ func TestVersionFlag(t *testing.T) {
 		}
 	}
 }
+
+// --set, --duration, --rate and --connections change the scenario before
+// it is loaded, so the loader checks the result as if it were written in
+// the file; paths that do not exist and values the loader refuses are
+// errors naming them.
+func TestOverrides(t *testing.T) {
+	file := "../../scenarios/quickstart.yaml"
+	code, out, errOut := cli(t, "plan", "--duration", "3s", "--rate", "50/s", "--connections", "3", "--set", "repeats=2", "--set", "phases.warmup.closed.connections=2", file)
+	for _, want := range []string{"2 repeat(s)", "closed, 2 connection(s)", "open, 3 connection(s)", "50/s constant", "expected     150 requests; time 3s"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("plan with overrides: exit %d, no %q in:\n%s%s", code, want, out, errOut)
+		}
+	}
+	// The warmup keeps its own duration.
+	if !strings.Contains(out, "bound        duration 1s") {
+		t.Errorf("--duration changed the warmup:\n%s", out)
+	}
+	if code, out, _ := cli(t, "plan", "--set", "phases.1.open.rate={from: 10/s, to: 90/s}", file); code != 0 || !strings.Contains(out, "10/s → 90/s") {
+		t.Errorf("--set a mapping by index: exit %d:\n%s", code, out)
+	}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--set", "phases.nosuch.duration=1s"}, `no item "nosuch"`},
+		{[]string{"--set", "repeats"}, "want PATH=VALUE"},
+		{[]string{"--rate", "fast"}, "rate"},
+		{[]string{"--set", "phases.steady.duration=30"}, "duration"},
+		{[]string{"--set", "repeats.x=1"}, "is a value, not a mapping"},
+	} {
+		code, out, errOut := cli(t, append(append([]string{"validate"}, c.args...), file)...)
+		if code != exitInvalid || !strings.Contains(errOut, c.says) {
+			t.Errorf("%v: exit %d: %s%s; want it to say %q", c.args, code, out, errOut, c.says)
+		}
+	}
+}

@@ -16,6 +16,7 @@ func newPlanCmd(a *app, code *int) *cobra.Command {
 	stdout, stderr := a.stdout, a.stderr
 	var segment string
 	var envs []string
+	var over overrides
 	var gap time.Duration
 	cmd := &cobra.Command{
 		Use:   "plan FILE (- for standard input)",
@@ -35,7 +36,7 @@ timetable on which segments started with --start-at start each phase.`,
 				fmt.Fprintf(stderr, "runner plan: %v\n", err)
 				return exitError(exitInvalid)
 			}
-			_, pl, err := a.compileArg(args[0], env, new(bool))
+			_, pl, err := a.compileArg(args[0], env, over, new(bool))
 			if err != nil {
 				printErrors(stderr, err)
 				return exitError(exitInvalid)
@@ -56,6 +57,7 @@ timetable on which segments started with --start-at start each phase.`,
 			return nil
 		},
 	}
+	overrideFlags(cmd, &over)
 	cmd.Flags().StringArrayVarP(&envs, "env", "e", nil, "KEY=VALUE: ${KEY} reads VALUE, before the process's environment (repeatable)")
 	cmd.Flags().StringVar(&segment, "segment", "", "also say what segment K/N of a scale-out runs (its shares and the timetable); auto and auto/N as runner run's")
 	cmd.Flags().DurationVar(&gap, "phase-gap", engine.DefaultPhaseGap, "the timetable's gap, as runner run --phase-gap")

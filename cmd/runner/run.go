@@ -55,6 +55,8 @@ type runFlags struct {
 	phaseGap                 time.Duration
 	// envs are the -e KEY=VALUE flags: ${KEY} reads VALUE.
 	envs []string
+	// over are --set, --duration, --rate and --connections.
+	over overrides
 }
 
 // outputs is held while a result file is written. A forced exit takes it
@@ -114,7 +116,7 @@ phase); a second Ctrl-C exits immediately.`,
 			}
 			readStdin := false
 			for _, file := range files {
-				_, pl, err := a.compileArg(file, env, &readStdin)
+				_, pl, err := a.compileArg(file, env, f.over, &readStdin)
 				if err != nil {
 					printErrors(stderr, err)
 					bad = true
@@ -238,6 +240,7 @@ phase); a second Ctrl-C exits immediately.`,
 	cmd.Flags().StringVar(&f.hdr, "hdr", "", "write an HdrHistogram interval log to this file (overrides outputs.hdr; {run_id} and {scenario} expand)")
 	cmd.Flags().StringVar(&f.memProfile, "memprofile", "", "write a pprof heap profile of the runner process (live and allocated memory, at the end) to this file")
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the runner (client) process to this file (read it with go tool pprof)")
+	overrideFlags(cmd, &f.over)
 	cmd.Flags().StringArrayVarP(&f.envs, "env", "e", nil, "KEY=VALUE: ${KEY} in the scenario reads VALUE, before the process's environment (repeatable); values read into strings are redacted like any ${ENV}")
 	cmd.Flags().StringVar(&f.segmentSpec, "segment", "", "scale-out: run segment K/N of the plan (K from 0), or auto (K and N from SLURM_PROCID/SLURM_NTASKS, SLURM_ARRAY_TASK_*, CI_NODE_INDEX/CI_NODE_TOTAL, JOB_COMPLETION_INDEX/RUNNER_SEGMENTS), or auto/N; writes only the JSON report ({segment} expands to K-of-N), not judged: runner merge judges the segments together")
 	cmd.Flags().StringVar(&f.startAtText, "start-at", "", "start the first phase at this RFC 3339 instant (e.g. 2026-12-02T16:00:00Z) and each later one on the plan's timetable; not ready by then: exit 3, nothing sent")

@@ -9,6 +9,7 @@ import (
 func newValidateCmd(a *app, code *int) *cobra.Command {
 	stdout, stderr := a.stdout, a.stderr
 	var envs []string
+	var over overrides
 	cmd := &cobra.Command{
 		Use:   "validate FILE... (- for standard input)",
 		Short: "Check scenario files: format, units, rules and plan; send nothing",
@@ -25,7 +26,7 @@ Exit 0 when all files are valid, 2 otherwise.`,
 			}
 			bad, readStdin := 0, false
 			for _, f := range files {
-				if _, _, err := a.compileArg(f, env, &readStdin); err != nil {
+				if _, _, err := a.compileArg(f, env, over, &readStdin); err != nil {
 					printErrors(stderr, err)
 					bad++
 					continue
@@ -39,6 +40,7 @@ Exit 0 when all files are valid, 2 otherwise.`,
 			return nil
 		},
 	}
+	overrideFlags(cmd, &over)
 	cmd.Flags().StringArrayVarP(&envs, "env", "e", nil, "KEY=VALUE: ${KEY} reads VALUE, before the process's environment (repeatable)")
 	return cmd
 }
