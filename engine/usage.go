@@ -2,7 +2,6 @@ package engine
 
 import (
 	"runtime"
-	"syscall"
 	"time"
 )
 
@@ -28,14 +27,6 @@ func (pr *PhaseResult) clientCores() float64 {
 type usageSample struct {
 	cpu   time.Duration
 	numGC uint32
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func sample() usageSample {

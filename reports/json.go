@@ -8,8 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"golang.org/x/sys/unix"
 )
 
 // WriteJSON writes the run as indented JSON to path atomically: to a
@@ -166,8 +164,8 @@ func checkDir(path, what string, extra int) error {
 		}
 		return fmt.Errorf("%s %s: its name is %d bytes; with the %d its temporary file adds, over the file system's limit of %d (at most %d)", what, path, len(base), extra, limit, limit-extra)
 	}
-	if n := len(path) + extra; n >= unix.PathMax {
-		return fmt.Errorf("%s %s: the path is %d bytes (with the %d its temporary file adds), over the limit of %d", what, path, len(path), extra, unix.PathMax-1)
+	if n := len(path) + extra; n >= pathMax {
+		return fmt.Errorf("%s %s: the path is %d bytes (with the %d its temporary file adds), over the limit of %d", what, path, len(path), extra, pathMax-1)
 	}
 	f, err := os.CreateTemp(dir, ".runner-check-*")
 	if err != nil {
@@ -176,16 +174,6 @@ func checkDir(path, what string, extra int) error {
 	f.Close()
 	os.Remove(f.Name())
 	return nil
-}
-
-// nameMax is the longest file name, in bytes, the file system holding
-// dir accepts (255 when it cannot be read).
-func nameMax(dir string) int {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil || st.Namelen <= 0 {
-		return 255
-	}
-	return int(st.Namelen)
 }
 
 func writeAtomic(path string, b []byte) error {

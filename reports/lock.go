@@ -1,14 +1,11 @@
 package reports
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // lockSuffix names an output's lock file: path + ".lock".
@@ -58,10 +55,10 @@ func LockOutput(what, path, holder string) (*OutputLock, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: lock %s: %w", what, path, lp, pathless(err))
 		}
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if held, err := tryLock(f); err != nil {
 			b, _ := io.ReadAll(io.LimitReader(f, 1024))
 			f.Close()
-			if errors.Is(err, unix.EWOULDBLOCK) {
+			if held {
 				return nil, &HeldError{What: what, Path: path, Holder: strings.TrimSpace(string(b))}
 			}
 			return nil, fmt.Errorf("%s %s: lock %s: %w", what, path, lp, err)

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/metric"
@@ -205,10 +204,10 @@ func AppendTSV(path string, rows [][]string) error {
 		return err
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := lockWait(f); err != nil {
 		return fmt.Errorf("lock %s: %w", path, err)
 	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	defer unlock(f)
 	var b bytes.Buffer
 	fresh, partial, err := tsvState(f, path)
 	if err != nil {

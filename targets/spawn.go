@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -30,13 +29,14 @@ type Process struct {
 // Spawn starts `exe serve kind --listen 127.0.0.1:0 args...` in its own
 // process group, waits until it prints its ready line and answers
 // GET /healthz, and returns it. The child is killed if this process dies
-// (Linux parent-death signal). Its stderr goes to stderr. Errors: the
+// (Linux parent-death signal; other systems have none, so a runner that is
+// itself killed may leave its target running there: see procAttr). Its stderr goes to stderr. Errors: the
 // child failed to start, exited early (its exit status and last output
 // are in the message), or was not ready within timeout.
 func Spawn(ctx context.Context, exe, kind string, args []string, stderr io.Writer, timeout time.Duration) (*Process, error) {
 	argv := append([]string{"serve", kind, "--listen", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(exe, argv...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procAttr()
 	last := &tail{}
 	cmd.Stderr = io.MultiWriter(stderr, last)
 	out, err := cmd.StdoutPipe()
@@ -140,19 +140,20 @@ func waitHealthy(ctx context.Context, url string, timeout time.Duration) error {
 }
 
 // Stop ends the target: SIGTERM to its process group, then SIGKILL after
-// 2 s. It waits for the process and is safe to call more than once.
+// 2 s (on Windows, which has neither, os.Process.Kill at once: see
+// terminate). It waits for the process and is safe to call more than
+// once.
 func (p *Process) Stop() error {
 	if p == nil || p.cmd.Process == nil {
 		return nil
 	}
-	pgid := p.cmd.Process.Pid
-	syscall.Kill(-pgid, syscall.SIGTERM)
+	terminate(p.cmd.Process)
 	select {
 	case err := <-p.done:
 		p.done <- err
 		return exitErr(err)
 	case <-time.After(2 * time.Second):
-		syscall.Kill(-pgid, syscall.SIGKILL)
+		kill(p.cmd.Process)
 		err := <-p.done
 		p.done <- err
 		return exitErr(err)
@@ -181,7 +182,7 @@ func (p *Process) Exited() bool {
 func exitErr(err error) error {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && (ws.Signal() == syscall.SIGTERM || ws.Signal() == syscall.SIGKILL) {
+		if stopped(ee) {
 			return nil
 		}
 		if ee.ExitCode() == 0 {

@@ -28,7 +28,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -87,9 +86,7 @@ func fcExecUnder(t *testing.T, dir, name, yaml string, wrap ...string) *fcRun {
 	err := cmd.Run()
 	r.stdout, r.stderr = out.String(), errb.String()
 	if ps := cmd.ProcessState; ps != nil {
-		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-			r.maxRSS = ru.Maxrss << 10 // KiB on Linux
-		}
+		r.maxRSS = peakRSS(ps)
 	}
 	var ee *exec.ExitError
 	switch {

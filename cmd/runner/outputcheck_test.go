@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -41,7 +40,7 @@ func TestUnwritableOutputs_ExitBeforeTraffic(t *testing.T) {
 	// A FIFO stands in for /dev/full: before the fix a run as root renamed
 	// its report over the device, which no test may risk.
 	fifo := filepath.Join(dir, "fifo.json")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+	if err := mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	plain := outputScenario(t, base, "")

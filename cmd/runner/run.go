@@ -19,7 +19,6 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/internal/execute"
@@ -366,8 +365,8 @@ func (a *app) interruptible(parent context.Context, stderr io.Writer) (ctx conte
 // signalName is SIGINT or SIGTERM rather than Go's "interrupt" or
 // "terminated".
 func signalName(s os.Signal) string {
-	if n, ok := s.(syscall.Signal); ok && unix.SignalName(n) != "" {
-		return unix.SignalName(n)
+	if n, ok := s.(syscall.Signal); ok && sysSignalName(n) != "" {
+		return sysSignalName(n)
 	}
 	return s.String()
 }
@@ -651,7 +650,7 @@ func isTerminal(w io.Writer) bool {
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	err := termiosErr(f)
 	return err == nil
 }
 

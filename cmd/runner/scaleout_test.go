@@ -255,7 +255,7 @@ func TestMergeRefuses(t *testing.T) {
 		v["plan"].(map[string]any)["rules"].([]any)[0].(map[string]any)["rule"] = "p99 < 1h"
 	})
 	fifo := filepath.Join(other, "fifo.json")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+	if err := mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,3 +1,5 @@
+//go:build linux
+
 package slurm_test
 
 // A one-host Slurm cluster for the tests: a private munged (its own key

@@ -1,3 +1,5 @@
+//go:build linux
+
 package slurm_test
 
 // The Slurm recipe (submit.sh, runner.sbatch, merge.sbatch) on a real

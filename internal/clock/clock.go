@@ -3,15 +3,15 @@
 // within microseconds rather than the up-to-a-millisecond lateness of Go
 // timers on an idle Linux process. The engine's open-model pacer and the
 // reference targets' fixed delays both depend on it.
+//
+// The precise clock needs a Linux timerfd (clock_linux.go). On other
+// systems (clock_other.go) NewPrecise returns a TimerSleeper, Sleep waits
+// on a Go timer, and Measure reports PreciseAvailable false, which the run
+// header shows.
 package clock
 
 import (
-	"context"
-	"os"
-	"runtime"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Sleeper waits until an instant of the monotonic clock. A Sleeper is used
@@ -47,92 +47,6 @@ func (TimerSleeper) Close() error { return nil }
 // busy spinning: 50 µs of CPU per request against 38 with the timerfd.
 const spinBelow = 10 * time.Microsecond
 
-// PreciseSleeper sleeps on a Linux timerfd armed at an absolute
-// CLOCK_MONOTONIC instant (the clock Go's monotonic readings come from),
-// read through the runtime's poller, so a wait ends within microseconds of
-// its instant without spinning. Waits under spinBelow (10 µs) yield in a
-// loop.
-type PreciseSleeper struct {
-	f       *os.File
-	fd      int
-	watched <-chan struct{} // the done channel a goroutine watches
-}
-
-// NewPrecise returns a PreciseSleeper, or a TimerSleeper where a
-// timerfd cannot be made. Every done channel passed to Until must be
-// closed eventually: a goroutine waits on it.
-func NewPrecise() Sleeper {
-	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
-	if err != nil {
-		return TimerSleeper{}
-	}
-	return &PreciseSleeper{f: os.NewFile(uintptr(fd), "timerfd"), fd: fd}
-}
-
-// Until implements Sleeper.
-func (s *PreciseSleeper) Until(t time.Time, done <-chan struct{}) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return true
-	}
-	if d < spinBelow {
-		for time.Until(t) > 0 {
-			select {
-			case <-done:
-				return false
-			default:
-			}
-			runtime.Gosched()
-		}
-		return true
-	}
-	var now unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &now) != nil {
-		return For(time.Until(t), done)
-	}
-	at := time.Duration(now.Nano()) + time.Until(t)
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(at))}
-	if unix.TimerfdSettime(s.fd, unix.TFD_TIMER_ABSTIME, &spec, nil) != nil {
-		return For(time.Until(t), done)
-	}
-	s.watch(done)
-	var buf [8]byte
-	if _, err := s.f.Read(buf[:]); err != nil {
-		select {
-		case <-done:
-			return false
-		default:
-		}
-		// Any other read error: fall back to a plain timer.
-		return For(time.Until(t), done)
-	}
-	// The timer fired at its CLOCK_MONOTONIC instant; should the two
-	// clocks' readings differ by a hair, never return early.
-	for time.Until(t) > 0 {
-		runtime.Gosched()
-	}
-	return true
-}
-
-// watch makes a close of done wake any read of the timerfd, by moving its
-// read deadline into the past. One goroutine per done channel, not per
-// wait: the pacer waits on the same channel for a whole phase.
-func (s *PreciseSleeper) watch(done <-chan struct{}) {
-	if done == nil || done == s.watched {
-		return
-	}
-	s.watched = done
-	s.f.SetReadDeadline(time.Time{})
-	f := s.f
-	go func() {
-		<-done
-		f.SetReadDeadline(time.Unix(1, 0))
-	}()
-}
-
-// Close implements Sleeper.
-func (s *PreciseSleeper) Close() error { return s.f.Close() }
-
 // For waits d on a Go timer or until ch closes; it reports whether d
 // passed. Under testing/synctest its time is the bubble's fake time.
 func For(d time.Duration, ch <-chan struct{}) bool {
@@ -147,27 +61,4 @@ func For(d time.Duration, ch <-chan struct{}) bool {
 	case <-ch:
 		return false
 	}
-}
-
-// Sleep waits d, precisely where a timerfd can be made, or until ctx is
-// done; it reports whether d passed. It never returns true early. Each
-// call makes and releases its own timer, so it is safe for concurrent use
-// (one per request of a server, say).
-func Sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	end := time.Now().Add(d)
-	s := NewPrecise()
-	defer s.Close()
-	p, ok := s.(*PreciseSleeper)
-	if !ok {
-		return For(d, ctx.Done())
-	}
-	// A cancellation wakes the read by moving its deadline into the past;
-	// AfterFunc, not a watching goroutine, so nothing outlives the call.
-	stop := context.AfterFunc(ctx, func() { p.f.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
-	p.watched = ctx.Done() // the AfterFunc above does the watching
-	return p.Until(end, ctx.Done())
 }

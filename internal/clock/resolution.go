@@ -18,7 +18,8 @@ type Resolution struct {
 	// (PreciseSleeper); equal to Timer's figure when PreciseAvailable is
 	// false, since NewPrecise then returns a TimerSleeper.
 	Precise time.Duration `json:"precise_overshoot"`
-	// PreciseAvailable is false where a timerfd could not be made.
+	// PreciseAvailable is false where a timerfd could not be made (and
+	// always on systems other than Linux).
 	PreciseAvailable bool `json:"precise_available"`
 }
 
@@ -29,7 +30,7 @@ func Measure(n int, d time.Duration) Resolution {
 	r := Resolution{Sleep: d, Samples: n}
 	r.Timer = overshoot(NewTimer(), n, d)
 	p := NewPrecise()
-	_, r.PreciseAvailable = p.(*PreciseSleeper)
+	r.PreciseAvailable = isPrecise(p)
 	r.Precise = overshoot(p, n, d)
 	return r
 }

@@ -1,9 +1,5 @@
 package clock
 
-import (
-	"golang.org/x/sys/unix"
-)
-
 // Sync is the kernel's view of how well this machine's wall clock is
 // disciplined (adjtimex(2), as ntpd, chrony and systemd-timesyncd set it):
 // the evidence a scale-out segment records for the instant it started
@@ -22,19 +18,4 @@ type Sync struct {
 	EstErrorMicros int64 `json:"est_error_us"`
 	// Err says why the state could not be read ("" when it was).
 	Err string `json:"error,omitempty"`
-}
-
-// SyncState reads the clock's synchronisation state (adjtimex with no
-// change requested). A failure is recorded in Sync.Err, never fatal.
-func SyncState() Sync {
-	var tx unix.Timex // modes 0: read only
-	state, err := unix.Adjtimex(&tx)
-	if err != nil {
-		return Sync{Err: "adjtimex: " + err.Error()}
-	}
-	return Sync{
-		Synchronised:   tx.Status&unix.STA_UNSYNC == 0 && state != unix.TIME_ERROR,
-		MaxErrorMicros: int64(tx.Maxerror),
-		EstErrorMicros: int64(tx.Esterror),
-	}
 }
