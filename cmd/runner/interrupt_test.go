@@ -335,9 +335,11 @@ func checkInterruptedJSON(t *testing.T, path string, mustHavePhase bool) string 
 		}
 		// Closed model, 4 connections: the requests in flight at the
 		// signal, at most one per connection, end cancelled; nothing
-		// starts after it.
-		if canc < 1 || canc > 4 {
-			t.Errorf("cancelled %v, want the 1 to 4 requests in flight at the signal", canc)
+		// starts after it. None may be in flight: a starved client (the
+		// race detector, a busy core) can take the signal after the last
+		// responses came back and before the next sends (seen once in CI).
+		if canc < 0 || canc > 4 {
+			t.Errorf("cancelled %v, want the 0 to 4 requests in flight at the signal", canc)
 		}
 		if errs != 0 {
 			t.Errorf("%v errors: requests cut short by the signal are not the target's errors; by class %v", errs, s.(map[string]any)["errors_by_class"])
