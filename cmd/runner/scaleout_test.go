@@ -128,11 +128,7 @@ func runSegments(t *testing.T, file, dir string, n int) (*reports.Run, int, stri
 // start was at fault, which it must then say), and percentiles no lower
 // than the service time and near the one-process run's.
 func TestScaleOutProof(t *testing.T) {
-	proc, err := targets.Spawn(context.Background(), os.Args[0], "http", []string{"--delay", "5ms"}, io.Discard, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proc.Stop()
+	proc := spawnHTTP(t, "--delay", "5ms")
 	file := scaleOutScenario(t, t.TempDir(), proc.URL)
 	type row struct {
 		n                  int
@@ -199,11 +195,7 @@ func TestScaleOutProof(t *testing.T) {
 // tests, and returns their report files.
 func segmentReports(t *testing.T) (dir string, files []string) {
 	t.Helper()
-	proc, err := targets.Spawn(context.Background(), os.Args[0], "http", nil, io.Discard, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proc.Stop()
+	proc := spawnHTTP(t)
 	dir = t.TempDir()
 	file := scaleOutScenario(t, dir, proc.URL)
 	runSegments(t, file, dir, 2)
@@ -326,11 +318,7 @@ func TestMergeRefuses(t *testing.T) {
 // spawned reference target and a segment without a JSON report are
 // refused before any traffic (exit 2).
 func TestSegmentLateOrMisused(t *testing.T) {
-	proc, err := targets.Spawn(context.Background(), os.Args[0], "http", nil, io.Discard, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proc.Stop()
+	proc := spawnHTTP(t)
 	dir := t.TempDir()
 	file := scaleOutScenario(t, dir, proc.URL)
 	jsonPath := filepath.Join(dir, "late.json")
@@ -384,11 +372,7 @@ func counters(t *testing.T, url string) map[string]float64 {
 // it exits 3 and its JSON report, segment block included, says
 // interrupted; one interrupted before its start instant sent nothing.
 func TestSegmentInterrupted(t *testing.T) {
-	proc, err := targets.Spawn(context.Background(), os.Args[0], "http", nil, io.Discard, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proc.Stop()
+	proc := spawnHTTP(t)
 	dir := t.TempDir()
 	file := scaleOutScenario(t, dir, proc.URL)
 	for _, c := range []struct {
@@ -434,4 +418,16 @@ func TestPlanSegment(t *testing.T) {
 	if code, _, errOut := cli(t, "plan", "--segment", "0/9", file); code != exitInvalid || !strings.Contains(errOut, "9 segments") {
 		t.Fatalf("9 segments of 8 connections: exit %d: %s", code, errOut)
 	}
+}
+
+// spawnHTTP starts `runner serve http args...` as a separate process (this
+// test binary), stopped when the test ends.
+func spawnHTTP(t *testing.T, args ...string) *targets.Process {
+	t.Helper()
+	proc, err := targets.Spawn(context.Background(), os.Args[0], "http", args, io.Discard, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Stop() })
+	return proc
 }
