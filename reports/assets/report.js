@@ -77,9 +77,12 @@
       x.splits = function (u, i, lo, hi) {
         return c.ticks.map(function (t) { return t.v; }).filter(function (v) { return v >= lo * 0.9999 && v <= hi * 1.0001; });
       };
+      // Every tick labelled (a log axis labels only some by default).
+      x.filter = function (u, splits) { return splits; };
       x.values = function (u, vals) {
         return vals.map(function (v) {
-          for (var i = 0; i < c.ticks.length; i++) if (c.ticks[i].v === v) return c.ticks[i].l;
+          // uPlot may hand back a split a rounding away from ours.
+          for (var i = 0; i < c.ticks.length; i++) if (Math.abs(c.ticks[i].v - v) <= 1e-6 * c.ticks[i].v) return c.ticks[i].l;
           return "";
         });
       };
