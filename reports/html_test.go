@@ -555,3 +555,26 @@ func TestHTMLLongTimeline(t *testing.T) {
 		t.Errorf("page of a 3-hour timeline is %d bytes", len(doc))
 	}
 }
+
+// The headline shows one repeat's value alone, the median [min – max] of
+// N over repeats, and n/a for what was not measured.
+func TestHTMLHeadline(t *testing.T) {
+	one := &engine.PhaseSpread{Phase: "p", Repeats: []int{1}, Metrics: map[string]engine.Spread{
+		"throughput": {Median: 250, Min: 250, Max: 250, N: 1}, "p99_ms": {Median: 12.5, Min: 12.5, Max: 12.5, N: 1},
+	}}
+	three := &engine.PhaseSpread{Phase: "p", Repeats: []int{1, 2, 3}, Metrics: map[string]engine.Spread{
+		"errors": {Median: 2, Min: 0, Max: 7, N: 3}, "p95_ms": {Median: 3, Min: 2, Max: 4, N: 3},
+	}}
+	for _, c := range []struct {
+		sp   *engine.PhaseSpread
+		want string
+	}{
+		{one, "[{250.0/s } {n/a } {12.500ms } {n/a }]"}, // durations as the tables show them
+		{three, "[{n/a } {3.000ms [2.000ms – 4.000ms] of 3} {n/a } {2 [0 – 7] of 3}]"},
+		{nil, "[{n/a } {n/a } {n/a } {n/a }]"},
+	} {
+		if got := fmt.Sprint(headlineOf("p", c.sp).Cells); got != c.want {
+			t.Errorf("headline %s, want %s", got, c.want)
+		}
+	}
+}
