@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -92,7 +93,8 @@ func flatten(prefix string, v map[string]any, out map[string]float64) error {
 // MaxSize bytes). Each counter and untyped sample is a counter named as
 // exposed, in its canonical form (Canonical): `name`, or
 // `name{a="x",b="y"}` with its labels sorted by name; a summary or
-// histogram gives name_sum and name_count (with labels). A gauge is read
+// histogram gives name_sum and name_count (with labels). A sample of
+// NaN or ±Inf is left out: it has no number to compare. A gauge is read
 // only when gauge(name) is true (nil: no gauge): a gauge is a level, not a
 // count, so it reconciles nothing unless a rule asks for it by name, and
 // an exporter's dozens of gauges (HAProxy's: uptime, memory, current
@@ -107,6 +109,12 @@ func Prometheus(r io.Reader, gauge func(name string) bool) (map[string]float64, 
 	set := func(k string, v float64) error {
 		if _, dup := out[k]; dup {
 			return fmt.Errorf("series %s given twice", k)
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			// No number to compare (HAProxy's "not applicable": the
+			// check counters of a server without health checks), nor
+			// one a JSON result can hold: left out.
+			return nil
 		}
 		out[k] = v
 		return nil

@@ -82,6 +82,12 @@ latency_count 100
 			}
 		}
 	}
+	// NaN and ±Inf (HAProxy's check counters of a server without
+	// checks) are no counts, and no JSON result could hold them.
+	got, err := Prometheus(strings.NewReader("# TYPE a counter\na NaN\nb +Inf\nc -Inf\nd 1\n"), nil)
+	if err != nil || len(got) != 1 || got["d"] != 1 {
+		t.Errorf("non-finite samples: %v, %v", got, err)
+	}
 	if _, err := Prometheus(strings.NewReader("a{ 1\n"), nil); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("malformed: %v", err)
 	}
