@@ -67,6 +67,13 @@ func TestTargetMeterAndCountersAtStart(t *testing.T) {
 		if got := res.ServerAtStart["requests"]; got != 8 {
 			t.Errorf("counters at start %v, want the first fetch (8)", res.ServerAtStart)
 		}
+		// A target that counts only our scrapes: each delta holds the
+		// fetches the phase says fell inside it.
+		for i, pr := range res.Phases {
+			if pr.Fetches != 1 || pr.Server["requests"] != 1 {
+				t.Errorf("phase %d: fetches %d, scrapes counted in the delta %v", i, pr.Fetches, pr.Server["requests"])
+			}
+		}
 		steady := res.Phases[1]
 		if steady.Target == nil || steady.Target.RSS != 2<<20 || steady.Target.CPUMaxThread < 0.2 {
 			t.Fatalf("steady target usage %+v, want the second measurement over its 2 s", steady.Target)
