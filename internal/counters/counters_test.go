@@ -156,3 +156,16 @@ func TestCanonical(t *testing.T) {
 		t.Errorf("Canonical(r{z=\"1\",a=\"2\"}) = %s is not among %v", Canonical(`r{z="1",a="2"}`), got)
 	}
 }
+
+// Canonical never panics, and its form is its own canonical form.
+func FuzzCanonical(f *testing.F) {
+	f.Add(`m{b="2",a="1"}`)
+	f.Add(`haproxy_backend_http_responses_total{proxy="be", code="2xx"}`)
+	f.Add(`group.requests`)
+	f.Fuzz(func(t *testing.T, s string) {
+		c := Canonical(s)
+		if again := Canonical(c); again != c {
+			t.Errorf("Canonical(%q) = %q, but Canonical(%q) = %q", s, c, c, again)
+		}
+	})
+}
