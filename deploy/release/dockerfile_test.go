@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -250,4 +251,119 @@ func TestDockerfileFindsErrors(t *testing.T) {
 			t.Errorf("%q → %q: found %q, nothing about %q", m.from, m.to, ps, m.want)
 		}
 	}
+}
+
+// readmeSection returns README's section "runner in CI".
+func readmeSection(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## runner in CI\n")
+	if !ok {
+		t.Fatal("README has no section \"runner in CI\"")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	return sec
+}
+
+// readmeCommands returns the words of the command lines of README "runner
+// in CI"'s sh blocks that run prog, a command substitution $(…) taken
+// as one word.
+func readmeCommands(t *testing.T, prog string) [][]string {
+	t.Helper()
+	var cmds [][]string
+	for _, block := range strings.Split(readmeSection(t), "```sh\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		for _, line := range strings.Split(block, "\n") {
+			line, _, _ = strings.Cut(line, " #")
+			line = regexp.MustCompile(`\$\([^)]*\)`).ReplaceAllString(line, "SUBST")
+			w, err := shellwords.Parse(line)
+			if err != nil {
+				t.Fatalf("README: %q: %v", line, err)
+			}
+			if len(w) > 1 && w[0] == prog {
+				cmds = append(cmds, w)
+			}
+		}
+	}
+	return cmds
+}
+
+// TestReadmeContainer: the README's docker commands pass the build
+// arguments the Dockerfile declares and mount the working directory the
+// image works in.
+func TestReadmeContainer(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := stages(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	var workdir string
+	for _, s := range st {
+		for _, n := range s.steps {
+			switch a := args(n); n.Value {
+			case "arg":
+				name, _, _ := strings.Cut(a[0], "=")
+				declared[name] = true
+			case "workdir":
+				workdir = a[0]
+			}
+		}
+	}
+	var built, ran bool
+	for _, c := range readmeCommands(t, "docker") {
+		switch c[1] {
+		case "build":
+			built = true
+			for i, w := range c {
+				if w == "--build-arg" && i+1 < len(c) {
+					if name, _, _ := strings.Cut(c[i+1], "="); !declared[name] {
+						t.Errorf("README: docker build --build-arg %s, which the Dockerfile does not declare", name)
+					}
+				}
+			}
+		case "run":
+			ran = true
+			i := slices.Index(c, "-v")
+			if i < 0 || i+1 >= len(c) || !strings.HasSuffix(c[i+1], ":"+workdir) {
+				t.Errorf("README: docker run %q does not mount a directory at the image's WORKDIR %s", c, workdir)
+			}
+			if !slices.Contains(c, "--user") {
+				t.Errorf("README: docker run %q: no --user, so the reports would be written as 65532", c)
+			}
+		}
+	}
+	if !built || !ran {
+		t.Errorf("README shows docker build: %v, docker run: %v; want both", built, ran)
+	}
+}
+
+// TestReadmeRelease: the README's build.sh command sets only variables
+// that the script reads.
+func TestReadmeRelease(t *testing.T) {
+	script, err := os.ReadFile("build.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(readmeSection(t), "\n") {
+		w := strings.Fields(line)
+		i := slices.Index(w, "deploy/release/build.sh")
+		if i < 0 {
+			continue
+		}
+		for _, a := range w[:i] {
+			name, _, _ := strings.Cut(a, "=")
+			if !bytes.Contains(script, []byte(name+"=${"+name+":-")) {
+				t.Errorf("README: %s: build.sh reads no %s", line, name)
+			}
+		}
+		return
+	}
+	t.Error("README \"runner in CI\" shows no deploy/release/build.sh command")
 }
