@@ -14,7 +14,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/runner-dev/runner/deploy/internal/cirun"
-	"github.com/runner-dev/runner/internal/sysinfo"
 )
 
 // actionFile is the composite action at the repository root (uses:
@@ -305,15 +304,40 @@ func TestActionShape(t *testing.T) {
 	if ls.If != "" || ls.Env["CODE"] != "${{ steps.run.outputs.exit-code }}" {
 		t.Errorf("last step: if %q, env %v: want it to run after a passing upload with the run's exit code", ls.If, ls.Env)
 	}
+}
 
-	// Built from the action's checkout, runner says which ref it is.
-	for _, s := range steps {
-		if strings.Contains(s.Run, "go build") {
-			_ = sysinfo.Version // the variable the -X below sets: renaming it breaks this test's build
-			if !strings.Contains(s.Run, `-X github.com/runner-dev/runner/internal/sysinfo.Version=${ACTION_REF:-dev}`) || s.Env["ACTION_REF"] != "${{ github.action_ref }}" {
-				t.Errorf("step %q builds runner without linking the action's ref in as its version", s.Name)
-			}
-		}
+// TestActionInstall runs the install step's script as the runner machine
+// would, with no version input: it builds runner from the action's
+// checkout (this one), puts it on GITHUB_PATH, and the binary says it is
+// the ref the action was used at.
+func TestActionInstall(t *testing.T) {
+	bash := cirun.Shell(t, "bash")
+	_, steps := loadAction(t)
+	i := slices.IndexFunc(steps, func(s compositeStep) bool { return s.Name == "Install runner" })
+	if i < 0 {
+		t.Fatal("no step Install runner")
+	}
+	s := steps[i]
+	if s.Env["VERSION"] != "${{ inputs.version }}" || s.Env["ACTION_PATH"] != "${{ github.action_path }}" || s.Env["ACTION_REF"] != "${{ github.action_ref }}" {
+		t.Errorf("install step env %v", s.Env)
+	}
+	tmp, path := t.TempDir(), filepath.Join(t.TempDir(), "path")
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bash, "--noprofile", "--norc", "-eo", "pipefail", "-c", s.Run)
+	cmd.Env = append(os.Environ(), "VERSION=", "ACTION_PATH="+root, "ACTION_REF=v0.9.9-test", "RUNNER_TEMP="+tmp, "GITHUB_PATH="+path, "RUNNER_OS=Linux")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("install step: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(string(out), "runner v0.9.9-test (commit ") {
+		t.Errorf("the installed runner says %q, want the action's ref v0.9.9-test as its version", out)
+	}
+	dirs, err := os.ReadFile(path)
+	if want := filepath.Join(tmp, "runner-bin") + "\n"; err != nil || string(dirs) != want {
+		t.Errorf("GITHUB_PATH: %q, %v; want %q", dirs, err, want)
 	}
 }
 
