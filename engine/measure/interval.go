@@ -217,12 +217,26 @@ func (iv *Interval) UnmarshalJSON(b []byte) error {
 }
 
 // mergeIntervals merges two lists of intervals sorted by Start: intervals
-// with the same Start add losslessly. Every interval must have the same
-// Length; the error says they do not, or that a histogram could not be
-// decoded or encoded.
+// with the same Start add losslessly. When one list's length is a multiple
+// of the other's (a generator whose phase ran long coarsened its
+// intervals), the shorter intervals are first merged into the longer
+// ones. The error says the lengths are not multiples of one another, or
+// that a histogram could not be decoded or encoded.
 func mergeIntervals(a, b []Interval) ([]Interval, error) {
 	if len(a) > 0 && len(b) > 0 && a[0].Length != b[0].Length {
-		return nil, fmt.Errorf("intervals of %s and of %s cannot merge", a[0].Length, b[0].Length)
+		la, lb := a[0].Length, b[0].Length
+		var err error
+		switch {
+		case la%lb == 0:
+			b, err = rebin(b, la)
+		case lb%la == 0:
+			a, err = rebin(a, lb)
+		default:
+			err = fmt.Errorf("intervals of %s and of %s cannot merge", la, lb)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	out := make([]Interval, 0, len(a)+len(b))
 	for len(a) > 0 || len(b) > 0 {
@@ -249,6 +263,25 @@ func mergeIntervals(a, b []Interval) ([]Interval, error) {
 			out = append(out, Interval{Start: a[0].Start, Length: a[0].Length, response: p})
 			a, b = a[1:], b[1:]
 		}
+	}
+	return out, nil
+}
+
+// rebin merges intervals sorted by Start into intervals of length l, a
+// multiple of theirs.
+func rebin(ivs []Interval, l time.Duration) ([]Interval, error) {
+	var out []Interval
+	for _, iv := range ivs {
+		iv.Start, iv.Length = iv.Start/l*l, l
+		if k := len(out) - 1; k >= 0 && out[k].Start == iv.Start {
+			m, err := mergeIntervals(out[k:], []Interval{iv})
+			if err != nil {
+				return nil, err
+			}
+			out[k] = m[0]
+			continue
+		}
+		out = append(out, iv)
 	}
 	return out, nil
 }

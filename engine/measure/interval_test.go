@@ -235,12 +235,27 @@ func TestIntervals_MergeEqualsOneRecorder(t *testing.T) {
 		assertSameDist(t, "merged interval "+want.Intervals[i].Start.String(), g, w)
 	}
 
-	// Intervals of another length do not merge: s keeps its own.
-	c := NewRecorder(1, Options{Interval: 2 * time.Second})
+	// A generator whose intervals were coarsened to 2 s: the 1 s
+	// intervals merge into its 2 s ones, exactly.
+	two := NewRecorder(1, Options{Interval: 2 * time.Second})
+	record(two, samples)
+	coarse := a.Summary(6 * time.Second)
+	if err := coarse.Merge(b.Summary(6 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := coarse.Merge(two.Summary(6 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	doubled := append(slices.Clone(samples), samples...)
+	assertIntervals(t, coarse.Intervals, wantIntervals(doubled, 2*time.Second), 2*time.Second)
+
+	// Lengths that are not multiples of one another do not merge: s
+	// keeps its own.
+	c := NewRecorder(1, Options{Interval: 1500 * time.Millisecond})
 	record(c, samples[:10])
 	before := slices.Clone(got.Intervals)
-	if err := got.Merge(c.Summary(time.Second)); err == nil || !strings.Contains(err.Error(), "intervals of 1s and of 2s cannot merge") {
-		t.Errorf("merge of 1 s and 2 s intervals: %v", err)
+	if err := got.Merge(c.Summary(time.Second)); err == nil || !strings.Contains(err.Error(), "intervals of 1s and of 1.5s cannot merge") {
+		t.Errorf("merge of 1 s and 1.5 s intervals: %v", err)
 	}
 	if len(got.Intervals) != len(before) || got.Intervals[0].Count() != before[0].Count() {
 		t.Error("a failed merge changed the intervals")
@@ -395,5 +410,27 @@ func BenchmarkRecordInOrder(b *testing.B) {
 		res.Done = time.Duration(i) * time.Millisecond
 		res.Intended = res.Done - time.Duration(i%50)*time.Millisecond
 		r.Record(0, res)
+	}
+}
+
+// TestIntervals_AgreeWithTimeline: 1 s intervals book completions in the
+// same seconds as the timeline, so each interval's count is its second's
+// ok count and its max is the second's largest response time.
+func TestIntervals_AgreeWithTimeline(t *testing.T) {
+	r := NewRecorder(4, Options{Duration: 10 * time.Second})
+	feed(r, rand.New(rand.NewPCG(6, 1)), 8000)
+	s := r.Summary(8 * time.Second)
+	if len(s.Intervals) < 8 {
+		t.Fatalf("%d intervals over 8 s", len(s.Intervals))
+	}
+	for _, iv := range s.Intervals {
+		sec := s.Timeline[iv.Start/time.Second]
+		d, err := iv.Response()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mx, _ := d.Max(); iv.Count() != sec.OK || mx != sec.ResponseMax || d.Sum() != sec.ResponseSum {
+			t.Errorf("interval at %s: %d ok, max %s, Σ %s; timeline: %d, %s, %s", iv.Start, iv.Count(), mx, d.Sum(), sec.OK, sec.ResponseMax, sec.ResponseSum)
+		}
 	}
 }

@@ -238,9 +238,9 @@ func mergeTimeline(dst, src []TimelineBucket) []TimelineBucket {
 // over the same wall-clock window, e.g. the segments of one phase run by N
 // generators (docs/design.md, "Mergeable results"): counters and sums
 // add, histograms merge bucket by bucket, timelines add second by second,
-// intervals of the same start merge (all must have one length, else the
-// error says so and s keeps its own), and Elapsed is the longer of the
-// two. When one side has ok responses but no intervals (a result written
+// intervals of the same start merge (after re-binning the shorter ones
+// when one length is a multiple of the other; else the error says so and
+// s keeps its own), and Elapsed is the longer of the two. When one side has ok responses but no intervals (a result written
 // before they existed), the merge has none. Never merge repeats to average
 // them: each repeat is judged on its own. A nil o is a no-op. The error
 // says a histogram could not hold some of o's samples (their ranges
