@@ -36,7 +36,7 @@ type Options struct {
 	// possible. Zero counts every request's whole service time.
 	Window time.Duration
 	// Interval is the length of the intervals of Summary.Intervals; zero
-	// means IntervalFor(Duration). A recorder whose completions run past
+	// or negative means IntervalFor(Duration). A recorder whose completions run past
 	// MaxIntervals intervals lengthens them (to the next length
 	// IntervalFor would choose that is a multiple of this one).
 	Interval time.Duration
