@@ -368,7 +368,7 @@ func (b *book) record(done, v time.Duration) {
 // the least recently used open interval beyond maxOpen.
 func (b *book) at(t time.Duration) *Dist {
 	if int64(t/b.length) >= MaxIntervals {
-		b.coarsen(coarser(b.length, t+1))
+		b.coarsen(coarser(b.length, addSat(t, 1))) // [0, t] in at most MaxIntervals
 	}
 	i := int64(t / b.length)
 	k := sort.Search(len(b.entries), func(k int) bool { return b.entries[k].index >= i })

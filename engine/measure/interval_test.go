@@ -2,6 +2,7 @@ package measure
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -432,5 +433,23 @@ func TestIntervals_AgreeWithTimeline(t *testing.T) {
 		if mx, _ := d.Max(); iv.Count() != sec.OK || mx != sec.ResponseMax || d.Sum() != sec.ResponseSum {
 			t.Errorf("interval at %s: %d ok, max %s, Σ %s; timeline: %d, %s, %s", iv.Start, iv.Count(), mx, d.Sum(), sec.OK, sec.ResponseMax, sec.ResponseSum)
 		}
+	}
+}
+
+// TestIntervals_FarFuture: a completion at the end of time coarsens the
+// intervals without overflow and keeps every sample.
+func TestIntervals_FarFuture(t *testing.T) {
+	r := NewRecorder(1, Options{})
+	samples := []sample{{0, time.Second, time.Millisecond}, {0, math.MaxInt64, 2 * time.Millisecond}, {0, 3 * time.Second, 3 * time.Millisecond}}
+	record(r, samples)
+	s := r.Summary(time.Second)
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Intervals) != 2 || s.Intervals[0].Count() != 2 || s.Intervals[1].Count() != 1 {
+		t.Errorf("%d intervals of %s", len(s.Intervals), s.Intervals[0].Length)
+	}
+	if n := int64(math.MaxInt64 / s.Intervals[0].Length); n >= MaxIntervals {
+		t.Errorf("length %s: %d intervals to the end of time", s.Intervals[0].Length, n+1)
 	}
 }

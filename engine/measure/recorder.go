@@ -387,7 +387,8 @@ func (r *Recorder) AddStrays(unknownID, duplicateID int64, closes map[string]int
 // elapsed (wall clock; the denominator of every rate). It may be called
 // while recording goes on (for progress): each shard is consistent in
 // itself, but the identities Check verifies hold only once the phase is
-// over and every result is recorded.
+// over and every result is recorded. It moves each shard's current
+// interval into the recorder's book of intervals (Summary.Intervals).
 func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 	s := newSummary()
 	s.Elapsed = elapsed
