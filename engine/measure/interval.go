@@ -402,17 +402,22 @@ func (b *book) reopen(e *entry) {
 	if open >= maxOpen {
 		b.close(lru)
 	}
+	if h, err := e.packed.histogram(); err == nil && h != nil {
+		// Decoding made a histogram: it holds the samples as they are.
+		d := e.packed.stats
+		d.h = h
+		e.open, e.packed = &d, packed{}
+		return
+	}
+	// An empty entry, or (not possible for what pack wrote) one whose
+	// histogram does not decode: that one keeps its packed half too, and
+	// intervals leaves it out, which Check reports.
 	h := b.spare
 	b.spare = nil
 	if h == nil {
 		h = newHist()
 	}
 	e.open = &Dist{h: h}
-	if err := e.packed.unpackInto(e.open); err == nil {
-		e.packed = packed{}
-	}
-	// Else (not possible for what pack wrote) e keeps both halves; see
-	// intervals.
 }
 
 // close packs open entry e and keeps its histogram for the next one
