@@ -8,6 +8,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/measure"
 )
 
@@ -20,9 +21,15 @@ var tagUnsafe = regexp.MustCompile(`[,\s]+`)
 // later from the full distribution. Each (repeat, phase) is one interval
 // per distribution, tagged `r<repeat>/<phase>/<response|service>` (spaces
 // and commas in a phase name become `_`), from the phase's start to the
-// end of its drain. Values are microseconds; the log's max column is
+// end of its drain; then one line per interval of the phase's response
+// times (measure.Summary.Intervals: 1 s for phases up to 10 minutes, by
+// completion time), tagged `r<repeat>/<phase>/response/interval`, so that
+// percentiles over time can be derived (HistogramLogProcessor -tag …).
+// Timestamps are seconds from the log's StartTime (the run's start), to
+// the millisecond. Values are microseconds; the log's max column is
 // therefore in seconds (the library divides by 10^6), which the log's
-// comment says. Empty distributions are left out. Secrets in the
+// comment says, with HistogramLogProcessor's option for milliseconds.
+// Empty distributions and intervals are left out. Secrets in the
 // scenario's and phases' names are redacted before spaces become `_`.
 func HDRLog(w io.Writer, r *Run) error {
 	lw := hdr.NewHistogramLogWriter(w)
@@ -34,7 +41,7 @@ func HDRLog(w io.Writer, r *Run) error {
 	for _, step := range []func() error{
 		lw.OutputLogFormatVersion,
 		func() error {
-			return lw.OutputComment(fmt.Sprintf("[runner %s, run %s, scenario %s: values in microseconds; max column in seconds]", r.Env.Runner, r.RunID, tagUnsafe.ReplaceAllString(r.redact(scenarioName(r)), "_")))
+			return lw.OutputComment(fmt.Sprintf("[runner %s, run %s, scenario %s: values in microseconds (HistogramLogProcessor -outputValueUnitRatio 1000 for milliseconds); max column in seconds]", r.Env.Runner, r.RunID, tagUnsafe.ReplaceAllString(r.redact(scenarioName(r)), "_")))
 		},
 		func() error { return lw.OutputStartTime(start.UnixMilli()) },
 		func() error { return lw.OutputBaseTime(start.UnixMilli()) },
@@ -65,6 +72,31 @@ func HDRLog(w io.Writer, r *Run) error {
 			if err := lw.OutputIntervalHistogram(h); err != nil {
 				return err
 			}
+		}
+		if err := hdrIntervals(lw, pr, fmt.Sprintf("r%d/%s/response/interval", pr.Repeat, tagUnsafe.ReplaceAllString(r.redact(pr.Phase.Name), "_"))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hdrIntervals writes one line per interval of pr's response times,
+// tagged tag.
+func hdrIntervals(lw *hdr.HistogramLogWriter, pr *engine.PhaseResult, tag string) error {
+	for i := range pr.Summary.Intervals {
+		iv := &pr.Summary.Intervals[i]
+		h, err := iv.Histogram()
+		if err != nil {
+			return fmt.Errorf("repeat %d, phase %s: %w", pr.Repeat, pr.Phase.Name, err)
+		}
+		if h == nil {
+			continue
+		}
+		h.SetTag(tag)
+		h.SetStartTimeMs(pr.Start.Add(iv.Start).UnixMilli())
+		h.SetEndTimeMs(pr.Start.Add(iv.End()).UnixMilli())
+		if err := lw.OutputIntervalHistogram(h); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -2,8 +2,10 @@ package reports
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -18,20 +20,15 @@ func TestHDRLogRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := b.String()
-	if !strings.HasPrefix(text, "#[Histogram log format version 1.3]") || !strings.Contains(text, "values in microseconds") {
+	if !strings.HasPrefix(text, "#[Histogram log format version 1.3]") || !strings.Contains(text, "values in microseconds (HistogramLogProcessor -outputValueUnitRatio 1000 for milliseconds)") {
 		t.Fatalf("header:\n%s", text[:min(len(text), 400)])
 	}
 	rd := hdr.NewHistogramLogReader(strings.NewReader(text))
 	var got []*hdr.Histogram
-	for {
-		h, err := rd.NextIntervalHistogram()
-		if err != nil {
-			t.Fatal(err)
+	for _, h := range readHDRLog(t, rd) {
+		if !strings.HasSuffix(h.Tag(), "/interval") { // TestHDRLogIntervals reads those
+			got = append(got, h)
 		}
-		if h == nil {
-			break
-		}
-		got = append(got, h)
 	}
 	var want int
 	for _, pr := range r.Result.Phases {
@@ -67,5 +64,68 @@ func TestHDRLogRoundTrip(t *testing.T) {
 	}
 	if want != len(got) {
 		t.Errorf("%d intervals in the log, %d phases' distributions", len(got), want)
+	}
+}
+
+// readHDRLog reads every histogram of an interval log.
+func readHDRLog(t *testing.T, rd *hdr.HistogramLogReader) []*hdr.Histogram {
+	t.Helper()
+	var out []*hdr.Histogram
+	for {
+		h, err := rd.NextIntervalHistogram()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == nil {
+			return out
+		}
+		out = append(out, h)
+	}
+}
+
+// The per-interval lines read back with HdrHistogram's own reader: for
+// each (repeat, phase), one line per second in which responses completed,
+// a second apart from the phase's start, whose histograms add up to the
+// phase's response histogram, bucket by bucket.
+func TestHDRLogIntervals(t *testing.T) {
+	r := fixture(t)
+	var b bytes.Buffer
+	if err := HDRLog(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	byTag := map[string][]*hdr.Histogram{}
+	for _, h := range readHDRLog(t, hdr.NewHistogramLogReader(&b)) {
+		byTag[h.Tag()] = append(byTag[h.Tag()], h)
+	}
+	phases := 0
+	for _, pr := range r.Result.Phases {
+		tag := fmt.Sprintf("r%d/%s/response/interval", pr.Repeat, pr.Phase.Name)
+		ivs := byTag[tag]
+		// The fixture's completions: warm-up within its first second,
+		// steady over 10 s (its last ok response at 9.99 s).
+		want := 10
+		if pr.Phase.Warmup {
+			want = 1
+		}
+		if len(ivs) != want {
+			t.Errorf("%s: %d intervals, want %d", tag, len(ivs), want)
+			continue
+		}
+		sum := hdr.New(1, int64(time.Hour/time.Microsecond), 3)
+		for i, h := range ivs {
+			sum.Merge(h)
+			start := pr.Start.Add(time.Duration(i) * time.Second).UnixMilli()
+			if h.StartTimeMs() != start || h.EndTimeMs() != start+1000 {
+				t.Errorf("%s interval %d: %d..%d ms, want %d..%d", tag, i, h.StartTimeMs(), h.EndTimeMs(), start, start+1000)
+			}
+		}
+		whole := pr.Summary.Response.Histogram()
+		if sum.TotalCount() != pr.Summary.OK || !sum.Equals(whole) {
+			t.Errorf("%s: the intervals hold %d samples (equal histograms: %v), the phase %d", tag, sum.TotalCount(), sum.Equals(whole), pr.Summary.OK)
+		}
+		phases++
+	}
+	if phases != 4 {
+		t.Errorf("%d phases checked, the fixture has 2 repeats of 2", phases)
 	}
 }

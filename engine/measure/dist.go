@@ -419,11 +419,16 @@ func (d Dist) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode histogram: %w", err)
 	}
-	return json.Marshal(distJSON{
+	return json.Marshal(d.toJSON(string(enc)))
+}
+
+// toJSON is d's JSON form with hist, the encoded histogram.
+func (d *Dist) toJSON(hist string) distJSON {
+	return distJSON{
 		Count: d.n, Min: int64(d.min), Max: int64(d.max),
 		Sum: d.sum.big(), SumSq: bigString{d.sumSq.big()},
-		Clamped: d.clamped, Hist: string(enc),
-	})
+		Clamped: d.clamped, Hist: hist,
+	}
 }
 
 // UnmarshalJSON decodes what MarshalJSON wrote and checks it: the
@@ -434,32 +439,58 @@ func (d *Dist) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
+	nd, err := j.dist()
+	if err != nil {
+		return err
+	}
+	*d = *nd
+	return nil
+}
+
+// dist decodes and checks j (see UnmarshalJSON) into a sealed Dist.
+func (j *distJSON) dist() (*Dist, error) {
 	var nd Dist
 	var err error
 	if nd.sum, err = sumFromBig(j.Sum); err != nil {
-		return fmt.Errorf("sum_ns: %w", err)
+		return nil, fmt.Errorf("sum_ns: %w", err)
 	}
 	if nd.sumSq, err = sumFromBig(j.SumSq.Int); err != nil {
-		return fmt.Errorf("sum_sq_ns2: %w", err)
+		return nil, fmt.Errorf("sum_sq_ns2: %w", err)
 	}
 	nd.n, nd.min, nd.max, nd.clamped = j.Count, time.Duration(j.Min), time.Duration(j.Max), j.Clamped
 	if j.Hist != "" {
-		h, err := hdr.Decode([]byte(j.Hist))
-		if err != nil {
-			return fmt.Errorf("decode histogram: %w", err)
+		if nd.h, err = decodeHist([]byte(j.Hist)); err != nil {
+			return nil, err
 		}
-		if h.LowestTrackableValue() != histLowest || h.HighestTrackableValue() != histHighest || h.SignificantFigures() != histDigits {
-			return fmt.Errorf("histogram geometry %d..%d µs with %d digits, want %d..%d µs with %d",
-				h.LowestTrackableValue(), h.HighestTrackableValue(), h.SignificantFigures(), histLowest, histHighest, histDigits)
-		}
-		nd.h = h
 	}
 	if err := nd.validate(); err != nil {
-		return err
+		return nil, err
 	}
 	nd.seal()
-	*d = nd
-	return nil
+	return &nd, nil
+}
+
+// decodeHist decodes a histogram in HdrHistogram's V2 compressed base64
+// encoding and checks that it has this package's geometry.
+func decodeHist(enc []byte) (*hdr.Histogram, error) {
+	h, err := hdr.Decode(enc)
+	if err != nil {
+		return nil, fmt.Errorf("decode histogram: %w", err)
+	}
+	if h.LowestTrackableValue() != histLowest || h.HighestTrackableValue() != histHighest || h.SignificantFigures() != histDigits {
+		return nil, fmt.Errorf("histogram geometry %d..%d µs with %d digits, want %d..%d µs with %d",
+			h.LowestTrackableValue(), h.HighestTrackableValue(), h.SignificantFigures(), histLowest, histHighest, histDigits)
+	}
+	return h, nil
+}
+
+// reset empties d, keeping its histogram's memory for reuse.
+func (d *Dist) reset() {
+	h := d.h
+	if h != nil {
+		h.Reset()
+	}
+	*d = Dist{h: h}
 }
 
 func (d *Dist) validate() error {

@@ -17,6 +17,11 @@
 // computed by walking the histogram's buckets, never with HdrHistogram's
 // ValueAtQuantile, which rounds the rank.
 //
+// Over time, a Summary keeps a timeline (counts per second) and the ok
+// response times per interval (Summary.Intervals: one HdrHistogram per
+// second for phases up to 10 minutes, at most MaxIntervals), both by
+// completion time, so that percentiles over time can be derived.
+//
 // A Summary is self-contained and mergeable (docs/design.md, "Mergeable
 // results"): it holds counters, never ratios, and full histograms in
 // HdrHistogram's V2 encoded form, so summaries of the same phase from N

@@ -46,3 +46,37 @@ func FuzzDistUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIntervalUnmarshal feeds arbitrary JSON to Interval's decoder (an
+// input of `runner merge` and `runner report`): an Interval that decodes
+// has a positive length and an aligned start, its distribution decodes
+// with the count it claims, and it merges with itself into twice that.
+func FuzzIntervalUnmarshal(f *testing.F) {
+	r := NewRecorder(1, Options{})
+	for i := range 5 {
+		r.Record(0, &Result{Done: time.Duration(i) * 700 * time.Millisecond, Outcome: okOutcome})
+	}
+	for _, iv := range r.Summary(4 * time.Second).Intervals {
+		b, _ := json.Marshal(iv)
+		f.Add(b)
+	}
+	f.Add([]byte(`{"start_ns":0,"length_ns":1000000000,"response":{"count":0}}`))
+	f.Add([]byte(`{"start_ns":5,"length_ns":-1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var iv Interval
+		if json.Unmarshal(b, &iv) != nil {
+			return
+		}
+		if iv.Length <= 0 || iv.Start < 0 || iv.Start%iv.Length != 0 {
+			t.Fatalf("accepted [%v +%v)", iv.Start, iv.Length)
+		}
+		d, err := iv.Response()
+		if err != nil || d.Count() != iv.Count() {
+			t.Fatalf("response %v, count %d, want %d", err, d.Count(), iv.Count())
+		}
+		m, err := mergeIntervals([]Interval{iv}, []Interval{iv})
+		if err != nil || len(m) != 1 || m[0].Count() != 2*iv.Count() {
+			t.Fatalf("self-merge: %v", err)
+		}
+	})
+}

@@ -35,6 +35,11 @@ type Options struct {
 	// over the completion window never exceeds the concurrency that was
 	// possible. Zero counts every request's whole service time.
 	Window time.Duration
+	// Interval is the length of the intervals of Summary.Intervals; zero
+	// or negative means IntervalFor(Duration). A recorder whose completions run past
+	// MaxIntervals intervals lengthens them (to the next length
+	// IntervalFor would choose that is a multiple of this one).
+	Interval time.Duration
 	// Redact, when non-nil, removes secrets from an error's message before
 	// it is kept as its code's example and shortened to 300 bytes, so
 	// that the cut never falls inside a secret (nil keeps messages as
@@ -68,6 +73,8 @@ type Recorder struct {
 
 	liveMu sync.Mutex
 	live   *hdr.Histogram // Live's merge of the shards, reused
+
+	book *book // the intervals the shards have flushed
 }
 
 // shard is one lock's worth of recording state.
@@ -92,15 +99,28 @@ type shard struct {
 	byClass, byCode                       map[string]int64
 	firstErr                              map[string]string // code → its first error's message
 	timeline                              []TimelineBucket
+
+	// iv holds the ok response times of the shard's current interval,
+	// number ivIndex of length ivLength, until the shard flushes it into
+	// the recorder's book.
+	iv       Dist
+	ivIndex  int64
+	ivLength time.Duration
 }
 
 // NewRecorder returns a Recorder with the given number of shards (at
 // least 1; e.g. GOMAXPROCS or the number of workers). Each shard
 // allocates its ok-path histograms (about 190 KiB each) up front so that
-// Record does not allocate on the ok path.
+// Record does not allocate on the ok path within an interval; moving on
+// to the next interval allocates a bounded number of times (the previous
+// intervals are encoded).
 func NewRecorder(shards int, opts Options) *Recorder {
 	shards = max(shards, 1)
 	r := &Recorder{shards: make([]*shard, shards), opts: opts, timeline: MaxTimeline}
+	if r.opts.Interval <= 0 {
+		r.opts.Interval = IntervalFor(opts.Duration)
+	}
+	r.book = newBook(r.opts.Interval)
 	if opts.Duration > 0 {
 		r.timeline = int(min((opts.Duration+time.Second-1)/time.Second, MaxTimeline))
 	}
@@ -111,7 +131,8 @@ func NewRecorder(shards int, opts Options) *Recorder {
 			byCode:   map[string]int64{},
 			firstErr: map[string]string{},
 		}
-		s.response.h, s.service.h, s.sendLag.h = newHist(), newHist(), newHist()
+		s.response.h, s.service.h, s.sendLag.h, s.iv.h = newHist(), newHist(), newHist(), newHist()
+		s.ivLength = r.opts.Interval
 		if opts.ExpectedInterval > 0 {
 			s.corrected = &Dist{h: newHist()}
 		}
@@ -127,18 +148,18 @@ func NewRecorder(shards int, opts Options) *Recorder {
 // shards; any int is valid). Every result is exactly one outcome: ok,
 // cancelled (drivers.Cancelled: at phase end or on interrupt — never an
 // error, never ok), or an error of its class. It does not allocate on the
-// ok path.
+// ok path within one interval (Options.Interval).
 func (r *Recorder) Record(shard int, res *Result) {
 	if res == nil {
 		return
 	}
 	s := r.shards[uint(shard)%uint(len(r.shards))]
 	s.mu.Lock()
-	s.record(res, &r.opts, r.timeline)
+	s.record(res, &r.opts, r.timeline, r.book)
 	s.mu.Unlock()
 }
 
-func (s *shard) record(res *Result, opts *Options, timeline int) {
+func (s *shard) record(res *Result, opts *Options, timeline int, b *book) {
 	o := &res.Outcome
 	resp, svc := res.ResponseTime(), res.ServiceTime()
 	s.requests++
@@ -180,6 +201,7 @@ func (s *shard) record(res *Result, opts *Options, timeline int) {
 		if s.corrected != nil {
 			s.corrected.recordCorrected(resp, opts.ExpectedInterval)
 		}
+		s.interval(res.Done, resp, b)
 		sec := s.second(res.Done, timeline)
 		sec.OK++
 		sec.ResponseSum = addSat(sec.ResponseSum, resp)
@@ -224,6 +246,35 @@ func (s *shard) record(res *Result, opts *Options, timeline int) {
 		f.record(resp)
 		s.second(res.Done, timeline).Errors++
 	}
+}
+
+// interval books an ok response time v that completed at done in the
+// shard's current interval. A completion in a later interval first
+// flushes the current one into the book; a late one, in an earlier
+// interval, goes straight to the book (its lock, no allocation while that
+// interval is one of the book's open ones).
+func (s *shard) interval(done, v time.Duration, b *book) {
+	done = max(done, 0)
+	i := int64(done / s.ivLength)
+	if s.iv.n > 0 && i != s.ivIndex {
+		if i < s.ivIndex {
+			b.record(done, v)
+			return
+		}
+		s.flush(b)
+		i = int64(done / s.ivLength)
+	}
+	s.ivIndex = i
+	s.iv.record(v)
+}
+
+// flush moves the shard's current interval into the book and takes on
+// the book's interval length.
+func (s *shard) flush(b *book) {
+	if s.iv.n == 0 {
+		return
+	}
+	s.ivLength = b.add(time.Duration(s.ivIndex)*s.ivLength, &s.iv)
 }
 
 // second returns the timeline entry of completion time done, growing the
@@ -336,7 +387,8 @@ func (r *Recorder) AddStrays(unknownID, duplicateID int64, closes map[string]int
 // elapsed (wall clock; the denominator of every rate). It may be called
 // while recording goes on (for progress): each shard is consistent in
 // itself, but the identities Check verifies hold only once the phase is
-// over and every result is recorded.
+// over and every result is recorded. It moves each shard's current
+// interval into the recorder's book of intervals (Summary.Intervals).
 func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 	s := newSummary()
 	s.Elapsed = elapsed
@@ -392,6 +444,7 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 			s.Failed[c].add(d)
 		}
 		s.Timeline = mergeTimeline(s.Timeline, sh.timeline)
+		sh.flush(r.book)
 		sh.mu.Unlock()
 	}
 	s.Arrivals = r.arrivals.Load()
@@ -406,6 +459,7 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 	r.closesMu.Lock()
 	s.ClosesByCode = maps.Clone(r.closes)
 	r.closesMu.Unlock()
+	s.Intervals = r.book.intervals()
 	s.seal()
 	return s
 }

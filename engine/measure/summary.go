@@ -154,6 +154,13 @@ type Summary struct {
 	// Timeline holds one entry per second of completion time (Done) from
 	// the phase start, at most the phase length (Options.Duration).
 	Timeline []TimelineBucket `json:"timeline"`
+
+	// Intervals holds the ok response times per interval of completion
+	// time (Options.Interval; 1 s for a phase of up to 10 minutes), sorted
+	// by Start, without the empty ones: any percentile over time can be
+	// derived from them (Interval.Response). Σ Count() == OK. Nil when no
+	// request was ok, and in results written before intervals existed.
+	Intervals []Interval `json:"intervals,omitempty"`
 }
 
 // TimelineBucket is one second of a Summary's timeline, by completion time.
@@ -231,7 +238,10 @@ func mergeTimeline(dst, src []TimelineBucket) []TimelineBucket {
 // over the same wall-clock window, e.g. the segments of one phase run by N
 // generators (docs/design.md, "Mergeable results"): counters and sums
 // add, histograms merge bucket by bucket, timelines add second by second,
-// and Elapsed is the longer of the two. Never merge repeats to average
+// intervals of the same start merge (after re-binning the shorter ones
+// when one length is a multiple of the other; else the error says so and
+// s keeps its own), and Elapsed is the longer of the two. When one side has ok responses but no intervals (a result written
+// before they existed), the merge has none. Never merge repeats to average
 // them: each repeat is judged on its own. A nil o is a no-op. The error
 // says a histogram could not hold some of o's samples (their ranges
 // differ): the merged percentiles would then miss them.
@@ -306,12 +316,29 @@ func (s *Summary) Merge(o *Summary) error {
 	s.UnansweredInflightSum = addSat(s.UnansweredInflightSum, o.UnansweredInflightSum)
 	s.InflightSum = addSat(s.InflightSum, o.InflightSum)
 	s.Timeline = mergeTimeline(s.Timeline, o.Timeline)
+	var ivErr error
+	if s.hasIntervals() && o.hasIntervals() {
+		if ivs, err := mergeIntervals(s.Intervals, o.Intervals); err != nil {
+			ivErr = fmt.Errorf("intervals: %w", err)
+		} else {
+			s.Intervals = ivs
+		}
+	} else {
+		// One side predates intervals: the merge could not hold all of
+		// the ok responses, so it holds none.
+		s.Intervals = nil
+	}
 	s.seal()
 	if dropped > 0 {
-		return fmt.Errorf("%d histogram samples out of range were dropped: the histograms' ranges differ", dropped)
+		ivErr = errors.Join(ivErr, fmt.Errorf("%d histogram samples out of range were dropped: the histograms' ranges differ", dropped))
 	}
-	return nil
+	return ivErr
 }
+
+// hasIntervals says whether s's intervals hold its ok responses: it has
+// intervals or none was ok. Results written before intervals existed have
+// ok responses and no intervals.
+func (s *Summary) hasIntervals() bool { return len(s.Intervals) > 0 || s.OK == 0 }
 
 func addCounts(dst, src map[string]int64) map[string]int64 {
 	if dst == nil {
@@ -348,6 +375,7 @@ func (s *Summary) Clone() *Summary {
 		}
 	}
 	c.Timeline = slices.Clone(s.Timeline)
+	c.Intervals = slices.Clone(s.Intervals) // immutable: a shallow copy is deep
 	return &c
 }
 
@@ -364,6 +392,8 @@ func (s *Summary) Clone() *Summary {
 //	Response and Service hold OK samples; Failed[c] holds ErrorsByClass[c]
 //	Σ Timeline OK == OK and Σ Timeline Errors == Errors
 //	Corrected (when present) holds at least OK samples
+//	Intervals (when present) have one length, are sorted by start without
+//	overlap, and hold OK samples in all
 func (s *Summary) Check() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -437,6 +467,11 @@ func (s *Summary) Check() error {
 	}
 	if s.Corrected != nil && s.Corrected.Count() < s.OK {
 		bad("corrected distribution holds %d samples, fewer than ok %d", s.Corrected.Count(), s.OK)
+	}
+	if s.Intervals != nil {
+		if err := checkIntervals(s.Intervals, s.OK); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
