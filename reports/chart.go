@@ -121,16 +121,53 @@ func (ns nums) MarshalJSON() ([]byte, error) {
 }
 
 // pctPoint is the response time's p50, p90 and p99 over one interval of
-// a phase; T is the interval's end in seconds since the phase start.
+// a phase; T is the interval's end in seconds since the phase start. A
+// percentile the interval holds too few samples for is negative (drawn as
+// a gap; see percentileSeries).
 type pctPoint struct {
 	T             float64
 	P50, P90, P99 time.Duration
 }
 
-// percentileSeries returns the per-interval percentiles of a phase, in
-// time order; nil while the summary records no per-interval histograms
-// (then the report shows no percentiles-over-time chart).
-func percentileSeries(s *measure.Summary) []pctPoint { return nil }
+// percentileSeries returns the nearest-rank p50, p90 and p99 of the ok
+// response times of each interval of a phase (Summary.Intervals, by
+// completion time), in time order, skipping intervals without ok
+// responses. Neighbouring intervals are merged (their histograms added)
+// when there are more than maxPoints. A percentile p of an interval with
+// fewer than 1/(1−p/100) samples (p50: 2, p90: 10, p99: 100) would be its
+// maximum whatever the distribution, so it is left out (negative). nil
+// when the summary holds no per-interval histograms (a result from before
+// them) or one cannot be decoded: then the report draws no
+// percentiles-over-time chart.
+func percentileSeries(s *measure.Summary) []pctPoint {
+	ivs := s.Intervals
+	step := (len(ivs) + maxPoints - 1) / max(maxPoints, 1)
+	var out []pctPoint
+	for i := 0; i < len(ivs); i += step {
+		var d measure.Dist
+		end := ivs[i].End()
+		for _, iv := range ivs[i:min(i+step, len(ivs))] {
+			r, err := iv.Response()
+			if err != nil {
+				return nil
+			}
+			d.Merge(r)
+			end = iv.End()
+		}
+		if d.Count() == 0 {
+			continue
+		}
+		pct := func(p float64) time.Duration {
+			if float64(d.Count()) < 100/(100-p) {
+				return -1
+			}
+			v, _ := d.Percentile(p)
+			return v
+		}
+		out = append(out, pctPoint{T: end.Seconds(), P50: pct(50), P90: pct(90), P99: pct(99)})
+	}
+	return out
+}
 
 // intervalPercentiles is the source of the percentiles-over-time chart:
 // percentileSeries, which tests replace to draw the chart from points of
@@ -189,7 +226,7 @@ func pctTimeChart(title string, pts []pctPoint, elapsed time.Duration, bs []budg
 	p50, p90, p99 := make(nums, len(pts)), make(nums, len(pts)), make(nums, len(pts))
 	for i, p := range pts {
 		c.X = append(c.X, p.T)
-		p50[i], p90[i], p99[i] = msf(p.P50), msf(p.P90), msf(p.P99)
+		p50[i], p90[i], p99[i] = gapMs(p.P50), gapMs(p.P90), gapMs(p.P99)
 	}
 	c.Series = []series{
 		{Label: "p50", Color: colorServ, Y: p50},
@@ -201,6 +238,15 @@ func pctTimeChart(title string, pts []pctPoint, elapsed time.Duration, bs []budg
 		c.Mark = mark(elapsed, pts[len(pts)-1].T)
 	}
 	return c
+}
+
+// gapMs is msf(d), or NaN (a gap in the line) for a negative d, a
+// percentile left out (pctPoint).
+func gapMs(d time.Duration) float64 {
+	if d < 0 {
+		return math.NaN()
+	}
+	return msf(d)
 }
 
 // latencyBudgets are the lines of the response-time budgets that keep

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/measure"
 	"github.com/runner-dev/runner/engine/rules"
@@ -273,16 +274,20 @@ func TestHTML(t *testing.T) {
 		t.Errorf("phase steady at %d, the folded warmups at %d, phase warm at %d", steady, fold, warm)
 	}
 
-	// Charts: five per measured (phase, repeat), without intervals in the
-	// summary; the warmup has none.
-	measured := 0
+	// Charts: five per measured (phase, repeat), and a sixth, the
+	// percentiles over time, where the summary holds ok responses per
+	// interval; the warmup has none.
+	want := 0
 	for _, pr := range r.Result.Phases {
 		if !pr.Phase.Warmup {
-			measured++
+			want += 5
+			if len(pr.Summary.Intervals) > 0 {
+				want++
+			}
 		}
 	}
-	if len(ids) != 5*measured {
-		t.Errorf("%d charts, want %d", len(ids), 5*measured)
+	if len(ids) != want || !strings.Contains(doc, "percentiles over time") {
+		t.Errorf("%d charts, want %d with percentiles over time", len(ids), want)
 	}
 	checkCharts(t, charts, ids)
 	for _, want := range []string{"latency by percentile", "response time", "service time", "ok/s", "mean and max", "errors/s", "Little"} {
@@ -576,5 +581,67 @@ func TestHTMLHeadline(t *testing.T) {
 		if got := fmt.Sprint(headlineOf("p", c.sp).Cells); got != c.want {
 			t.Errorf("headline %s, want %s", got, c.want)
 		}
+	}
+}
+
+// TestPercentileSeries_NearestRankPerInterval records known response
+// times in known seconds and reads the percentiles-over-time points back:
+// each interval's nearest-rank p50/p90/p99 (rank ⌈p/100·n⌉, within a
+// histogram bucket, 1/1024 of the value), a gap for a percentile the
+// interval has too few samples for, and no point for an empty second.
+func TestPercentileSeries_NearestRankPerInterval(t *testing.T) {
+	r := measure.NewRecorder(2, measure.Options{Duration: 4 * time.Second})
+	ok := drivers.Outcome{Class: drivers.OK, Responded: true}
+	seq := uint64(0)
+	record := func(done time.Duration, rt time.Duration) {
+		seq++
+		r.Record(int(seq%2), &measure.Result{Seq: seq, Intended: done - rt, Sent: done - rt, Done: done, Outcome: ok})
+	}
+	// Second 0: 1..200 ms, shuffled over the second; second 1: five
+	// samples; second 2: none; second 3: ten samples of 7 ms and one of 70.
+	for i := 200; i >= 1; i-- {
+		record(time.Duration(i)*4*time.Millisecond, time.Duration(i)*time.Millisecond)
+	}
+	for i := 1; i <= 5; i++ {
+		record(time.Second+time.Duration(i)*time.Millisecond, 30*time.Millisecond)
+	}
+	for i := 0; i < 10; i++ {
+		record(3*time.Second+time.Duration(i)*time.Millisecond, 7*time.Millisecond)
+	}
+	record(3*time.Second+500*time.Millisecond, 70*time.Millisecond)
+	s := r.Summary(4 * time.Second)
+	pts := percentileSeries(s)
+	if len(pts) != 3 {
+		t.Fatalf("%d points, want 3 (seconds 0, 1, 3): %+v", len(pts), pts)
+	}
+	near := func(what string, got, want time.Duration) {
+		t.Helper()
+		if got < want || got > want+want/1024+time.Microsecond {
+			t.Errorf("%s = %v, want %v (within one bucket above)", what, got, want)
+		}
+	}
+	if pts[0].T != 1 || pts[1].T != 2 || pts[2].T != 4 {
+		t.Errorf("interval ends %v %v %v, want 1 2 4", pts[0].T, pts[1].T, pts[2].T)
+	}
+	// 200 samples 1..200 ms: rank 100, 180, 198.
+	near("second 0 p50", pts[0].P50, 100*time.Millisecond)
+	near("second 0 p90", pts[0].P90, 180*time.Millisecond)
+	near("second 0 p99", pts[0].P99, 198*time.Millisecond)
+	// Five samples: p50 (needs 2) but no p90 (10) or p99 (100).
+	near("second 1 p50", pts[1].P50, 30*time.Millisecond)
+	if pts[1].P90 >= 0 || pts[1].P99 >= 0 {
+		t.Errorf("second 1 (5 samples) p90 %v p99 %v, want both left out", pts[1].P90, pts[1].P99)
+	}
+	// Eleven samples, ten of 7 ms: rank 10 of 11 for p90 is 7 ms.
+	near("second 3 p90", pts[2].P90, 7*time.Millisecond)
+	if pts[2].P99 >= 0 {
+		t.Errorf("second 3 (11 samples) p99 %v, want left out", pts[2].P99)
+	}
+	if c := pctTimeChart("x", pts, s.Elapsed, nil); !math.IsNaN(c.Series[2].Y[1]) || math.IsNaN(c.Series[0].Y[1]) {
+		t.Errorf("chart of second 1: p50 %v p99 %v, want a value and a gap", c.Series[0].Y[1], c.Series[2].Y[1])
+	}
+	s.Intervals = nil
+	if pts := percentileSeries(s); pts != nil {
+		t.Errorf("a summary without intervals gives %d points, want none", len(pts))
 	}
 }
