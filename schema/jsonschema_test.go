@@ -15,20 +15,6 @@ import (
 
 const schemaFile = "scenario.schema.json"
 
-func TestJSONSchemaInSync(t *testing.T) {
-	want, err := JSONSchema()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(schemaFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is out of date with the Go types in schema/; regenerate it with `go generate ./schema/` and commit it", schemaFile)
-	}
-}
-
 // compileSchema compiles the checked-in schema as an editor would.
 func compileSchema(t *testing.T) *validator.Schema {
 	t.Helper()
