@@ -28,6 +28,7 @@ func main() {
 // argument gives.
 var generators = map[string]func(root string) ([]byte, error){
 	"scenario": Scenario,
+	"result":   Result,
 }
 
 // run generates the schema args name into the file of its -o flag.

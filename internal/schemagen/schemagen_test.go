@@ -18,6 +18,7 @@ func TestSchemasInSync(t *testing.T) {
 	}
 	for name, file := range map[string]string{
 		"scenario": "schema/scenario.schema.json",
+		"result":   "reports/result.schema.json",
 	} {
 		want, err := generators[name](root)
 		if err != nil {
@@ -47,7 +48,7 @@ func TestRunWritesTheSchema(t *testing.T) {
 	if !bytes.HasPrefix(got, []byte("{\n")) || !bytes.Contains(got, []byte(`"title": "runner scenario"`)) {
 		t.Errorf("schemagen scenario wrote %.200q, not the scenario schema", got)
 	}
-	for _, args := range [][]string{nil, {"senario", "-o", out}, {"scenario"}, {"scenario", "-o", out, "extra"}} {
+	for _, args := range [][]string{nil, {"senario", "-o", out}, {"scenario"}, {"result", "-o", out, "extra"}} {
 		if err := run(args); err == nil {
 			t.Errorf("schemagen %q: no error", args)
 		}
