@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/xml"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -12,8 +13,8 @@ import (
 // reconciliation, a WebSocket run, a frame run and a failing run, all
 // four from one `runner run`, and the segments and merge of a scale-out
 // run. The four scenarios' JUnit file holds one <testsuite> per scenario,
-// in order, the failing one with its failure, valid against the JUnit
-// XSD.
+// in order, each judged as its JSON report says, valid against the
+// JUnit XSD. `runner report` refuses a report of a newer major format.
 func TestResultSchema_RealRuns(t *testing.T) {
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }
@@ -87,6 +88,17 @@ assert: [max < 1us]
 		}
 	}
 	validateJUnitXSD(t, p("all.xml"))
+
+	// A report of a newer major format is refused by name, exit 2; one of
+	// a newer minor is read.
+	future := edit(t, p("http.json"), p("future.json"), func(r map[string]any) { r["format_version"] = "2.0" })
+	if code, out, stderr := cli(t, "report", future); code != exitInvalid || !strings.Contains(stderr, "format_version 2.0 is newer than this runner reads (1.0)") {
+		t.Errorf("runner report of format 2.0: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	minor := edit(t, p("http.json"), p("minor.json"), func(r map[string]any) { r["format_version"] = "1.9" })
+	if code, _, stderr := cli(t, "report", minor); code != exitPass {
+		t.Errorf("runner report of format 1.9: exit %d: %s", code, stderr)
+	}
 
 	t.Run("scale-out", func(t *testing.T) {
 		segDir, segments := segmentReports(t)
