@@ -39,8 +39,15 @@ case $in in
 esac
 
 # --no-sandbox: headless runs as root in containers. The report fetches
-# nothing, so the network stays unused.
-"$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars \
+# nothing, and the --disable flags keep the browser's own services off the
+# network. --virtual-time-budget lets the page's script draw the charts
+# (uPlot, inlined) before the shot.
+profile=$(mktemp -d)
+trap 'rm -rf "$profile"' EXIT
+"$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
+	--disable-background-networking --disable-component-update --disable-sync \
+	--disable-default-apps --disable-extensions --user-data-dir="$profile" \
+	--virtual-time-budget=10000 \
 	--screenshot="$(realpath -m "$out")" --window-size="$width,$height" \
 	"file://$(realpath "$html")" 2>/dev/null
 echo "$out"

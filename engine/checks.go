@@ -424,9 +424,12 @@ func StaleCounters(res *Result, spawned bool) []Warning {
 // (control_*: the fetches themselves), and not for a move of up to
 // fetchers, the clients that read the counters (1 for a run; N for a
 // merge of N segments, each of which fetches): a target may count a
-// fetch's connection for a moment before it knows it for one. Deltas are
-// still compared; the warning says they may include the other traffic.
-func CountersMoved(res *Result, fetchers int) []Warning {
+// fetch's connection for a moment before it knows it for one. Only the
+// counters named in only are looked at (nil: all): those the rules read
+// (Plan.ServerCounters), since a target's byte counters and the like move
+// with every fetch by its size. Deltas are still compared; the warning
+// says they may include the other traffic.
+func CountersMoved(res *Result, fetchers int, only []string) []Warning {
 	if res == nil {
 		return nil
 	}
@@ -440,7 +443,7 @@ func CountersMoved(res *Result, fetchers int) []Warning {
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(pr.ServerBefore)) {
 			leaf := k[strings.LastIndexByte(k, '.')+1:]
-			if strings.HasPrefix(leaf, "control") {
+			if strings.HasPrefix(leaf, "control") || only != nil && !slices.Contains(only, k) {
 				continue
 			}
 			// Fetches ran between the two readings; a target may count

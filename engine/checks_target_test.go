@@ -67,6 +67,13 @@ func TestTargetMeterAndCountersAtStart(t *testing.T) {
 		if got := res.ServerAtStart["requests"]; got != 8 {
 			t.Errorf("counters at start %v, want the first fetch (8)", res.ServerAtStart)
 		}
+		// A target that counts only our scrapes: each delta holds the
+		// fetches the phase says fell inside it.
+		for i, pr := range res.Phases {
+			if pr.Fetches != 1 || pr.Server["requests"] != 1 {
+				t.Errorf("phase %d: fetches %d, scrapes counted in the delta %v", i, pr.Fetches, pr.Server["requests"])
+			}
+		}
 		steady := res.Phases[1]
 		if steady.Target == nil || steady.Target.RSS != 2<<20 || steady.Target.CPUMaxThread < 0.2 {
 			t.Fatalf("steady target usage %+v, want the second measurement over its 2 s", steady.Target)
@@ -197,7 +204,7 @@ func TestCountersMoved(t *testing.T) {
 		ph(1, "d", m(305, 7), m(400, 8), 0),  // after a phase with timeouts: not judged
 		ph(2, "a", m(405, 9), m(500, 10), 0), // a new repeat: not compared
 	}}
-	ws := CountersMoved(res, 1)
+	ws := CountersMoved(res, 1, nil)
 	if len(ws) != 1 || ws[0].Code != "shared-target-counters" || ws[0].Phase != "b" || ws[0].Repeat != 1 {
 		t.Fatalf("%+v", ws)
 	}
@@ -206,11 +213,27 @@ func TestCountersMoved(t *testing.T) {
 	}
 	// Merged from 8 segments, each of which fetched: a move of up to 8
 	// may be theirs.
-	if ws := CountersMoved(res, 8); len(ws) != 0 {
+	if ws := CountersMoved(res, 8, nil); len(ws) != 0 {
 		t.Errorf("8 fetchers, a move of 7 warned: %+v", ws)
 	}
-	if ws := CountersMoved(&Result{Phases: []*PhaseResult{ph(1, "a", nil, nil, 0), ph(1, "b", nil, nil, 0)}}, 1); ws != nil {
+	if ws := CountersMoved(&Result{Phases: []*PhaseResult{ph(1, "a", nil, nil, 0), ph(1, "b", nil, nil, 0)}}, 1, nil); ws != nil {
 		t.Errorf("no counters fetched, warned: %+v", ws)
+	}
+	// Only the counters the rules read are looked at: a byte counter
+	// moves with every fetch (HAProxy's bytes_out by the size of its
+	// exposition) and says nothing about another client.
+	bytes := func(req, out float64) map[string]float64 {
+		return map[string]float64{"requests": req, "bytes_out": out}
+	}
+	fetchMoves := &Result{Phases: []*PhaseResult{
+		ph(1, "a", bytes(0, 0), bytes(100, 9000), 0),
+		ph(1, "b", bytes(101, 14000), bytes(200, 23000), 0),
+	}}
+	if ws := CountersMoved(fetchMoves, 1, []string{"requests"}); len(ws) != 0 {
+		t.Errorf("a counter no rule reads warned: %+v", ws)
+	}
+	if ws := CountersMoved(fetchMoves, 1, []string{"bytes_out", "requests"}); len(ws) != 1 || !strings.Contains(ws[0].Message, "bytes_out 9000 → 14000") || strings.Contains(ws[0].Message, "requests") {
+		t.Errorf("bytes_out read by a rule: %+v", ws)
 	}
 }
 

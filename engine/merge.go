@@ -191,9 +191,12 @@ func mergePhase(p *PhasePlan, row []*PhaseResult) (*PhaseResult, error) {
 		fetched = fetched && pr.ServerBefore != nil && pr.ServerAfter != nil
 		m.ServerBefore = maxReadings(m.ServerBefore, pr.ServerBefore, k == 0)
 		m.ServerAfter = maxReadings(m.ServerAfter, pr.ServerAfter, k == 0)
+		m.Fetches += pr.Fetches
 	}
 	m.ClientCPU, m.ClientCores, m.Machine = busiest.ClientCPU, busiest.ClientCores, busiest.Machine
-	if fetched && m.ServerErr == "" {
+	if !fetched || m.ServerErr != "" {
+		m.Fetches = 0
+	} else {
 		m.Server = map[string]float64{}
 		for c, after := range m.ServerAfter {
 			m.Server[c] = after - m.ServerBefore[c]

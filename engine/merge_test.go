@@ -189,10 +189,21 @@ func TestStartAtTimetable(t *testing.T) {
 		}
 		start := time.Now().Add(3 * time.Second)
 		d := &fake.Driver{Service: constService(time.Millisecond)}
-		r := &Runner{Driver: d, Timeout: 500 * time.Millisecond, NewSleeper: NewTimerSleeper, StartAt: start, PhaseGap: time.Second}
+		scrapes := 0.0 // a target that counts only our scrapes
+		r := &Runner{Driver: d, Timeout: 500 * time.Millisecond, NewSleeper: NewTimerSleeper, StartAt: start, PhaseGap: time.Second,
+			Counters: func(context.Context) (map[string]float64, error) {
+				scrapes++
+				return map[string]float64{"scrapes": scrapes}, nil
+			}}
 		res, err := r.Run(context.Background(), pl)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// On a timetable the ready fetch falls inside the delta too.
+		for i, pr := range res.Phases {
+			if pr.Fetches != 2 || pr.Server["scrapes"] != 2 {
+				t.Errorf("phase %d: fetches %d, scrapes in the delta %v; want 2", i, pr.Fetches, pr.Server["scrapes"])
+			}
 		}
 		// warm 1 s + grace 0.5 s + gap 1 s; steady 2 s + 0.5 s + 1 s.
 		want := []time.Duration{0, 2500 * time.Millisecond, 6 * time.Second, 8500 * time.Millisecond}
@@ -297,7 +308,7 @@ func TestMergedCountersAroundDialIns(t *testing.T) {
 		s := emptySummary()
 		s.Requests, s.Arrivals, s.OK = requests, requests, requests
 		return &Result{Phases: []*PhaseResult{{Repeat: 1, Phase: &pl.Phases[0], Summary: s, Timetabled: true,
-			ServerBefore: before, ServerReady: ready, ServerAfter: after}}}
+			ServerBefore: before, ServerReady: ready, ServerAfter: after, Fetches: 2}}}
 	}
 	// Segment 0 read 0 connections, dialled 2; segment 1 read after that
 	// (2), dialled 2 more. 10 requests each.
@@ -321,6 +332,14 @@ func TestMergedCountersAroundDialIns(t *testing.T) {
 	}
 	if got := mustRule(t, "server.requests == requests").Eval(env); got.Status != rules.Pass {
 		t.Fatalf("rule on an exact counter: %+v", got)
+	}
+	// Each segment's ready and after fetches fall inside the merged
+	// delta: a target counting its scrapes counted all four.
+	if pr.Fetches != 4 {
+		t.Fatalf("fetches %d, want the segments' 2 + 2", pr.Fetches)
+	}
+	if got := mustRule(t, "fetches == 4").Eval(env); got.Status != rules.Pass {
+		t.Fatalf("fetches in a rule: %+v", got)
 	}
 }
 

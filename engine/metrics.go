@@ -73,6 +73,7 @@ func (pr *PhaseResult) MetricPhase() *metric.Phase {
 		Summary:                pr.Summary,
 		Connections:            int64(pr.ConnectionsRequested),
 		ConnectionsEstablished: int64(pr.ConnectionsEstablished),
+		Fetches:                int64(pr.Fetches),
 		// client.cpu is a share of the cores the runner could use, as
 		// recorded with the phase.
 		Client: &metric.Client{CPU: pr.ClientCPU, Cores: pr.clientCores(), GCPauseMax: pr.GCPauseMax},

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/runner-dev/runner/engine/rules"
@@ -36,6 +37,27 @@ type Plan struct {
 	// MaxConnections is the largest number of connections any phase holds
 	// open at once; the descriptor check uses it.
 	MaxConnections int `json:"max_connections"`
+}
+
+// ServerCounters returns the target's counters the plan's rules (assert
+// and reconcile.expect) read by name, in their canonical form (labels
+// sorted) and sorted; nil when the rules read none by name, or read the
+// server group by a computed key (`server[code]`, `len(server)`): then
+// any counter may be theirs. The shared-target check and the console's
+// `server Δ` line look only at these.
+func (pl *Plan) ServerCounters() []string {
+	if pl == nil {
+		return nil
+	}
+	var rs []*rules.Rule
+	for _, sr := range slices.Concat(pl.Rules, pl.Expect) {
+		rs = append(rs, sr.Rule)
+	}
+	names, every := rules.ServerCounters(rs)
+	if every {
+		return nil
+	}
+	return names
 }
 
 // ScopedRule is a compiled rule and the phase it is scoped to ("" means

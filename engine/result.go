@@ -85,6 +85,15 @@ type PhaseResult struct {
 	// largest reading of each (MergeResults).
 	ServerBefore map[string]float64 `json:"server_before,omitempty"`
 	ServerAfter  map[string]float64 `json:"server_after,omitempty"`
+	// Fetches is how many of the runner's own counter fetches came after
+	// the reading ServerBefore and up to the reading ServerAfter, each
+	// included: the after fetch, and the ready fetch of a timetabled
+	// phase (1 or 2; summed over the segments of a merge). A target that
+	// counts every request it serves, its scrapes too, counts these in
+	// Server whichever of the fetch's start or end it counts at (the
+	// before fetch then counts in ServerBefore, or in the delta instead
+	// of the after fetch): rules subtract `fetches`. 0 when not fetched.
+	Fetches int `json:"fetches,omitempty"`
 	// ServerReady are the counters fetched once the phase's connections
 	// were dialled, before its instant on a timetable (Runner.StartAt
 	// only): the counters that moved since ServerBefore are those the

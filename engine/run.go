@@ -267,10 +267,12 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		debug.FreeOSMemory()
 	}
 	var ready map[string]float64
+	fetches := 1 // the fetch after the phase
 	if !at.IsZero() && r.Counters != nil && counterErr == nil && ctx.Err() == nil {
 		// What the dial-in moved (connections accepted), for a merge of
 		// segments to tell those counters apart (MergeResults).
 		ready, _ = r.Counters(ctx)
+		fetches++ // sent, so perhaps counted, even when it failed
 	}
 	if !at.IsZero() && opening && ctx.Err() == nil {
 		if late := time.Since(at); late > 0 {
@@ -474,6 +476,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 			pr.ServerErr = "after the phase: " + err.Error()
 		default:
 			pr.ServerAfter = after
+			pr.Fetches = fetches
 			pr.Server = map[string]float64{}
 			for k, v := range after {
 				pr.Server[k] = v - before[k]

@@ -1,177 +1,218 @@
 package reports
 
 import (
-	"bytes"
 	"fmt"
-	"html/template"
-	"image/color"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/measure"
 )
 
-// Charts are drawn server-side with gonum/plot into SVG and inlined in the
-// HTML report, so that the file opens offline.
+// The HTML report's charts are data here and drawings in the browser:
+// each chart below is written into the page as JSON, and the page's own
+// script (assets/report.js) draws it with uPlot (assets/uplot), both
+// inlined, so that the file still opens offline. The page's tables hold
+// every number the charts summarise, for a reader without JavaScript.
 
+// maxPoints bounds the points of a timeline chart: longer timelines are
+// summed into buckets of several seconds.
+const maxPoints = 600
+
+// The chart kinds, in the order a (phase, repeat) shows them. Charts of
+// one kind share their y scale across the repeats of a phase.
 const (
-	chartW = 420 // points
-	chartH = 260
-	// maxPoints bounds the points of a timeline chart: longer timelines
-	// are summed into buckets of several seconds.
-	maxPoints = 600
+	kindPercentile = "percentile"   // latency by percentile, x = 1/(1−p) on a log scale
+	kindPctTime    = "pct-time"     // p50/p90/p99 of each interval
+	kindThroughput = "throughput"   // ok responses per second
+	kindLatency    = "latency-time" // mean and max response time per second
+	kindErrors     = "errors"       // errors per second
+	kindInSystem   = "in-system"    // λ·W per second against the mean in-flight
 )
 
-var (
-	sans      = font.Font{Typeface: "Liberation", Variant: "Sans"}
-	colorResp = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
-	colorServ = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
-	colorOK   = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
-	colorErr  = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
-	colorMean = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
-	colorMax  = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
-	colorRef  = color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}
+// Series colours: response time and errors red, service time and means
+// blue, ok green, max orange, reference lines grey.
+const (
+	colorResp = "#d62728"
+	colorServ = "#1f77b4"
+	colorOK   = "#2ca02c"
+	colorErr  = "#d62728"
+	colorMean = "#1f77b4"
+	colorMax  = "#ff7f0e"
+	colorP90  = "#9467bd"
+	colorRef  = "#7f7f7f"
 )
 
-// newPlot is a plot with the report's fonts and a light grid.
-func newPlot(title, xlabel, ylabel string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
-	p.Title.TextStyle.Font = font.From(sans, 10)
-	p.Title.Padding = vg.Points(4)
-	p.X.Label.Text = xlabel
-	p.Y.Label.Text = ylabel
-	for _, a := range []*plot.Axis{&p.X, &p.Y} {
-		a.Label.TextStyle.Font = font.From(sans, 9)
-		a.Tick.Label.Font = font.From(sans, 8)
-	}
-	p.Legend.TextStyle.Font = font.From(sans, 8)
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Legend.XOffs = vg.Points(4)
-	p.Legend.Padding = vg.Points(2.5)
-	p.Y.Min = 0
-	g := plotter.NewGrid()
-	g.Vertical.Color = color.Gray{Y: 0xe4}
-	g.Horizontal.Color = color.Gray{Y: 0xe4}
-	p.Add(g)
-	return p
+// chart is the data of one chart, as report.js reads it.
+type chart struct {
+	// ID names the chart's element (data-chart) in the page.
+	ID string `json:"id"`
+	// Log is true for an x axis on a log scale (the percentile chart);
+	// Ticks then label it. Steps draws each series as steps held from
+	// one x to the next (per-second counts), not as lines between points.
+	Log   bool   `json:"log,omitempty"`
+	Ticks []tick `json:"ticks,omitempty"`
+	Steps bool   `json:"steps,omitempty"`
+	// XLabel and YLabel name the axes with their units.
+	XLabel string `json:"xlabel"`
+	YLabel string `json:"ylabel"`
+	// X holds the x values, ascending; every series has one y per x.
+	X      nums     `json:"x"`
+	Series []series `json:"series"`
+	// YMax is the top of the y axis (from 0), the same for the charts of
+	// one kind across the repeats of a phase.
+	YMax float64 `json:"ymax"`
+	// Budgets are the rules' limits on what the chart shows, drawn as
+	// dashed horizontal lines.
+	Budgets []budgetLine `json:"budgets,omitempty"`
+	// Mark is the x of a dashed vertical line: where the phase's own
+	// length ends on a timeline that goes on into the drain grace; 0 for
+	// none.
+	Mark float64 `json:"mark,omitempty"`
+
+	// Kind is one of the kinds above.
+	Kind string `json:"kind"`
+	// Title is shown above the chart, in the page (so that it wraps).
+	Title string `json:"-"`
 }
 
-func addLine(p *plot.Plot, xys plotter.XYs, c color.Color, name string, dashed bool) {
-	if len(xys) == 0 {
-		return
-	}
-	l, err := plotter.NewLine(xys)
-	if err != nil {
-		return // NaN or Inf: left out rather than failing the report
-	}
-	l.Color = c
-	l.Width = vg.Points(1.2)
-	if dashed {
-		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	}
-	p.Add(l)
-	if name != "" {
-		p.Legend.Add(name, l)
-	}
+// series is one line of a chart.
+type series struct {
+	Label string `json:"label"`
+	Color string `json:"color"`
+	Dash  bool   `json:"dash,omitempty"`
+	Y     nums   `json:"y"`
 }
 
-var (
-	svgProlog = regexp.MustCompile(`(?s)^<\?xml[^>]*\?>\s*(<!--.*?-->\s*)?`)
-	svgSize   = regexp.MustCompile(`^<svg width="[^"]*" height="[^"]*"`)
-	svgNS     = regexp.MustCompile(`\s*xmlns(:xlink)?="[^"]*"`)
-)
+// budgetLine is a budget drawn at Y (in the chart's y unit).
+type budgetLine struct {
+	Label string  `json:"label"`
+	Y     float64 `json:"y"`
+}
 
-// render draws the plots stacked vertically in one SVG and returns it for
-// inlining: no XML prolog, no namespace URLs (HTML needs neither), sized
-// by CSS.
-func render(h vg.Length, plots ...*plot.Plot) (template.HTML, error) {
-	c := vgsvg.New(vg.Points(chartW), h)
-	dc := draw.New(c)
-	if len(plots) == 1 {
-		plots[0].Draw(dc)
-	} else {
-		rows := make([][]*plot.Plot, len(plots))
-		for i, p := range plots {
-			rows[i] = []*plot.Plot{p}
+// tick labels the x axis at V with L.
+type tick struct {
+	V float64 `json:"v"`
+	L string  `json:"l"`
+}
+
+// nums are chart values; NaN (no value: a second without ok responses
+// has no mean) is written as JSON null, which uPlot draws as a gap.
+// Values keep 6 significant digits, plenty for a drawing.
+type nums []float64
+
+// MarshalJSON writes the values as a JSON array of numbers and nulls.
+func (ns nums) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 8*len(ns)+2)
+	b = append(b, '[')
+	for i, v := range ns {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		t := draw.Tiles{Rows: len(plots), Cols: 1, PadY: vg.Points(6)}
-		cs := plot.Align(rows, t, dc)
-		for i, p := range plots {
-			p.Draw(cs[i][0])
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			b = append(b, "null"...)
+			continue
 		}
+		b = strconv.AppendFloat(b, v, 'g', 6, 64)
 	}
-	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
-		return "", err
-	}
-	s := svgProlog.ReplaceAllString(b.String(), "")
-	s = svgNS.ReplaceAllString(s, "")
-	s = svgSize.ReplaceAllString(s, `<svg class="chart" role="img"`)
-	return template.HTML(s), nil //nolint:gosec // generated by vgsvg, which escapes its text
+	return append(b, ']'), nil
 }
+
+// pctPoint is the response time's p50, p90 and p99 over one interval of
+// a phase; T is the interval's end in seconds since the phase start.
+type pctPoint struct {
+	T             float64
+	P50, P90, P99 time.Duration
+}
+
+// percentileSeries returns the per-interval percentiles of a phase, in
+// time order; nil while the summary records no per-interval histograms
+// (then the report shows no percentiles-over-time chart).
+func percentileSeries(s *measure.Summary) []pctPoint { return nil }
+
+// intervalPercentiles is the source of the percentiles-over-time chart:
+// percentileSeries, which tests replace to draw the chart from points of
+// their own.
+var intervalPercentiles = percentileSeries
 
 // percentileTicks label the x axis 1/(1−p) with the percentile p.
-var percentileTicks = []struct {
-	x     float64
-	label string
-}{{1, "0"}, {2, "50"}, {10, "90"}, {100, "99"}, {1e3, "99.9"}, {1e4, "99.99"}, {1e5, "99.999"}, {1e6, "99.9999"}}
+var percentileTicks = []tick{{1, "0"}, {2, "50"}, {10, "90"}, {100, "99"}, {1e3, "99.9"}, {1e4, "99.99"}, {1e5, "99.999"}, {1e6, "99.9999"}}
 
 // percentileChart plots response and service time against the percentile
-// on a log scale of 1/(1−p), read with Dist.Percentile (nearest rank).
-func percentileChart(title string, s *measure.Summary) (template.HTML, error) {
-	p := newPlot(title, "percentile (log scale of 1/(1−p))", "latency (ms)")
-	n := s.Response.Count()
-	if sn := s.Service.Count(); sn > n {
-		n = sn
+// p on a log scale of x = 1/(1−p), read with Dist.Percentile (nearest
+// rank), with the limits of the rules on response-time statistics.
+func percentileChart(title string, s *measure.Summary, bs []budget) chart {
+	c := chart{Title: title + ": latency by percentile", Kind: kindPercentile, Log: true,
+		XLabel: "percentile (log scale of 1/(1−p))", YLabel: "latency (ms)"}
+	n := max(s.Response.Count(), s.Service.Count())
+	if n == 0 {
+		c.Title += " (no ok responses)"
 	}
 	// Beyond 1/(1−p) = n every percentile is the maximum.
 	xmax := math.Max(10, math.Min(float64(n), 1e6))
-	p.X.Scale = plot.LogScale{}
-	p.X.Min, p.X.Max = 1, xmax
-	var ticks plot.ConstantTicks
 	for _, t := range percentileTicks {
-		if t.x <= xmax*1.0001 {
-			ticks = append(ticks, plot.Tick{Value: t.x, Label: t.label})
+		if t.V <= xmax*1.0001 {
+			c.Ticks = append(c.Ticks, t)
 		}
 	}
-	p.X.Tick.Marker = ticks
-	curve := func(d *measure.Dist) plotter.XYs {
-		if d.Count() == 0 {
-			return nil
-		}
-		const steps = 160
-		var xys plotter.XYs
-		for i := 0; i <= steps; i++ {
-			x := math.Pow(xmax, float64(i)/steps)
-			q := 100 * (1 - 1/x)
-			v, ok := d.Percentile(math.Min(q, 100))
+	const steps = 160
+	for i := 0; i <= steps; i++ {
+		c.X = append(c.X, math.Pow(xmax, float64(i)/steps))
+	}
+	curve := func(d *measure.Dist) nums {
+		ys := make(nums, len(c.X))
+		for i, x := range c.X {
+			v, ok := d.Percentile(math.Min(100*(1-1/x), 100))
+			ys[i] = math.NaN()
 			if ok {
-				xys = append(xys, plotter.XY{X: x, Y: msf(v)})
+				ys[i] = msf(v)
 			}
 		}
-		return xys
+		return ys
 	}
-	addLine(p, curve(&s.Response), colorResp, "response time", false)
-	addLine(p, curve(&s.Service), colorServ, "service time", false)
-	if n == 0 {
-		p.Title.Text += " (no ok responses)"
-		p.Y.Max = 1
+	c.Series = []series{
+		{Label: "response time", Color: colorResp, Y: curve(&s.Response)},
+		{Label: "service time", Color: colorServ, Y: curve(&s.Service)},
 	}
-	headroom(p)
-	return render(vg.Points(chartH*1.6), p)
+	c.Budgets = latencyBudgets(bs, func(b budget) bool { return true })
+	return c
+}
+
+// pctTimeChart plots the response time's p50, p90 and p99 of each interval
+// (percentileSeries), with the rules' limits on response-time
+// percentiles.
+func pctTimeChart(title string, pts []pctPoint, elapsed time.Duration, bs []budget) chart {
+	c := chart{Title: title + ": response time percentiles over time", Kind: kindPctTime,
+		XLabel: "seconds since phase start (interval end)", YLabel: "ms"}
+	p50, p90, p99 := make(nums, len(pts)), make(nums, len(pts)), make(nums, len(pts))
+	for i, p := range pts {
+		c.X = append(c.X, p.T)
+		p50[i], p90[i], p99[i] = msf(p.P50), msf(p.P90), msf(p.P99)
+	}
+	c.Series = []series{
+		{Label: "p50", Color: colorServ, Y: p50},
+		{Label: "p90", Color: colorP90, Y: p90},
+		{Label: "p99", Color: colorResp, Y: p99},
+	}
+	c.Budgets = latencyBudgets(bs, func(b budget) bool { return b.P > 0 })
+	if len(pts) > 0 {
+		c.Mark = mark(elapsed, pts[len(pts)-1].T)
+	}
+	return c
+}
+
+// latencyBudgets are the lines of the response-time budgets that keep
+// says a chart shows.
+func latencyBudgets(bs []budget, keep func(budget) bool) []budgetLine {
+	var out []budgetLine
+	for _, b := range bs {
+		if b.Latency && keep(b) {
+			out = append(out, budgetLine{Label: b.Text, Y: b.Value})
+		}
+	}
+	return out
 }
 
 // bucketed sums a timeline into at most maxPoints buckets; step is the
@@ -201,122 +242,164 @@ func per(step int) string {
 	return fmt.Sprintf("per %d s bucket", step)
 }
 
-// timeAxis sets the x axis of a timeline panel: whole seconds, and a
-// dashed line where the phase's own length ends when the timeline goes on
-// (completions in the drain grace).
-func timeAxis(p *plot.Plot, n, step int, elapsed time.Duration) {
-	p.X.Min = 0
-	p.X.Max = math.Max(1, float64(n*step))
-	p.X.Tick.Marker = intTicks{}
-	if e := elapsed.Seconds(); e > 0 && e < p.X.Max {
-		p.Add(vline(e))
+// mark is where a phase of length elapsed ends on a timeline of length
+// end seconds, when the timeline goes on past it; 0 otherwise.
+func mark(elapsed time.Duration, end float64) float64 {
+	if e := elapsed.Seconds(); e > 0 && e < end {
+		return e
 	}
+	return 0
 }
 
-// vline is a dashed vertical line at x, from 0 to the top of the plot.
-type vline float64
-
-func (v vline) Plot(c draw.Canvas, p *plot.Plot) {
-	x := c.X(p.X.Norm(float64(v)))
-	c.StrokeLine2(draw.LineStyle{Color: colorRef, Width: vg.Points(0.8), Dashes: []vg.Length{vg.Points(2), vg.Points(2)}},
-		x, c.Min.Y, x, c.Max.Y)
-}
-
-// intTicks labels whole numbers only, about five of them.
-type intTicks struct{}
-
-func (intTicks) Ticks(lo, hi float64) []plot.Tick {
-	span := hi - lo
-	step := 1.0
-	for _, m := range []float64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600} {
-		step = m
-		if span/m <= 6 {
-			break
+// stepChart is a timeline of per-bucket values, drawn as steps: x holds
+// each bucket's start and, last, the end of the last bucket (which
+// repeats its value).
+func stepChart(title, kind, ylabel string, tl []measure.TimelineBucket, step int, elapsed time.Duration, ss ...stepSeries) chart {
+	c := chart{Title: title, Kind: kind, Steps: true, YLabel: ylabel,
+		XLabel: "seconds since phase start (by completion)"}
+	for i := range tl {
+		c.X = append(c.X, float64(i*step))
+	}
+	c.X = append(c.X, float64(len(tl)*step))
+	for _, s := range ss {
+		ys := make(nums, 0, len(c.X))
+		for _, b := range tl {
+			ys = append(ys, s.value(b)/float64(step))
 		}
+		if len(ys) > 0 {
+			ys = append(ys, ys[len(ys)-1])
+		} else {
+			ys = append(ys, math.NaN())
+		}
+		c.Series = append(c.Series, series{Label: s.label, Color: s.color, Dash: s.dash, Y: ys})
 	}
-	var ts []plot.Tick
-	for x := math.Ceil(lo/step) * step; x <= hi+1e-9; x += step {
-		ts = append(ts, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'f', -1, 64)})
-	}
-	return ts
+	c.Mark = mark(elapsed, float64(len(tl)*step))
+	return c
 }
 
-// headroom raises the top of the y axis so that the legend, in the top
-// left corner, does not hide the lines.
-func headroom(p *plot.Plot) {
-	if p.Y.Max > p.Y.Min {
-		p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)*1.3
-	}
+// stepSeries is a series of a stepChart: value is a bucket's total, shown
+// per second.
+type stepSeries struct {
+	label, color string
+	dash         bool
+	value        func(measure.TimelineBucket) float64
 }
 
-// throughputChart plots ok responses per second, and the mean and the max
-// response time of each second: what the timeline records (it holds no
-// per-second percentiles).
-func throughputChart(title string, s *measure.Summary) (template.HTML, error) {
+// throughputChart plots ok responses per second (what the timeline
+// records), with the rules' limits on throughput.
+func throughputChart(title string, s *measure.Summary, bs []budget) chart {
 	tl, step := bucketed(s.Timeline)
-	top := newPlot(title+": throughput", "", "ok/s")
-	bot := newPlot("response time per second: mean and max (no percentiles in the timeline)", "seconds since phase start (by completion)", "ms")
-	timeAxis(top, len(tl), step, s.Elapsed)
-	timeAxis(bot, len(tl), step, s.Elapsed)
-	var ok, mean, mx plotter.XYs
-	for i, x := range tl {
-		t := float64(i * step)
-		ok = append(ok, plotter.XY{X: t, Y: float64(x.OK) / float64(step)}, plotter.XY{X: t + float64(step), Y: float64(x.OK) / float64(step)})
-		if x.OK > 0 {
-			mid := t + float64(step)/2
-			mean = append(mean, plotter.XY{X: mid, Y: msf(x.ResponseSum / time.Duration(x.OK))})
-			mx = append(mx, plotter.XY{X: mid, Y: msf(x.ResponseMax)})
-		}
-	}
-	addLine(top, ok, colorOK, "ok/s "+per(step), false)
+	c := stepChart(title+": throughput", kindThroughput, "ok/s", tl, step, s.Elapsed,
+		stepSeries{label: "ok/s " + per(step), color: colorOK, value: func(b measure.TimelineBucket) float64 { return float64(b.OK) }})
 	if len(tl) == 0 {
-		top.Title.Text += " (empty timeline)"
-		top.Y.Max, bot.Y.Max = 1, 1
+		c.Title += " (empty timeline)"
 	}
-	addLine(bot, mx, colorMax, "max", false)
-	addLine(bot, mean, colorMean, "mean", false)
-	headroom(top)
-	headroom(bot)
-	return render(vg.Points(chartH*1.6), top, bot)
+	for _, b := range bs {
+		if !b.Latency && b.Metric == "throughput" {
+			c.Budgets = append(c.Budgets, budgetLine{Label: b.Text, Y: b.Value})
+		}
+	}
+	return c
 }
 
-// inflightChart plots errors per second and, since the timeline records
-// no in-flight count, the number of requests in the system estimated per
-// second by Little's law from the timeline (Σ response time of the ok
-// responses completed in the second / 1 s), against the phase's exact
-// mean in-flight.
-func inflightChart(title string, pr *engine.PhaseResult) (template.HTML, error) {
-	s := pr.Summary
+// latencyTimeChart plots the mean and the max response time of each
+// second (the timeline records counts, the sum and the max of response
+// times: no percentiles), with the rules' limits on the mean and the max.
+func latencyTimeChart(title string, s *measure.Summary, bs []budget) chart {
 	tl, step := bucketed(s.Timeline)
-	top := newPlot(title+": errors", "", "errors/s")
-	bot := newPlot("in system per second ≈ λ·W (Little's law; no in-flight in the timeline)", "seconds since phase start (by completion)", "requests")
-	timeAxis(top, len(tl), step, s.Elapsed)
-	timeAxis(bot, len(tl), step, s.Elapsed)
-	var errs, l plotter.XYs
+	c := chart{Title: title + ": response time per second, mean and max", Kind: kindLatency,
+		XLabel: "seconds since phase start (by completion)", YLabel: "ms"}
+	mean, mx := make(nums, len(tl)), make(nums, len(tl))
 	for i, x := range tl {
-		t := float64(i * step)
-		e := float64(x.Errors) / float64(step)
-		errs = append(errs, plotter.XY{X: t, Y: e}, plotter.XY{X: t + float64(step), Y: e})
-		v := x.ResponseSum.Seconds() / float64(step)
-		l = append(l, plotter.XY{X: t, Y: v}, plotter.XY{X: t + float64(step), Y: v})
+		c.X = append(c.X, float64(i*step)+float64(step)/2)
+		mean[i], mx[i] = math.NaN(), math.NaN()
+		if x.OK > 0 {
+			mean[i], mx[i] = msf(x.ResponseSum/time.Duration(x.OK)), msf(x.ResponseMax)
+		}
 	}
-	addLine(top, errs, colorErr, "errors/s "+per(step), false)
+	c.Series = []series{{Label: "max", Color: colorMax, Y: mx}, {Label: "mean", Color: colorMean, Y: mean}}
+	c.Budgets = latencyBudgets(bs, func(b budget) bool { return b.Metric == "max" || b.Metric == "mean" })
+	c.Mark = mark(s.Elapsed, float64(len(tl)*step))
+	return c
+}
+
+// errorsChart plots errors per second.
+func errorsChart(title string, s *measure.Summary) chart {
+	tl, step := bucketed(s.Timeline)
+	c := stepChart(title+": errors", kindErrors, "errors/s", tl, step, s.Elapsed,
+		stepSeries{label: "errors/s " + per(step), color: colorErr, value: func(b measure.TimelineBucket) float64 { return float64(b.Errors) }})
 	if s.Errors == 0 {
-		top.Title.Text += " (none)"
-		top.Y.Max = 1
+		c.Title += " (none)"
 	}
-	addLine(bot, l, colorMean, "in system (ok, λ·W "+per(step)+")", false)
+	return c
+}
+
+// inSystemChart plots, since the timeline records no in-flight count,
+// the number of requests in the system estimated per second by Little's
+// law from the timeline (L = λ·W = Σ response time of the ok responses
+// completed in the second / 1 s), against the phase's exact mean
+// in-flight (Summary.InflightMean).
+func inSystemChart(title string, s *measure.Summary) chart {
+	tl, step := bucketed(s.Timeline)
+	ss := []stepSeries{{label: "in system (ok, λ·W " + per(step) + ")", color: colorMean,
+		value: func(b measure.TimelineBucket) float64 { return b.ResponseSum.Seconds() }}}
 	if s.Elapsed > 0 && len(tl) > 0 {
 		m := s.InflightMean()
-		addLine(bot, plotter.XYs{{X: 0, Y: m}, {X: float64(len(tl) * step), Y: m}}, colorRef,
-			fmt.Sprintf("mean in-flight over the phase %.2f", m), true)
+		ss = append(ss, stepSeries{label: fmt.Sprintf("mean in-flight over the phase %.2f", m), color: colorRef, dash: true,
+			value: func(measure.TimelineBucket) float64 { return m * float64(step) }})
 	}
-	if len(tl) == 0 {
-		bot.Y.Max = 1
+	return stepChart(title+": in system per second ≈ λ·W (Little's law)", kindInSystem, "requests", tl, step, s.Elapsed, ss...)
+}
+
+// phaseCharts are the charts of each repeat of one phase (prs, in repeat
+// order), titled with red applied, each kind on one y scale across the
+// repeats: the top of the highest series or budget of that kind, plus a
+// tenth.
+func phaseCharts(prs []*engine.PhaseResult, bs []budget, red func(string) string) [][]chart {
+	out := make([][]chart, len(prs))
+	top := map[string]float64{}
+	for i, pr := range prs {
+		title := red(chartTitle(pr))
+		s := pr.Summary
+		cs := []chart{percentileChart(title, s, bs)}
+		if pts := intervalPercentiles(s); len(pts) > 0 {
+			cs = append(cs, pctTimeChart(title, pts, s.Elapsed, bs))
+		}
+		cs = append(cs, throughputChart(title, s, bs), latencyTimeChart(title, s, bs), errorsChart(title, s), inSystemChart(title, s))
+		for j := range cs {
+			for k := range cs[j].Budgets {
+				cs[j].Budgets[k].Label = red(cs[j].Budgets[k].Label)
+			}
+			top[cs[j].Kind] = math.Max(top[cs[j].Kind], cs[j].top())
+		}
+		out[i] = cs
 	}
-	headroom(top)
-	headroom(bot)
-	return render(vg.Points(chartH*1.6), top, bot)
+	for _, cs := range out {
+		for j := range cs {
+			cs[j].YMax = 1
+			if t := top[cs[j].Kind]; t > 0 {
+				cs[j].YMax = t * 1.1
+			}
+		}
+	}
+	return out
+}
+
+// top is the highest value the chart draws, series and budgets (0 for
+// none).
+func (c *chart) top() float64 {
+	t := 0.0
+	for _, s := range c.Series {
+		for _, v := range s.Y {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				t = math.Max(t, v)
+			}
+		}
+	}
+	for _, b := range c.Budgets {
+		t = math.Max(t, b.Y)
+	}
+	return t
 }
 
 func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

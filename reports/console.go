@@ -193,19 +193,30 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 		c.f("  target        usage unavailable: %s\n", pr.TargetErr)
 	}
 	if pr.Server != nil {
-		keys := make([]string, 0, len(pr.Server))
-		for k := range pr.Server {
-			keys = append(keys, k)
+		// The counters the rules read by name, or all when they name none
+		// (an exporter has a hundred; the JSON result holds every one).
+		keys := c.r.Plan.ServerCounters()
+		if keys == nil {
+			keys = slices.Sorted(maps.Keys(pr.Server))
 		}
-		sort.Strings(keys)
 		var parts []string
 		for _, k := range keys {
+			if _, ok := pr.Server[k]; !ok {
+				continue // the rule says so: no such counter
+			}
 			if u, ok := pr.ServerUncertain[k]; ok {
 				// A merge of segments whose readings a dial-in came between.
 				parts = append(parts, fmt.Sprintf("%s=%g±%g", k, pr.Server[k], u))
 				continue
 			}
 			parts = append(parts, fmt.Sprintf("%s=%g", k, pr.Server[k]))
+		}
+		if len(parts) == 0 {
+			parts = append(parts, fmt.Sprintf("none of the counters the rules read (%d fetched)", len(pr.Server)))
+		}
+		if pr.Fetches > 0 {
+			// Our own fetches inside the deltas (rules subtract fetches).
+			parts = append(parts, fmt.Sprintf("· fetches %d", pr.Fetches))
 		}
 		c.f("  server Δ      %s\n", strings.Join(parts, " "))
 	} else if pr.ServerErr != "" {

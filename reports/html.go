@@ -1,6 +1,7 @@
 package reports
 
 import (
+	_ "embed"
 	"fmt"
 	"html/template"
 	"io"
@@ -15,13 +16,34 @@ import (
 	"github.com/runner-dev/runner/engine/rules"
 )
 
+// The HTML report's scripts and styles, inlined into every page: uPlot
+// (assets/uplot, vendored from npm with its licence; VERSION holds its
+// version and digests) and the report's own script that draws the charts
+// with it.
+var (
+	//go:embed assets/uplot/uPlot.iife.min.js
+	uplotJS string
+	//go:embed assets/uplot/uPlot.min.css
+	uplotCSS string
+	//go:embed assets/report.js
+	reportJS string
+)
+
 // HTML writes the run as one self-contained HTML page that opens offline:
-// inline CSS, charts drawn server-side as inline SVG (gonum/plot), no
-// script and no external resource. It holds the verdict, the rules with
-// their observed values per repeat, per phase a summary table (per repeat,
-// and median [min – max] across repeats), per measured (phase, repeat) a
-// percentile-distribution chart, a throughput and latency timeline and an
-// errors and in-system timeline, and the warnings. Every text is escaped
+// inline CSS and scripts, the charts' data as an inline JSON block drawn
+// in the browser by uPlot (interactive: hover for values, drag to zoom,
+// double-click to reset), no external resource. It holds the verdict
+// with the headline numbers of each judged phase beside it (throughput,
+// p95, p99, errors; for repeats the median [min – max] of N), the rules
+// with their observed values per repeat, then per phase, judged phases
+// first and warmups folded at the end, a summary table (per repeat, and
+// median [min – max] across repeats) and per measured repeat the charts:
+// latency by percentile, response-time percentiles over time (when the
+// summary records intervals), throughput, mean and max response time per
+// second, errors, and requests in the system; the rules' limits on a
+// charted metric (`p99 < 20ms`) are drawn on its charts, and the charts
+// of one kind share a y scale across the repeats of a phase. Without
+// JavaScript the tables still hold every number. Every text is escaped
 // and secrets are redacted.
 func HTML(w io.Writer, r *Run) error {
 	if r == nil {
@@ -44,11 +66,27 @@ type page struct {
 	Judged                 bool
 	Rules, Expect          []ruleRow
 	Repeats                []int
-	Phases                 []phaseSection
+	Headline               []headline
+	Phases, Warmups        []phaseSection
 	Warnings               []warnRow
 	RuleSpan               int
 	WarningNote            string
+	// Charts is every chart's data, for the page's JSON block.
+	Charts            []chart
+	UPlotJS, ReportJS template.JS
+	UPlotCSS          template.CSS
 }
+
+// headline is a judged phase's headline numbers: throughput, p95, p99
+// and errors.
+type headline struct {
+	Phase string
+	Cells []headCell
+}
+
+// headCell is one headline number: the value of the one repeat, or the
+// median of the repeats with Range "[min – max] of N".
+type headCell struct{ Value, Range string }
 
 type ruleRow struct {
 	Rule, Phase, Status, Class, Reason string
@@ -59,12 +97,21 @@ type ruleCell struct{ Status, Class, Observed, Reason string }
 
 type phaseSection struct {
 	Name, Meta string
-	Columns    []string
-	Span       int // columns of the table
-	Across     bool
-	Rows       []metricRow
-	Examples   []kv
-	Charts     []chartSet
+	Warmup     bool
+	// spread summarises the repeats that finished the phase (nil: none).
+	spread   *engine.PhaseSpread
+	Columns  []string
+	Span     int // columns of the table
+	Across   bool
+	Rows     []metricRow
+	Examples []kv
+	Charts   []repeatCharts
+}
+
+// repeatCharts are the charts of one (phase, repeat).
+type repeatCharts struct {
+	Title  string
+	Charts []chart
 }
 
 type metricRow struct {
@@ -72,11 +119,6 @@ type metricRow struct {
 	Cells  []string
 	Across string
 	Group  bool // a group heading row
-}
-
-type chartSet struct {
-	Title string
-	SVG   []template.HTML
 }
 
 type warnRow struct{ Code, Where, Message, Class string }
@@ -87,7 +129,8 @@ func buildPage(r *Run) (*page, error) {
 	if r.Scenario != nil {
 		name = r.Scenario.Name
 	}
-	pg := &page{Scenario: red(name), RunID: red(r.RunID), Error: red(r.Error)}
+	pg := &page{Scenario: red(name), RunID: red(r.RunID), Error: red(r.Error),
+		UPlotJS: template.JS(uplotJS), ReportJS: template.JS(reportJS), UPlotCSS: template.CSS(uplotCSS)} //nolint:gosec // our own embedded files
 	pg.Title = pg.Scenario + " · " + pg.RunID
 	pg.Verdict, pg.VClass, pg.VNote = verdictWord(r)
 
@@ -160,10 +203,26 @@ func buildPage(r *Run) (*page, error) {
 	if across == nil && r.Result != nil {
 		across = engine.Across(r.Result)
 	}
-	var err error
-	pg.Phases, err = phaseSections(red, phases, across)
-	if err != nil {
-		return nil, err
+	var srcs []ruleSource
+	if r.Verdict != nil {
+		for _, rr := range r.Verdict.Rules {
+			srcs = append(srcs, ruleSource{Rule: rr.Source, Phase: rr.Phase})
+		}
+	}
+	// Judged phases first, warmups apart (folded at the end).
+	for _, sec := range phaseSections(red, phases, across, phaseBudgets(srcs)) {
+		if sec.Warmup {
+			pg.Warmups = append(pg.Warmups, sec)
+			continue
+		}
+		for _, rc := range sec.Charts {
+			for i := range rc.Charts {
+				rc.Charts[i].ID = fmt.Sprintf("chart-%d", len(pg.Charts)+1)
+				pg.Charts = append(pg.Charts, rc.Charts[i])
+			}
+		}
+		pg.Phases = append(pg.Phases, sec)
+		pg.Headline = append(pg.Headline, headlineOf(sec.Name, sec.spread))
 	}
 	for _, w := range r.Warnings {
 		where := w.Phase
@@ -235,8 +294,10 @@ func ruleRows(red func(string) string, rs []engine.RuleResult, repeats []int) []
 }
 
 // phaseSections groups the measured phases by name, in plan order, each
-// with one column per repeat and the spread across repeats.
-func phaseSections(red func(string) string, phases []*engine.PhaseResult, across []engine.PhaseSpread) ([]phaseSection, error) {
+// with one column per repeat, the spread across repeats, and the charts
+// of each repeat of a judged phase with the budgets (by phase name) drawn
+// on them.
+func phaseSections(red func(string) string, phases []*engine.PhaseResult, across []engine.PhaseSpread, budgets map[string][]budget) []phaseSection {
 	var order []string
 	by := map[string][]*engine.PhaseResult{}
 	for _, pr := range phases {
@@ -252,11 +313,14 @@ func phaseSections(red func(string) string, phases []*engine.PhaseResult, across
 	for _, name := range order {
 		prs := by[name]
 		p := prs[0].Phase
-		sec := phaseSection{Name: red(name), Meta: phaseMeta(p)}
+		sec := phaseSection{Name: red(name), Meta: phaseMeta(p), Warmup: p.Warmup}
 		var spread *engine.PhaseSpread
 		for i := range across {
-			if across[i].Phase == name && len(across[i].Repeats) >= 2 {
-				spread = &across[i]
+			if across[i].Phase == name {
+				sec.spread = &across[i]
+				if len(across[i].Repeats) >= 2 {
+					spread = &across[i]
+				}
 			}
 		}
 		sec.Across = spread != nil
@@ -287,17 +351,42 @@ func phaseSections(red func(string) string, phases []*engine.PhaseResult, across
 			}
 		}
 		if !p.Warmup {
-			for _, pr := range prs {
-				cs, err := charts(pr, red)
-				if err != nil {
-					return nil, err
-				}
-				sec.Charts = append(sec.Charts, cs)
+			for i, cs := range phaseCharts(prs, budgets[name], red) {
+				sec.Charts = append(sec.Charts, repeatCharts{Title: red(chartTitle(prs[i])), Charts: cs})
 			}
 		}
 		out = append(out, sec)
 	}
-	return out, nil
+	return out
+}
+
+// headlineOf is a judged phase's headline numbers from the summary of its
+// repeats (engine.Across): throughput, p95, p99 and errors, each the value
+// of the one repeat or the median [min – max] of N (the worse middle
+// value of an even N).
+func headlineOf(name string, sp *engine.PhaseSpread) headline {
+	h := headline{Phase: name}
+	show := func(key string, format func(float64) string) {
+		c := headCell{Value: "n/a"}
+		var m engine.Spread
+		ok := false
+		if sp != nil {
+			m, ok = sp.Metrics[key]
+		}
+		if ok {
+			c.Value = format(m.Median)
+			if m.N >= 2 {
+				c.Range = fmt.Sprintf("[%s – %s] of %d", format(m.Min), format(m.Max), m.N)
+			}
+		}
+		h.Cells = append(h.Cells, c)
+	}
+	ms := func(v float64) string { return dur(time.Duration(v * float64(time.Millisecond))) }
+	show("throughput", func(v float64) string { return rate(v) + "/s" })
+	show("p95_ms", ms)
+	show("p99_ms", ms)
+	show("errors", func(v float64) string { return fmt.Sprintf("%g", v) })
+	return h
 }
 
 func phaseMeta(p *engine.PhasePlan) string {
@@ -494,23 +583,6 @@ func durOK(v time.Duration, ok bool) string {
 	return dur(v)
 }
 
-func charts(pr *engine.PhaseResult, red func(string) string) (chartSet, error) {
-	title := red(chartTitle(pr))
-	cs := chartSet{Title: title}
-	for _, f := range []func() (template.HTML, error){
-		func() (template.HTML, error) { return percentileChart(title+": latency by percentile", pr.Summary) },
-		func() (template.HTML, error) { return throughputChart(title, pr.Summary) },
-		func() (template.HTML, error) { return inflightChart(title, pr) },
-	} {
-		svg, err := f()
-		if err != nil {
-			return cs, fmt.Errorf("html report: chart of %s: %w", title, err)
-		}
-		cs.SVG = append(cs.SVG, svg)
-	}
-	return cs, nil
-}
-
 var htmlPage = template.Must(template.New("html").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -523,6 +595,9 @@ h1{font-size:22px;margin:0 0 4px}
 h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 h3{font-size:15px;margin:16px 0 6px}
 .head{display:flex;gap:24px;align-items:flex-start;flex-wrap:wrap}
+.verdictbox{display:flex;gap:16px;align-items:flex-start;flex-wrap:wrap}
+table.headline{margin:0}
+{{.UPlotCSS}}
 .verdict{display:inline-block;font-size:28px;font-weight:700;padding:8px 20px;border-radius:6px;color:#fff;letter-spacing:1px}
 .verdict.pass{background:#2e7d32;color:#fff}.verdict.fail{background:#c62828;color:#fff}.verdict.inconclusive{background:#ef6c00;color:#fff}
 .note{color:#555;margin-top:4px;max-width:60ch}
@@ -539,7 +614,14 @@ table.kv th{width:9em}
 .reason{font-size:12px;color:#777}
 code{font-family:ui-monospace,"Liberation Mono",monospace;font-size:13px}
 .charts{display:grid;grid-template-columns:repeat(3,minmax(0,1fr));gap:10px;align-items:start;margin-bottom:14px}
-.chart{width:100%;height:auto;background:#fff;border:1px solid #e4e4e4}
+figure.chart{margin:0;background:#fff;border:1px solid #e4e4e4;padding:6px;min-width:0}
+figure.chart figcaption{font-size:13px;font-weight:600;overflow-wrap:anywhere;white-space:normal}
+.budget{font-size:12px;font-weight:400;color:#c62828}
+.plot{min-height:120px;color:#777;font-size:12px}
+.plot .uplot{width:100%}
+.u-legend{font-size:12px}
+.headline th,.headline td{font-size:13px}
+details.warmups>summary{cursor:pointer;font-size:18px;font-weight:600;margin:28px 0 8px}
 li.invalid{color:#c62828}
 footer{margin-top:30px;color:#888;font-size:12px}
 @media (max-width:1000px){.charts{grid-template-columns:1fr}}
@@ -551,10 +633,16 @@ footer{margin-top:30px;color:#888;font-size:12px}
 <h1>{{.Scenario}}</h1>
 <div>run <code>{{.RunID}}</code></div>
 </div>
+<div class="verdictbox">
 <div>
 <div class="verdict {{.VClass}}" id="verdict">{{.Verdict}}</div>
 {{with .VNote}}<div class="note">{{.}}</div>{{end}}
 {{with .WarningNote}}<div class="note">{{.}}</div>{{end}}
+</div>
+{{with .Headline}}<table class="headline" id="headline">
+<tr><th>phase</th><th>throughput (ok)</th><th>p95</th><th>p99</th><th>errors</th></tr>
+{{range .}}<tr><td>{{.Phase}}</td>{{range .Cells}}<td class="num"><b>{{.Value}}</b>{{with .Range}}<div class="reason">{{.}}</div>{{end}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
 </div>
 </div>
 <table class="kv">
@@ -575,7 +663,22 @@ footer{margin-top:30px;color:#888;font-size:12px}
 </table>
 {{else}}<p>No rules: the verdict only says whether the run completed.</p>{{end}}
 {{end}}
-{{range .Phases}}
+{{range .Phases}}{{template "phase" .}}{{end}}
+{{with .Warmups}}<details class="warmups"><summary>warmup phases (recorded apart, never judged)</summary>
+{{range .}}{{template "phase" .}}{{end}}</details>{{end}}
+{{if .Warnings}}
+<h2>warnings</h2>
+<ul>
+{{range .Warnings}}<li class="{{.Class}}"><code>{{.Code}}</code>{{with .Where}} [{{.}}]{{end}}: {{.Message}}</li>
+{{end}}</ul>
+{{end}}
+<footer>runner HTML report · self-contained: inline CSS, scripts and data (charts by uPlot, MIT licence), nothing fetched.</footer>
+<script type="application/json" id="runner-charts">{{.Charts}}</script>
+<script>{{.UPlotJS}}</script>
+<script>{{.ReportJS}}</script>
+</body>
+</html>
+{{define "phase"}}
 <h2>phase {{.Name}}</h2>
 <div class="meta">{{.Meta}}</div>
 <table>
@@ -587,20 +690,12 @@ footer{margin-top:30px;color:#888;font-size:12px}
 <div class="reason">* too few samples for this percentile to mean much (fewer than 10/(1−p)). Percentiles are never averaged across repeats; the median of an even count is the worse middle value.</div>
 {{with .Examples}}<h3>error examples</h3>
 <table>{{range .}}<tr><th><code>{{.K}}</code></th><td>{{.V}}</td></tr>{{end}}</table>{{end}}
-{{if .Charts}}<p class="caption">Per repeat: (1) latency by percentile, nearest rank, x on a log scale of 1/(1−p), response time (from the intended start) and service time (from the send) of the ok requests; (2) ok responses per second, and the mean and max response time of each second (the per-second timeline records counts, the sum and the max of response times: no percentiles); (3) errors per second, and the requests in the system per second estimated by Little's law from the timeline (Σ response time / 1 s of the ok responses completed in it; the timeline records no in-flight count) against the phase's exact mean in-flight. Seconds are by completion time; the dashed vertical line is the end of the phase's own length, completions after it came in the drain grace.</p>{{end}}
+{{if .Charts}}<p class="caption">Per repeat: latency by percentile (nearest rank, x on a log scale of 1/(1−p); response time from the intended start, service time from the send, of the ok requests); the response time's p50, p90 and p99 per interval, when recorded; ok responses per second; the mean and max response time of each second (the per-second timeline records counts, the sum and the max of response times: no percentiles); errors per second; and the requests in the system per second estimated by Little's law from the timeline (Σ response time / 1 s of the ok responses completed in it; the timeline records no in-flight count) against the phase's exact mean in-flight. Seconds are by completion time; the dashed grey vertical line is the end of the phase's own length, completions after it came in the drain grace. Dashed red lines are the rules' limits. Charts of one kind share their y scale across repeats. Hover for values, drag to zoom, double-click to reset.</p>
+<noscript><p class="caption">The charts need JavaScript; the table above holds their numbers.</p></noscript>{{end}}
 {{range .Charts}}
 <h3>{{.Title}}</h3>
-<div class="charts">{{range .SVG}}{{.}}{{end}}</div>
+<div class="charts">{{range .Charts}}<figure class="chart"><figcaption>{{.Title}}{{range .Budgets}} <span class="budget">limit {{.Label}}</span>{{end}}</figcaption><div class="plot" data-chart="{{.ID}}">chart {{.ID}}: drawn by JavaScript</div></figure>{{end}}</div>
 {{end}}
 {{end}}
-{{if .Warnings}}
-<h2>warnings</h2>
-<ul>
-{{range .Warnings}}<li class="{{.Class}}"><code>{{.Code}}</code>{{with .Where}} [{{.}}]{{end}}: {{.Message}}</li>
-{{end}}</ul>
-{{end}}
-<footer>runner HTML report · self-contained: inline CSS and SVG, no scripts, nothing fetched.</footer>
-</body>
-</html>
 {{define "rule"}}<tr><td><code>{{.Rule}}</code>{{with .Reason}}<div class="reason">{{.}}</div>{{end}}</td><td>{{.Phase}}</td><td class="{{.Class}}">{{.Status}}</td>{{range .Cells}}<td><span class="{{.Class}}">{{.Status}}</span> <span class="obs">{{.Observed}}</span>{{with .Reason}}<div class="reason">{{.}}</div>{{end}}</td>{{end}}</tr>
 {{end}}`))

@@ -309,6 +309,20 @@ func TestProblems(t *testing.T) {
 		{"fetch none", "version: 1\ntarget: {serve: http}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\nreconcile: {fetch: {}, expect: [errors == 0]}\n", []string{
 			`s.yaml:5:20: reconcile.fetch: no channel; expected one of path (GET, JSON), prometheus (GET, Prometheus text) or message (WebSocket control message)`,
 		}},
+		// The counters may live at a URL of their own (an exporter's port),
+		// over http or https, without user info.
+		{"fetch url", "version: 1\ntarget: {serve: http}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\nreconcile: {fetch: {prometheus: 'ftp://127.0.0.1:8405/metrics'}, expect: [errors == 0]}\n", []string{
+			`s.yaml:5:33: reconcile.fetch.prometheus: unsupported scheme "ftp" in "ftp://127.0.0.1:8405/metrics"; the counters are read over http or https`,
+		}},
+		{"fetch url user", "version: 1\ntarget: {serve: http}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\nreconcile: {fetch: {path: 'http://u:secret@127.0.0.1:99999/stats'}, expect: [errors == 0]}\n", []string{
+			`s.yaml:5:27: reconcile.fetch.path: user info (user:password@) in the url is not supported`,
+		}},
+		{"fetch url port", "version: 1\ntarget: {serve: http}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\nreconcile: {fetch: {path: 'http://127.0.0.1:99999/stats'}, expect: [errors == 0]}\n", []string{
+			`s.yaml:5:27: reconcile.fetch.path: port out of range in "http://127.0.0.1:99999/stats"; expected a port from 1 to 65535`,
+		}},
+		{"fetch url host", "version: 1\ntarget: {serve: http}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\nreconcile: {fetch: {prometheus: 'http:///metrics'}, expect: [errors == 0]}\n", []string{
+			`s.yaml:5:33: reconcile.fetch.prometheus: expected a path such as /metrics or a URL such as http://127.0.0.1:8405/metrics, found "http:///metrics"`,
+		}},
 		{"http fields", "version: 1\ntarget: {serve: http}\ndriver:\n  http: {method: post, path: hello, version: 2, body: x, body_size: 1KiB, success: \"\", tls: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
 			`s.yaml:4:18: driver.http.method: methods are case-sensitive; did you mean "POST"?`,
 			`s.yaml:4:30: driver.http.path: expected a path starting with "/", e.g. /hello; found "hello"`,

@@ -319,11 +319,15 @@ type Reconcile struct {
 // as requests of the run.
 type Fetch struct {
 	// Path is an HTTP GET path answering the counters as a JSON object,
-	// e.g. /stats (on the target's host; http:// for a ws:// target).
+	// e.g. /stats (on the target's host; http:// for a ws:// target), or
+	// an absolute http(s) URL of an endpoint elsewhere.
 	Path string `yaml:"path,omitempty" json:"path,omitempty"`
 	// Prometheus is an HTTP GET path answering the Prometheus text format,
-	// e.g. /metrics: each sample is a counter, named as exposed
-	// (`name` or `name{label="v",…}` with labels sorted).
+	// e.g. /metrics on the target's host, or an absolute http(s) URL of
+	// an exporter elsewhere (http://127.0.0.1:8405/metrics). Each counter,
+	// untyped sample, and summary or histogram _sum and _count is a
+	// counter named as exposed (`name` or `name{label="v",…}` with labels
+	// sorted); a gauge only when a rule names it.
 	Prometheus string `yaml:"prometheus,omitempty" json:"prometheus,omitempty"`
 	// Message is a WebSocket control message, e.g. '{"cmd":"stats"}',
 	// sent on a connection of its own to the driver's path; the reply is

@@ -271,10 +271,10 @@ func (l *loader) validateFetch(f *Fetch, d Driver) {
 		l.failf(p, "more than one channel (%s); expected exactly one", strings.Join(set, ", "))
 	}
 	if l.has(p+".path") && l.ok(p+".path") {
-		l.checkPath(p+".path", f.Path)
+		l.checkFetchPath(p+".path", f.Path)
 	}
 	if l.has(p+".prometheus") && l.ok(p+".prometheus") {
-		l.checkPath(p+".prometheus", f.Prometheus)
+		l.checkFetchPath(p+".prometheus", f.Prometheus)
 	}
 	if l.has(p+".message") && l.ok(p+".message") {
 		switch {
@@ -290,6 +290,34 @@ func (l *loader) validateFetch(f *Fetch, d Driver) {
 			l.failf(p+".field", "field applies to a JSON reply (path or message), not to prometheus")
 		case f.Field == "" || strings.Contains(f.Field, ".."):
 			l.failf(p+".field", "expected a dot path of field names such as stats, found %s", quote(f.Field))
+		}
+	}
+}
+
+// checkFetchPath checks where reconcile.fetch reads the counters: a path
+// on the target's host (/metrics), or an absolute http:// or https:// URL
+// of an endpoint of their own (http://127.0.0.1:8405/metrics: an
+// exporter on another port), without user info.
+func (l *loader) checkFetchPath(path, v string) {
+	if !strings.Contains(v, "://") {
+		l.checkPath(path, v)
+		return
+	}
+	u, err := url.Parse(v)
+	switch {
+	case l.refuseNonPrinting(path, v):
+	case err != nil || u.Host == "":
+		l.failf(path, "expected a path such as /metrics or a URL such as http://127.0.0.1:8405/metrics, found %s", l.show(path, v))
+	case u.Scheme != "http" && u.Scheme != "https":
+		l.failf(path, "unsupported scheme %s in %s; the counters are read over http or https", quote(u.Scheme), l.show(path, v))
+	case nonASCII(u.Hostname()) >= 0:
+		l.failf(path, "host %s has a character that is not ASCII (character %d); write an international name in its ASCII form (xn--…)", quote(u.Hostname()), nonASCII(u.Hostname())+1)
+	case u.User != nil:
+		// The url is not shown: it holds a password.
+		l.failf(path, "user info (user:password@) in the url is not supported")
+	case u.Port() != "":
+		if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+			l.failf(path, "port out of range in %s; expected a port from 1 to 65535", l.show(path, v))
 		}
 	}
 }

@@ -19,28 +19,7 @@ import (
 // locally and fails under CI (.ci/run installs nginx-light).
 func findNginx(t *testing.T) string {
 	t.Helper()
-	if p, err := exec.LookPath("nginx"); err == nil {
-		return p
-	}
-	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
-		return "/usr/sbin/nginx"
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("nginx not found, and CI must run this test (.ci/run installs nginx-light)")
-	}
-	t.Skip("nginx not found (Debian: apt-get install nginx-light)")
-	return ""
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return findExternal(t, "nginx", "nginx-light")
 }
 
 // startNginx starts nginx as targets/nginx/nginx.conf says, but on a free
@@ -87,22 +66,8 @@ func startNginx(t *testing.T) string {
 			"-g", fmt.Sprintf("daemon off; pid %s;", filepath.Join(prefix, "nginx.pid")))
 		var errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &errb, &errb
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		cmd.WaitDelay = 2 * time.Second
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		stop := func() {
-			cmd.Process.Signal(syscall.SIGQUIT) // graceful: workers finish, then exit
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				<-done
-			}
-		}
+		// SIGQUIT is nginx's graceful stop: workers finish, then exit.
+		done, stop := startGroup(t, cmd, syscall.SIGQUIT)
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 			select {

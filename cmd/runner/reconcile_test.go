@@ -23,14 +23,7 @@ func promTarget(t *testing.T) string {
 		fmt.Fprintf(w, "# HELP app_requests_total Requests.\n# TYPE app_requests_total counter\napp_requests_total{code=\"200\"} %d\n# TYPE app_up gauge\napp_up 1\n", n.Load())
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { n.Add(1) })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String()
+	return serveLoopback(t, mux)
 }
 
 // reconcile.fetch.prometheus reads a Prometheus exposition; a labelled

@@ -140,7 +140,7 @@ func TestShippedScenarioEveryFormat(t *testing.T) {
 	}
 	for name, marker := range map[string]string{
 		"r.json": `"run_id"`, "r.tsv": "timestamp\t", "r.md": "approx(littleL, connections, 0.02)",
-		"r.xml": "<testsuite", "r.html": "<svg", "r.hdr": "#[Histogram log format version 1.3]",
+		"r.xml": "<testsuite", "r.html": `data-chart="chart-1"`, "r.hdr": "#[Histogram log format version 1.3]",
 	} {
 		b, err := os.ReadFile(p(name))
 		if err != nil || !strings.Contains(string(b), marker) {

@@ -22,9 +22,11 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 }
 
 // versionLine is what `runner version` and `runner --version` print:
-// the module version (as `go install …@vX` or a release build sets it;
-// "(devel)" from a checkout), the VCS revision the binary was built from,
-// the Go version and the platform.
+// the version (as a release build, `go install …@vX` or a go build in a
+// git checkout records it; "dev" when none did), the VCS revision the
+// binary was built from (as a release build sets it or the Go toolchain
+// recorded it; "unknown" when neither did), the Go version and the
+// platform.
 func versionLine() string {
 	e := sysinfo.Collect()
 	commit := e.RunnerCommit

@@ -25,15 +25,22 @@ const file = "scale-out.yml"
 // PATH) and no configuration file (a project rooted in an empty directory).
 func lint(t *testing.T, src []byte) []*actionlint.Error {
 	t.Helper()
+	return lintIn(t, t.TempDir(), file, src)
+}
+
+// lintIn lints src as the workflow file path of a project rooted in dir
+// (where actionlint finds local actions, uses: ./), as lint does.
+func lintIn(t *testing.T, dir, path string, src []byte) []*actionlint.Error {
+	t.Helper()
 	l, err := actionlint.NewLinter(&strings.Builder{}, &actionlint.LinterOptions{Shellcheck: "", Pyflakes: ""})
 	if err != nil {
 		t.Fatal(err)
 	}
-	proj, err := actionlint.NewProject(t.TempDir())
+	proj, err := actionlint.NewProject(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs, err := l.Lint(file, src, proj)
+	errs, err := l.Lint(path, src, proj)
 	if err != nil {
 		t.Fatal(err)
 	}

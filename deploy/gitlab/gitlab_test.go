@@ -136,10 +136,7 @@ func (n *need) UnmarshalYAML(v *yaml.Node) error {
 }
 
 func decode(src []byte) (pipeline, error) {
-	var p pipeline
-	d := yaml.NewDecoder(bytes.NewReader(src))
-	d.KnownFields(true)
-	err := d.Decode(&p)
+	p, err := decodeAll(src)
 	for name := range p.Jobs {
 		if strings.HasPrefix(name, ".") { // hidden: a template, not a job
 			delete(p.Jobs, name)

@@ -145,6 +145,10 @@ func builtin() []Def {
 		Def{Name: "connections_established", Unit: Count, Worse: LowerIsWorse,
 			Read: func(p *Phase) (float64, bool) { return float64(p.ConnectionsEstablished), true }},
 		count("reconnects", HigherIsWorse, func(s *measure.Summary) int64 { return s.Reconnects }),
+		// The runner's own counter fetches inside the phase's counter
+		// deltas (Phase.Fetches): what a target that counts its scrapes
+		// counted of ours.
+		Def{Name: "fetches", Unit: Count, Read: func(p *Phase) (float64, bool) { return float64(p.Fetches), true }},
 		// InflightSum / CompletionWindow.
 		with(rate("inflight_mean", "inflight_mean", HigherIsWorse, (*measure.Summary).InflightMean), func(d *Def) { d.Unit, d.TSV = Mean, "inflight_mean" }),
 		// Little's law L = λW = ResponseSum / CompletionWindow.

@@ -130,6 +130,10 @@ type Phase struct {
 	// Client and Target are nil when not measured.
 	Client *Client
 	Target *Target
+	// Fetches is how many of the runner's own counter fetches fall
+	// between the readings a phase's counter deltas are taken from
+	// (engine.PhaseResult.Fetches); 0 when counters are not fetched.
+	Fetches int64
 
 	failed *measure.Dist // Summary.FailedAll, merged once
 }

@@ -73,6 +73,7 @@ type metrics struct {
 	ConnectionsOpened      int64         `expr:"connections_opened"`
 	ConnectionsEstablished int64         `expr:"connections_established"`
 	Reconnects             int64         `expr:"reconnects"`
+	Fetches                int64         `expr:"fetches"`
 	InflightMean           float64       `expr:"inflight_mean"`
 	LittleL                float64       `expr:"littleL"`
 

@@ -16,6 +16,8 @@ import (
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/runner-dev/runner/internal/counters"
 )
 
 // Rule is a compiled assertion. It is immutable and safe for concurrent use.
@@ -397,7 +399,8 @@ func toFloat(v any) (float64, bool) {
 
 // patcher rewrites the parsed expr tree before type checking: `==` tokens
 // that were `≈` become approx(a, b), duration literals become constants,
-// and median(x) / worst(x) become reads of the cross-repeat views.
+// median(x) / worst(x) become reads of the cross-repeat views, and a
+// server series' labels are sorted (counters.Canonical).
 type patcher struct{ rw *rewritten }
 
 // Visit implements ast.Visitor.
@@ -441,6 +444,18 @@ func (p patcher) Visit(node *ast.Node) {
 			ast.Patch(node, &ast.BinaryNode{Operator: "-", Left: zero, Right: n.Node})
 		}
 	case *ast.MemberNode:
+		// server["m{b=\"2\",a=\"1\"}"] → server["m{a=\"1\",b=\"2\"}"]: a
+		// series is read by its canonical name (labels sorted), the one
+		// the fetch stores, whatever order the rule wrote its labels in.
+		if s, ok := n.Property.(*ast.StringNode); ok && !n.Method {
+			if bp, ok := path(n.Node); ok && len(bp) > 0 && bp[len(bp)-1] == "server" {
+				if c := counters.Canonical(s.Value); c != s.Value {
+					key := &ast.StringNode{Value: c}
+					key.SetLocation(s.Location())
+					n.Property = key
+				}
+			}
+		}
 		// service.p75 → service.p().p75.
 		if s, ok := n.Property.(*ast.StringNode); ok && !n.Method {
 			// baseline.x → baseline.f().x: a catalogue metric without a field.
@@ -543,7 +558,8 @@ func (v *refVisitor) Visit(node *ast.Node) {
 		}
 		p, _ := path(n)
 		x, res, _ := resolve(p)
-		if res != isMetric {
+		// The server group whole (len(server)) may read any counter.
+		if res != isMetric && (res != isGroup || x.group != "server" || x.view != "") {
 			return
 		}
 		r = x
@@ -584,13 +600,20 @@ func readRefs(node *ast.Node) []ref {
 	return v.refs
 }
 
-// calleeVisitor collects the callee nodes of calls.
+// calleeVisitor collects the callee nodes of calls, and the identifiers
+// a member is read from (server in server.x): neither is a metric read
+// on its own.
 type calleeVisitor map[ast.Node]bool
 
 // Visit implements ast.Visitor.
 func (c calleeVisitor) Visit(node *ast.Node) {
-	if call, ok := (*node).(*ast.CallNode); ok {
-		c[call.Callee] = true
+	switch n := (*node).(type) {
+	case *ast.CallNode:
+		c[n.Callee] = true
+	case *ast.MemberNode:
+		if id, ok := n.Node.(*ast.IdentifierNode); ok {
+			c[id] = true
+		}
 	}
 }
 

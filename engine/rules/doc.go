@@ -76,7 +76,7 @@
 //     higher is better: requests, ok, samples, throughput, completed_rate,
 //     achieved_rate, connections_established;
 //     no direction (worst(x) is a compile error): arrivals, offered_rate,
-//     duration, connections, server.*.
+//     duration, connections, fetches, server.*.
 //   - median(x) is the middle value; with an even number of repeats the
 //     worse of the two middle values (the higher for metrics without a
 //     direction). It is always a measured value, never an average of

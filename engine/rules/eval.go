@@ -453,6 +453,30 @@ func ExtraPercentiles(rs []*Rule) []float64 {
 	return out
 }
 
+// ServerCounters returns the target's counters the rules rs read by name
+// (`server.requests`, `server["m{a=\"1\"}"]`, canonical: labels
+// sorted), sorted. every is true when a rule reads the server group
+// without a constant name (`len(server)`, `server[code]`): it may read
+// any counter.
+func ServerCounters(rs []*Rule) (names []string, every bool) {
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		for _, x := range r.refs {
+			switch {
+			case x.group != "server":
+			case x.name == "":
+				every = true
+			case !slices.Contains(names, x.name):
+				names = append(names, x.name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, every
+}
+
 // Judge judges the rule on each repeat's environment of one phase. The rule
 // holds only if it holds in every repeat: any Fail is Fail, else any Error
 // is Error, else any Inconclusive is Inconclusive. median(x) and worst(x)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/metric"
 )
 
 var ok200 = drivers.Outcome{Class: drivers.OK, Responded: true}
@@ -288,12 +289,7 @@ func TestEvalCorrected(t *testing.T) {
 func TestEval(t *testing.T) {
 	env := NewEnv(b19Summary(), Extras{Connections: 200, OfferedRate: 100,
 		Server: map[string]float64{"echoed": 1006, "limited": 0}})
-	for _, c := range []struct {
-		src      string
-		want     Status
-		observed string
-		reason   string
-	}{
+	checkEval(t, env, []evalCase{
 		{"p99 < 5s", Pass, "p99=3.985408s", ""},
 		{"p99 < 20ms", Fail, "p99=3.985408s", "p99 < 20ms is false: 3.985408s vs 20ms, difference 3.965408s"},
 		// A reconciliation mismatch shows both sides and their difference.
@@ -336,7 +332,22 @@ func TestEval(t *testing.T) {
 		{"let x = p99; x < 5s", Pass, "p99=3.985408s", ""},
 		{"1h30m > duration", Pass, "", ""},
 		{"p99 > -5ms", Pass, "", ""},
-	} {
+	})
+}
+
+// evalCase is a rule, its expected status, observed values ("" not
+// checked) and a part of its reason.
+type evalCase struct {
+	src      string
+	want     Status
+	observed string
+	reason   string
+}
+
+// checkEval compiles and judges each case on env.
+func checkEval(t *testing.T, env Env, cases []evalCase) {
+	t.Helper()
+	for _, c := range cases {
 		r, err := Compile(c.src)
 		if err != nil {
 			t.Errorf("Compile(%q): %v", c.src, err)
@@ -515,7 +526,7 @@ func TestCatalogue(t *testing.T) {
 		p50 p90 p95 p99 p999 max min mean stddev connections connections_opened reconnects
 		inflight_mean littleL cancelled connections_established
 		unknown_id duplicate_id
-		left_over`) // unknown_id, duplicate_id: replies no request waited for (issue 4); left_over: arrivals the drain could not finish (issue 11)
+		left_over fetches`) // unknown_id, duplicate_id: replies no request waited for (issue 4); left_over: arrivals the drain could not finish (issue 11); fetches: the runner's own counter fetches (issue 15)
 	for _, name := range design {
 		if _, ok := topLevel[name]; !ok {
 			t.Errorf("%s missing from the catalogue", name)
@@ -595,5 +606,62 @@ func TestSyntaxHints(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", src, err, want)
 		}
+	}
+}
+
+// A rule may write a series' labels in any order (HAProxy exposes
+// {proxy="be",code="2xx"}, the fetch stores them sorted): the rule reads
+// the canonical name, shows it, and a series the target lacks is
+// suggested in the canonical form.
+func TestServerLabelsAnyOrder(t *testing.T) {
+	env := NewEnv(b19Summary(), Extras{Server: map[string]float64{
+		`responses_total{code="2xx",proxy="be"}`: 1006,
+		`responses_total{code="5xx",proxy="be"}`: 1,
+	}})
+	checkEval(t, env, []evalCase{
+		{`server["responses_total{proxy=\"be\",code=\"2xx\"}"] == ok`, Pass, `server["responses_total{code=\"2xx\",proxy=\"be\"}"]=1006 ok=1006`, ""},
+		{`server['responses_total{ proxy="be", code="5xx" }'] == errors`, Pass, "", ""},
+		{`median(server["responses_total{proxy=\"be\",code=\"2xx\"}"]) == ok`, Pass, "", ""},
+		{`server["responses_total{proxy=\"be\",code=\"4xx\"}"] == 0`, Inconclusive, "",
+			`the target has no counter "responses_total{code=\"4xx\",proxy=\"be\"}"; did you mean responses_total{code="2xx",proxy="be"} or responses_total{code="5xx",proxy="be"}?`},
+	})
+}
+
+// ServerCounters lists the counters rules read by name, canonical; a
+// computed key means any counter.
+func TestServerCounters(t *testing.T) {
+	compile := func(srcs ...string) []*Rule {
+		var rs []*Rule
+		for _, src := range srcs {
+			r, err := Compile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, r)
+		}
+		return append(rs, nil)
+	}
+	names, every := ServerCounters(compile(`server.b == ok`, `server["m{z=\"1\",a=\"2\"}"] - fetches == requests and server.b > 0`, `p99 < 1s`))
+	if !slices.Equal(names, []string{"b", `m{a="2",z="1"}`}) || every {
+		t.Errorf("names %q, every %v", names, every)
+	}
+	if names, every := ServerCounters(compile(`len(server) > 0`)); names != nil || !every {
+		t.Errorf("len(server): names %q, every %v", names, every)
+	}
+	if names, every := ServerCounters(compile(`errors == 0`)); names != nil || every {
+		t.Errorf("no server counter: names %q, every %v", names, every)
+	}
+}
+
+// fetches is the phase's own counter fetches, to subtract from a target
+// that counts its scrapes.
+func TestFetches(t *testing.T) {
+	env := EnvOf(&metric.Phase{Summary: b19Summary(), Fetches: 2}, map[string]float64{"requests": 1009}, nil)
+	r, err := Compile(`server.requests - fetches == requests`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := r.Eval(env); v.Status != Pass || v.Observed != "server.requests=1009 fetches=2 requests=1007" {
+		t.Errorf("%v, observed %q, %s", v.Status, v.Observed, v.Reason)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -89,13 +90,18 @@ func flatten(prefix string, v map[string]any, out map[string]float64) error {
 }
 
 // Prometheus reads the Prometheus text exposition format (at most
-// MaxSize bytes). Each counter, gauge and untyped sample is a counter
-// named as exposed: `name`, or `name{a="x",b="y"}` with its labels
-// sorted by name; a summary or histogram gives name_sum and name_count
-// (with labels). Errors: a malformed exposition, with its line.
-func Prometheus(r io.Reader) (map[string]float64, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(io.LimitReader(r, MaxSize))
+// MaxSize bytes). Each counter and untyped sample is a counter named as
+// exposed, in its canonical form (Canonical): `name`, or
+// `name{a="x",b="y"}` with its labels sorted by name; a summary or
+// histogram gives name_sum and name_count (with labels). A sample of
+// NaN or ±Inf is left out: it has no number to compare. A gauge is read
+// only when gauge(name) is true (nil: no gauge): a gauge is a level, not a
+// count, so it reconciles nothing unless a rule asks for it by name, and
+// an exporter's dozens of gauges (HAProxy's: uptime, memory, current
+// sessions) would otherwise fill the report. Errors: a malformed
+// exposition, with its line; a series given twice.
+func Prometheus(r io.Reader, gauge func(name string) bool) (map[string]float64, error) {
+	fams, err := families(io.LimitReader(r, MaxSize))
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +109,12 @@ func Prometheus(r io.Reader) (map[string]float64, error) {
 	set := func(k string, v float64) error {
 		if _, dup := out[k]; dup {
 			return fmt.Errorf("series %s given twice", k)
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			// No number to compare (HAProxy's "not applicable": the
+			// check counters of a server without health checks), nor
+			// one a JSON result can hold: left out.
+			return nil
 		}
 		out[k] = v
 		return nil
@@ -115,7 +127,9 @@ func Prometheus(r io.Reader) (map[string]float64, error) {
 			case m.Counter != nil:
 				err = set(name+labels, m.GetCounter().GetValue())
 			case m.Gauge != nil:
-				err = set(name+labels, m.GetGauge().GetValue())
+				if gauge != nil && gauge(name+labels) {
+					err = set(name+labels, m.GetGauge().GetValue())
+				}
 			case m.Untyped != nil:
 				err = set(name+labels, m.GetUntyped().GetValue())
 			case m.Summary != nil:
@@ -131,6 +145,34 @@ func Prometheus(r io.Reader) (map[string]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// families parses an exposition in the Prometheus text format.
+func families(r io.Reader) (map[string]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(r)
+}
+
+// Canonical returns a series name as Prometheus reads it:
+// `name{b="y",a="x"}` becomes `name{a="x",b="y"}` (labels sorted by name,
+// values quoted as Go quotes them, no spaces), so that a rule may write a
+// series' labels in any order, as the exporter does, and still find it.
+// A name without labels, or one that is not a series of the text format
+// (a JSON counter such as group.requests), is returned unchanged.
+func Canonical(name string) string {
+	if !strings.Contains(name, "{") || !strings.HasSuffix(name, "}") || strings.Contains(name, "\n") {
+		return name
+	}
+	fams, err := families(strings.NewReader(name + " 0\n"))
+	if err != nil || len(fams) != 1 {
+		return name
+	}
+	for n, f := range fams {
+		if ms := f.GetMetric(); len(ms) == 1 {
+			return n + labelText(ms[0].GetLabel())
+		}
+	}
+	return name
 }
 
 // labelText renders labels as {a="x",b="y"}, sorted by name; "" for none.

@@ -52,21 +52,43 @@ latency{quantile="0.5"} 0.1
 latency_sum 12.5
 latency_count 100
 `
-	got, err := Prometheus(strings.NewReader(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]float64{
-		`requests_total{code="503",method="GET"}`: 7,
-		`requests_total{code="200",method="GET"}`: 93,
-		"inflight": 2, "plain": 5, "latency_sum": 12.5, "latency_count": 100,
-	}
-	for k, v := range want {
-		if g, ok := got[k]; !ok || g != v {
-			t.Errorf("%s = %v (present %v), want %v; all: %v", k, g, ok, v, got)
+	// Gauges are left out unless asked for by name.
+	for _, tc := range []struct {
+		gauge  func(string) bool
+		gauges map[string]float64
+	}{
+		{nil, nil},
+		{func(n string) bool { return n == "inflight" }, map[string]float64{"inflight": 2}},
+		{func(n string) bool { return n == "other" }, nil},
+	} {
+		got, err := Prometheus(strings.NewReader(text), tc.gauge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]float64{
+			`requests_total{code="503",method="GET"}`: 7,
+			`requests_total{code="200",method="GET"}`: 93,
+			"plain": 5, "latency_sum": 12.5, "latency_count": 100,
+		}
+		for k, v := range tc.gauges {
+			want[k] = v
+		}
+		if len(got) != len(want) {
+			t.Errorf("got %v, want %v", got, want)
+		}
+		for k, v := range want {
+			if g, ok := got[k]; !ok || g != v {
+				t.Errorf("%s = %v (present %v), want %v; all: %v", k, g, ok, v, got)
+			}
 		}
 	}
-	if _, err := Prometheus(strings.NewReader("a{ 1\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
+	// NaN and ±Inf (HAProxy's check counters of a server without
+	// checks) are no counts, and no JSON result could hold them.
+	got, err := Prometheus(strings.NewReader("# TYPE a counter\na NaN\nb +Inf\nc -Inf\nd 1\n"), nil)
+	if err != nil || len(got) != 1 || got["d"] != 1 {
+		t.Errorf("non-finite samples: %v, %v", got, err)
+	}
+	if _, err := Prometheus(strings.NewReader("a{ 1\n"), nil); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("malformed: %v", err)
 	}
 }
@@ -75,7 +97,7 @@ func FuzzPrometheus(f *testing.F) {
 	f.Add("a 1\n")
 	f.Add("# TYPE x counter\nx{a=\"b\"} 2\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		Prometheus(strings.NewReader(s))
+		Prometheus(strings.NewReader(s), func(string) bool { return true })
 	})
 }
 
@@ -96,10 +118,54 @@ func TestAmbiguous(t *testing.T) {
 	if _, err := JSON([]byte(`{"a": 1} {"a": 2}`), ""); err == nil || !strings.Contains(err.Error(), "more after the first value") {
 		t.Errorf("trailing: %v", err)
 	}
-	if _, err := Prometheus(strings.NewReader("messages 500\nmessages 0\n")); err == nil || !strings.Contains(err.Error(), "messages") {
+	if _, err := Prometheus(strings.NewReader("messages 500\nmessages 0\n"), nil); err == nil || !strings.Contains(err.Error(), "messages") {
 		t.Errorf("duplicate series: %v", err)
 	}
-	if _, err := Prometheus(strings.NewReader("m{a=\"1\",b=\"2\"} 1\nm{b=\"2\",a=\"1\"} 2\n")); err == nil {
+	if _, err := Prometheus(strings.NewReader("m{a=\"1\",b=\"2\"} 1\nm{b=\"2\",a=\"1\"} 2\n"), nil); err == nil {
 		t.Error("duplicate series with labels in another order accepted")
 	}
+}
+
+// A rule may write a series' labels in any order and with spaces: the
+// canonical form sorts them as Prometheus does; what is not a series of
+// the text format is left as written.
+func TestCanonical(t *testing.T) {
+	for in, want := range map[string]string{
+		`haproxy_backend_http_responses_total{proxy="be",code="2xx"}`: `haproxy_backend_http_responses_total{code="2xx",proxy="be"}`,
+		`haproxy_backend_http_responses_total{code="2xx",proxy="be"}`: `haproxy_backend_http_responses_total{code="2xx",proxy="be"}`,
+		`requests_total{ method = "GET" , code="503" }`:               `requests_total{code="503",method="GET"}`,
+		`m{a="x\"y"}`:                  `m{a="x\"y"}`,
+		`plain`:                        `plain`,
+		`group.requests`:               `group.requests`,
+		`m{a="1"} trailing`:            `m{a="1"} trailing`,
+		`m{a="1"} 5`:                   `m{a="1"} 5`,
+		`m{a="1"}` + "\n" + `n{b="2"}`: `m{a="1"}` + "\n" + `n{b="2"}`,
+		`m{b="2",`:                     `m{b="2",`,
+	} {
+		if got := Canonical(in); got != want {
+			t.Errorf("Canonical(%s) = %s, want %s", in, got, want)
+		}
+	}
+	// The canonical form is the name Prometheus gives the series.
+	text := "# TYPE r counter\nr{z=\"1\",a=\"2\"} 4\n"
+	got, err := Prometheus(strings.NewReader(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[Canonical(`r{z="1",a="2"}`)] != 4 {
+		t.Errorf("Canonical(r{z=\"1\",a=\"2\"}) = %s is not among %v", Canonical(`r{z="1",a="2"}`), got)
+	}
+}
+
+// Canonical never panics, and its form is its own canonical form.
+func FuzzCanonical(f *testing.F) {
+	f.Add(`m{b="2",a="1"}`)
+	f.Add(`haproxy_backend_http_responses_total{proxy="be", code="2xx"}`)
+	f.Add(`group.requests`)
+	f.Fuzz(func(t *testing.T, s string) {
+		c := Canonical(s)
+		if again := Canonical(c); again != c {
+			t.Errorf("Canonical(%q) = %q, but Canonical(%q) = %q", s, c, c, again)
+		}
+	})
 }

@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
@@ -41,10 +44,13 @@ func meterProcess(pid int) func() func() (*engine.TargetUsage, error) {
 // fetchCounters reads the target's counters through the channel f names:
 // GET base+path answering JSON (the object at f.Field), GET base+prometheus
 // answering the Prometheus text format, or a WebSocket control message on
-// a connection of its own (the driver's Control). A ws:// base is reached
-// over http:// for the GETs. The fetch's connection is its own: never
-// counted as the run's.
-func fetchCounters(base string, f schema.Fetch, d drivers.Driver, tlsConf *tls.Config) func(context.Context) (map[string]float64, error) {
+// a connection of its own (the driver's Control). A path or prometheus
+// that is an absolute URL is fetched as it is (an exporter on a port of
+// its own); a ws:// base is reached over http:// for the GETs. The fetch's
+// connection is its own: never counted as the run's. Of a Prometheus
+// exposition, a gauge is read only when named is among the names the rules
+// read (Plan.ServerCounters).
+func fetchCounters(base string, f schema.Fetch, d drivers.Driver, tlsConf *tls.Config, named []string) func(context.Context) (map[string]float64, error) {
 	if f.Message != "" {
 		ctl, _ := d.(interface {
 			Control(ctx context.Context, message string) ([]byte, error)
@@ -64,24 +70,32 @@ func fetchCounters(base string, f schema.Fetch, d drivers.Driver, tlsConf *tls.C
 			return m, nil
 		}
 	}
-	httpBase := strings.TrimSuffix(targets.HealthURL(base), "/healthz")
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: tlsConf}}
 	path := cmp.Or(f.Path, f.Prometheus)
+	where := fetchURL(base, f)
+	gauge := func(name string) bool { return slices.Contains(named, name) }
 	return func(ctx context.Context) (map[string]float64, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, httpBase+path, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, where, nil)
 		if err != nil {
 			return nil, err
 		}
 		resp, err := c.Do(req)
 		if err != nil {
-			return nil, err
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err // the URL is said once, below
+			}
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				return nil, fmt.Errorf("GET %s: connection refused: nothing listens there (reconcile.fetch)", where)
+			}
+			return nil, fmt.Errorf("GET %s: %w", where, err)
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
 		}
 		if f.Prometheus != "" {
-			m, err := counters.Prometheus(resp.Body)
+			m, err := counters.Prometheus(resp.Body, gauge)
 			if err != nil {
 				return nil, fmt.Errorf("GET %s: %w", path, err)
 			}
@@ -97,4 +111,15 @@ func fetchCounters(base string, f schema.Fetch, d drivers.Driver, tlsConf *tls.C
 		}
 		return m, nil
 	}
+}
+
+// fetchURL is the URL reconcile.fetch's path or prometheus reads: itself
+// when absolute, else a path on the target's host (http:// for ws:// and
+// tcp://, https:// for wss://).
+func fetchURL(base string, f schema.Fetch) string {
+	path := cmp.Or(f.Path, f.Prometheus)
+	if strings.Contains(path, "://") {
+		return path
+	}
+	return strings.TrimSuffix(targets.HealthURL(base), "/healthz") + path
 }

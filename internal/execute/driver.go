@@ -109,10 +109,10 @@ func placeholderURL(sc *schema.Scenario) string {
 	return "http://127.0.0.1:1"
 }
 
-// fetchTLS is the TLS configuration of the counter fetches of an https://
-// or wss:// target: the driver's own (ca_file, insecure_skip_verify,
-// server_name), so that the fetch trusts what the traffic trusts; nil
-// for a plain target.
+// fetchTLS is the TLS configuration of the counter fetches at an https://
+// (or wss://) URL: the driver's own (ca_file, insecure_skip_verify,
+// server_name), so that the fetch trusts what the traffic trusts, for the
+// host of base; nil for a plain one.
 func fetchTLS(d *Driver, base string) (*tls.Config, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "wss") {

@@ -180,11 +180,11 @@ func Run(ctx context.Context, rep *reports.Run, o Options) error {
 		PhaseGap: o.PhaseGap,
 	}
 	if sc.Reconcile != nil {
-		tlsConf, err := fetchTLS(d, base)
+		tlsConf, err := fetchTLS(d, fetchURL(base, sc.Reconcile.Fetch))
 		if err != nil {
 			return fail("%s: reconcile.fetch: %v", sc.File, err)
 		}
-		r.Counters = fetchCounters(base, sc.Reconcile.Fetch, d.Driver, tlsConf)
+		r.Counters = fetchCounters(base, sc.Reconcile.Fetch, d.Driver, tlsConf, pl.ServerCounters())
 	}
 	switch {
 	case proc != nil:
@@ -270,7 +270,7 @@ func Judge(rep *reports.Run, base *engine.Result, cal *Calibration) {
 	if rep.Merged != nil {
 		fetchers = rep.Merged.N // every segment fetched
 	}
-	rep.Warnings = append(engine.StaleCounters(res, rep.TargetSpawned != ""), engine.CountersMoved(res, fetchers)...)
+	rep.Warnings = append(engine.StaleCounters(res, rep.TargetSpawned != ""), engine.CountersMoved(res, fetchers, pl.ServerCounters())...)
 	if t := rep.Env.Timer; t != nil {
 		rep.Warnings = append(rep.Warnings, engine.TimerGranularity(pl, *t)...)
 	}

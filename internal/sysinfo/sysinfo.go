@@ -14,13 +14,26 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/mod/module"
+
 	"github.com/runner-dev/runner/internal/clock"
 	"github.com/runner-dev/runner/internal/procstat"
 )
 
-// Version is the runner's version; the build may set it with
-// -ldflags "-X github.com/runner-dev/runner/internal/sysinfo.Version=v1.2.3".
+// Version is the runner's version; a release build sets it with
+// -ldflags "-X github.com/runner-dev/runner/internal/sysinfo.Version=v1.2.3"
+// (deploy/release/build.sh, .goreleaser.yaml, the Dockerfile). Left at
+// "dev", Collect takes the module version that `go install …@v1.2.3`
+// records in the binary instead.
 var Version = "dev"
+
+// Commit is the VCS revision the runner was built from; a release build
+// sets it with
+// -ldflags "-X github.com/runner-dev/runner/internal/sysinfo.Commit=SHA".
+// Left empty, Collect takes the revision that `go build` in a git
+// checkout records (vcs.revision, "+dirty" when vcs.modified), or the one
+// in the pseudo-version that `go install …@COMMIT` records.
+var Commit = ""
 
 // Env is the environment of a run.
 type Env struct {
@@ -41,8 +54,9 @@ type Env struct {
 	GOMAXPROCS int    `json:"gomaxprocs"`
 	GoVersion  string `json:"go_version"`
 	Runner     string `json:"runner_version"`
-	// RunnerCommit is the VCS revision the binary was built from, when the
-	// build recorded it.
+	// RunnerCommit is the VCS revision the binary was built from, when
+	// known: Commit as a release build sets it, or what the Go toolchain
+	// recorded (see Commit).
 	RunnerCommit string `json:"runner_commit,omitempty"`
 	// WorkdirCommit is `git rev-parse HEAD` in the working directory (the
 	// project under test), with "+dirty" when it has uncommitted changes.
@@ -105,18 +119,48 @@ func Collect() Env {
 		e.Kernel = strings.TrimSpace(string(b))
 	}
 	e.CPUModel = cpuModel()
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				e.RunnerCommit = s.Value
-			}
-		}
-		if e.Runner == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			e.Runner = bi.Main.Version
-		}
-	}
+	bi, _ := debug.ReadBuildInfo()
+	e.Runner, e.RunnerCommit = build(Version, Commit, bi)
 	e.WorkdirCommit = gitCommit()
 	return e
+}
+
+// build returns the runner's version and commit: those set at link time
+// (version other than "dev", commit other than ""), else what the Go
+// toolchain recorded in bi (nil: nothing recorded). The version falls
+// back to the main module's version (`go install …@v1.2.3`; not
+// "(devel)", which a build in a checkout records); the commit to the
+// vcs.revision setting (a build in a git checkout, "+dirty" appended when
+// vcs.modified is true), else the revision in a pseudo-version
+// (v0.0.0-20261203075500-0123456789ab → 0123456789ab, from
+// `go install …@COMMIT`), else "" (a tagged `go install`: the tag names
+// the commit).
+func build(version, commit string, bi *debug.BuildInfo) (string, string) {
+	if bi == nil {
+		return version, commit
+	}
+	if version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		version = bi.Main.Version
+	}
+	if commit != "" {
+		return version, commit
+	}
+	var modified bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if commit != "" && modified {
+		commit += "+dirty"
+	}
+	if commit == "" && module.IsPseudoVersion(bi.Main.Version) {
+		commit, _ = module.PseudoVersionRev(bi.Main.Version)
+	}
+	return version, commit
 }
 
 func cpuModel() string {
