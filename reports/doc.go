@@ -5,4 +5,10 @@
 // XML, a self-contained HTML page with charts, and HdrHistogram interval
 // logs.
 // Every number it prints comes from engine and measure; it computes none.
+//
+// The JSON report's format has a version (FormatVersion) and a JSON
+// Schema, result.schema.json beside this file, which internal/schemagen
+// generates from the Go types (`go generate ./reports/`).
 package reports
+
+//go:generate go run ../internal/schemagen result -o result.schema.json

@@ -25,15 +25,19 @@ func WriteJSON(path string, r *Run) error {
 	return writeAtomic(path, b)
 }
 
-// redactedJSON is the JSON report of r, indented, with its secrets
-// redacted inside its strings (redact.Redactor.JSON): a secret that reads
-// like JSON syntax (true, null) leaves the document valid.
+// redactedJSON is the JSON report of r in the current format
+// (format_version FormatVersion, whatever r was read from), indented,
+// with its secrets redacted inside its strings (redact.Redactor.JSON): a
+// secret that reads like JSON syntax (true, null) leaves the document
+// valid.
 func (r *Run) redactedJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // rules read `p99 < 20ms`, not `p99 \u003c 20ms`
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
+	doc := *r
+	doc.FormatVersion = FormatVersion
+	if err := enc.Encode(&doc); err != nil {
 		return nil, fmt.Errorf("encode report: %w", err)
 	}
 	return r.Redactor().JSON(buf.Bytes())

@@ -16,9 +16,11 @@ const MaxReport = 1 << 30
 // Load reads a JSON report written by a run (json.go) back into a Run, so
 // that any report can be rendered again without re-running: console,
 // TSV, Markdown, JUnit, HTML. Errors: an unreadable file, one that is not
-// a runner JSON report (no run_id or no result), a snapshot of a run that
-// had not finished (outcome "incomplete") is loaded but says so in
-// Outcome. Anything but a regular file (a named pipe, a device) is
+// a runner JSON report (no run_id or no result), one whose
+// format_version has a newer major number than FormatVersion's (a
+// missing format_version is a report from before it existed: 1.0); a
+// snapshot of a run that had not finished (outcome "incomplete") is
+// loaded but says so in Outcome. Anything but a regular file (a named pipe, a device) is
 // refused, never read.
 func Load(path string) (*Run, error) {
 	// Only a regular file: a named pipe would block the command, a device
@@ -42,6 +44,12 @@ func parseRun(b []byte) (*Run, error) {
 	}
 	if r.RunID == "" || r.Result == nil {
 		return nil, errors.New("not a runner JSON report (no run_id or no result)")
+	}
+	if err := checkFormat(r.FormatVersion); err != nil {
+		return nil, err
+	}
+	if r.FormatVersion == "" {
+		r.FormatVersion = "1.0"
 	}
 	if err := r.complete(); err != nil {
 		return nil, fmt.Errorf("not a runner JSON report: %w", err)

@@ -14,6 +14,10 @@ import (
 // Run is everything known about one run of one scenario: the input to
 // every report. It is self-contained: the JSON report is this value.
 type Run struct {
+	// FormatVersion is the version of the JSON document's format
+	// (reports.FormatVersion when written; "" in a report from before it
+	// existed, which Load reads as "1.0").
+	FormatVersion string `json:"format_version"`
 	// RunID names the run; it links TSV rows to the JSON report.
 	RunID string `json:"run_id"`
 	// Tool is "runner".

@@ -20,7 +20,7 @@ import (
 	"github.com/runner-dev/runner/schema"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/ (result-format.txt only once FormatVersion is raised)")
 
 // fixture is a deterministic run: a warmup and a measured open phase over
 // two repeats, with known samples, so its reports can be compared with

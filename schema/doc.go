@@ -15,7 +15,10 @@
 // values read into string fields are listed in Scenario.Secrets so that
 // runner can redact them from everything it writes (internal/redact).
 //
-// The package also generates scenario.schema.json, the JSON Schema that
-// editors use to complete and check scenario files; a test keeps it in
-// sync with the Go types.
+// scenario.schema.json, beside this file, is the JSON Schema that editors
+// use to complete and check scenario files. internal/schemagen generates
+// it from the types here (`go generate ./schema/`), so that the runner
+// binary does not link the generator; a test there keeps it in sync.
 package schema
+
+//go:generate go run ../internal/schemagen scenario -o scenario.schema.json

@@ -25,6 +25,11 @@ var (
 	saturationPolicies = []string{"queue", "drop"}
 )
 
+// ServeKinds returns the names of the reference targets that target.serve
+// takes (`runner serve KIND`), in the order messages list them; a new
+// slice on every call.
+func ServeKinds() []string { return slices.Clone(serveKinds) }
+
 // ok reports whether path was written in the file and decoded without a
 // problem, so that validation neither misses a value nor reports a bad
 // one twice.

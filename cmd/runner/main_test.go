@@ -9,9 +9,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/runner-dev/runner/internal/schemacheck"
 	"github.com/runner-dev/runner/targets/httptarget"
 )
 
@@ -111,7 +115,9 @@ func stats(t *testing.T, base string) map[string]float64 {
 	return m
 }
 
-// readJSON decodes the JSON report at path into a generic value.
+// readJSON decodes the JSON report at path into a generic value, after
+// checking that it follows the published result schema
+// (reports/result.schema.json): every report a test reads is held to it.
 func readJSON(t *testing.T, path string) map[string]any {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -122,7 +128,31 @@ func readJSON(t *testing.T, path string) map[string]any {
 	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatalf("%s is not valid JSON: %v", path, err)
 	}
+	checkResultSchema(t, path, b)
 	return v
+}
+
+// resultSchema is reports/result.schema.json, compiled once.
+var resultSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	return schemacheck.Compile(filepath.Join("..", "..", "reports", "result.schema.json"))
+})
+
+// checkResultSchema fails the test when b, the JSON report at path, does
+// not follow reports/result.schema.json, with the validator's account of
+// where.
+func checkResultSchema(t *testing.T, path string, b []byte) {
+	t.Helper()
+	sch, err := resultSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := schemacheck.Decode(b)
+	if err != nil {
+		t.Fatalf("%s is not valid JSON: %v", path, err)
+	}
+	if err := sch.Validate(doc); err != nil {
+		t.Errorf("%s does not follow reports/result.schema.json: %v", path, err)
+	}
 }
 
 // readTSV returns the header and the rows of a TSV file, checking that

@@ -1,120 +1,58 @@
-package schema
+package main
 
 import (
-	_ "embed" // types.go is embedded for its doc comments
-	"encoding/json"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"reflect"
-	"strings"
 
 	"github.com/invopop/jsonschema"
+
+	"github.com/runner-dev/runner/schema"
 )
 
-//go:generate go run ./gen -o scenario.schema.json
-
-// typesSource is the source of the scenario types; its doc comments become
-// the descriptions that editors show, so there is one text to maintain.
-//
-//go:embed types.go
-var typesSource string
-
-// JSONSchema returns the JSON Schema (draft 2020-12) of scenario files,
-// generated from the Go types with their yaml key names and doc comments,
-// indented, with a final newline. scenario.schema.json holds its output;
-// `go generate ./schema/` rewrites it.
+// Scenario returns the JSON Schema (draft 2020-12) of scenario files,
+// generated from the Go types of package schema with their yaml key names
+// and the doc comments of root/schema/types.go (root is the module's
+// directory), indented, with a final newline. schema/scenario.schema.json
+// holds its output; `go generate ./schema/` rewrites it.
 //
 // The schema is for editors: it knows the keys, types, unit syntaxes and
-// enumerations, but Parse remains the judge (it checks ranges, references
-// between phases and rules). It accepts what Parse accepts: a string
-// holding ${...} wherever the loader interpolates before it reads the
-// value, a unit-bearing string and a number or boolean alike (a quoted
+// enumerations, but schema.Parse remains the judge (it checks ranges,
+// references between phases and rules). It accepts what Parse accepts: a
+// string holding ${...} wherever the loader interpolates before it reads
+// the value, a unit-bearing string and a number or boolean alike (a quoted
 // "${CONNS:-4}" for connections), whose value is only known when the file
 // is loaded.
-func JSONSchema() ([]byte, error) {
-	comments, err := typeComments()
+func Scenario(root string) ([]byte, error) {
+	comments, err := comments(root, []string{"schema/types.go"})
 	if err != nil {
-		return nil, fmt.Errorf("json schema: %w", err)
+		return nil, fmt.Errorf("scenario schema: %w", err)
 	}
-	r := &jsonschema.Reflector{FieldNameTag: "yaml", ExpandedStruct: true, CommentMap: comments}
-	s := r.Reflect(&Scenario{})
+	custom := map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[schema.Duration](): durationSchema(),
+		reflect.TypeFor[schema.Rate]():     rateSchema(),
+		reflect.TypeFor[schema.Size]():     sizeSchema(),
+		reflect.TypeFor[schema.RateSpec](): rateSpecSchema(),
+		reflect.TypeFor[schema.Rule]():     ruleSchema(),
+	}
+	r := &jsonschema.Reflector{FieldNameTag: "yaml", ExpandedStruct: true, CommentMap: comments, Mapper: refs(custom)}
+	s := r.Reflect(&schema.Scenario{})
+	addDefinitions(s, custom)
+	for name, extend := range map[string]func(*jsonschema.Schema){
+		"Phase": extendPhase, "Open": extendOpen, "Target": extendTarget, "HTTP": extendHTTP, "Driver": extendDriver,
+	} {
+		d, ok := s.Definitions[name]
+		if !ok {
+			return nil, fmt.Errorf("scenario schema: no definition %s to extend", name)
+		}
+		extend(d)
+	}
 	interpolable(s)
 	for _, d := range s.Definitions {
 		interpolable(d)
 	}
 	s.Title = "runner scenario"
 	s.Description = "A load-test scenario for runner: what load to offer (phases), how (target, driver) and what must hold (assert)."
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("json schema: %w", err)
-	}
-	return append(unescapeHTML(b), '\n'), nil
-}
-
-// unescapeHTML undoes encoding/json's escaping of <, > and & in strings
-// (Schema's own MarshalJSON escapes them, whatever the encoder is told),
-// so that descriptions read `p99 < 20ms` in the file. An escape is only
-// undone where its backslash starts an escape sequence.
-func unescapeHTML(b []byte) []byte {
-	escapes := map[string]byte{`\u003c`: '<', `\u003e`: '>', `\u0026`: '&'}
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' || i+1 >= len(b) {
-			out = append(out, b[i])
-			continue
-		}
-		if i+6 <= len(b) {
-			if c, ok := escapes[string(b[i:i+6])]; ok {
-				out = append(out, c)
-				i += 5
-				continue
-			}
-		}
-		out = append(out, b[i], b[i+1]) // any other escape, e.g. \\ or \"
-		i++
-	}
-	return out
-}
-
-// typeComments maps "pkgpath.Type" and "pkgpath.Type.Field" to the doc
-// comments in types.go, on one line each.
-func typeComments() (map[string]string, error) {
-	f, err := parser.ParseFile(token.NewFileSet(), "types.go", typesSource, parser.ParseComments)
-	if err != nil {
-		return nil, err
-	}
-	pkg := reflect.TypeFor[Scenario]().PkgPath()
-	text := func(groups ...*ast.CommentGroup) string {
-		for _, g := range groups {
-			if t := strings.Join(strings.Fields(g.Text()), " "); t != "" {
-				return t
-			}
-		}
-		return ""
-	}
-	m := map[string]string{}
-	for _, decl := range f.Decls {
-		gd, ok := decl.(*ast.GenDecl)
-		if !ok || gd.Tok != token.TYPE {
-			continue
-		}
-		for _, spec := range gd.Specs {
-			ts := spec.(*ast.TypeSpec)
-			m[pkg+"."+ts.Name.Name] = text(ts.Doc, gd.Doc)
-			st, ok := ts.Type.(*ast.StructType)
-			if !ok {
-				continue
-			}
-			for _, fl := range st.Fields.List {
-				for _, name := range fl.Names {
-					m[pkg+"."+ts.Name.Name+"."+name.Name] = text(fl.Doc, fl.Comment)
-				}
-			}
-		}
-	}
-	return m, nil
+	return marshal(s)
 }
 
 // Patterns of the unit syntaxes, anchored. Each also admits any string
@@ -126,8 +64,8 @@ const (
 	sizePattern     = `^(?:[0-9]+(?:B|KiB|MiB|GiB)|.*\$\{.*)$`
 )
 
-// JSONSchema describes Duration in the JSON Schema: a string with a unit.
-func (Duration) JSONSchema() *jsonschema.Schema {
+// durationSchema describes schema.Duration: a string with a unit.
+func durationSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{
 		Type:        "string",
 		Pattern:     durationPattern,
@@ -136,18 +74,18 @@ func (Duration) JSONSchema() *jsonschema.Schema {
 	}
 }
 
-// JSONSchema describes Rate in the JSON Schema: N/s or N/m.
-func (Rate) JSONSchema() *jsonschema.Schema {
+// rateSchema describes schema.Rate: N/s or N/m.
+func rateSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{
 		Type:        "string",
 		Pattern:     ratePattern,
-		Description: "A rate with an explicit unit: N/s (per second) or N/m (per minute), e.g. 300/s, 600/m; at most " + MaxRate.String() + " (one generator cannot pace more).",
+		Description: "A rate with an explicit unit: N/s (per second) or N/m (per minute), e.g. 300/s, 600/m; at most " + schema.MaxRate.String() + " (one generator cannot pace more).",
 		Examples:    []any{"100/s", "600/m"},
 	}
 }
 
-// JSONSchema describes Size in the JSON Schema: bytes with a binary unit.
-func (Size) JSONSchema() *jsonschema.Schema {
+// sizeSchema describes schema.Size: bytes with a binary unit.
+func sizeSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{
 		Type:        "string",
 		Pattern:     sizePattern,
@@ -156,9 +94,9 @@ func (Size) JSONSchema() *jsonschema.Schema {
 	}
 }
 
-// JSONSchema describes RateSpec in the JSON Schema: a rate, or a ramp
-// {from, to} between two rates.
-func (RateSpec) JSONSchema() *jsonschema.Schema {
+// rateSpecSchema describes schema.RateSpec: a rate, or a ramp {from, to}
+// between two rates.
+func rateSpecSchema() *jsonschema.Schema {
 	rate := &jsonschema.Schema{Ref: "#/$defs/Rate"}
 	ramp := &jsonschema.Schema{
 		Type:                 "object",
@@ -175,9 +113,9 @@ func (RateSpec) JSONSchema() *jsonschema.Schema {
 	}
 }
 
-// JSONSchema describes Rule in the JSON Schema: an expression, or
-// {rule, phase} to scope it to one phase.
-func (Rule) JSONSchema() *jsonschema.Schema {
+// ruleSchema describes schema.Rule: an expression, or {rule, phase} to
+// scope it to one phase.
+func ruleSchema() *jsonschema.Schema {
 	one := uint64(1)
 	scoped := &jsonschema.Schema{
 		Type:                 "object",
@@ -193,30 +131,30 @@ func (Rule) JSONSchema() *jsonschema.Schema {
 	}
 }
 
-// JSONSchemaExtend adds to the Phase schema that exactly one load model is
-// set and that the phase is bounded.
-func (Phase) JSONSchemaExtend(s *jsonschema.Schema) {
+// extendPhase adds to the Phase schema that exactly one load model is set
+// and that the phase is bounded.
+func extendPhase(s *jsonschema.Schema) {
 	s.AllOf = []*jsonschema.Schema{
 		{OneOf: requiredEach("closed", "open", "ramp")},
 		{AnyOf: requiredEach("duration", "requests", "ramp")},
 	}
 }
 
-// JSONSchemaExtend adds to the Open schema that an explicit seed is not 0
-// (0 would read as "the default seed"; see Open.Seed).
-func (Open) JSONSchemaExtend(s *jsonschema.Schema) {
+// extendOpen adds to the Open schema that an explicit seed is not 0 (0
+// would read as "the default seed"; see schema.Open.Seed).
+func extendOpen(s *jsonschema.Schema) {
 	if v, ok := s.Properties.Get("seed"); ok {
 		v.Not = &jsonschema.Schema{Const: 0}
 	}
 }
 
-// JSONSchemaExtend adds to the Target schema that exactly one of url and
+// extendTarget adds to the Target schema that exactly one of url and
 // serve is set, and the reference targets serve names.
-func (Target) JSONSchemaExtend(s *jsonschema.Schema) {
+func extendTarget(s *jsonschema.Schema) {
 	s.OneOf = requiredEach("url", "serve")
 	if v, ok := s.Properties.Get("serve"); ok {
 		v.Enum = nil
-		for _, k := range serveKinds {
+		for _, k := range schema.ServeKinds() {
 			v.Enum = append(v.Enum, k)
 		}
 	}
@@ -246,17 +184,17 @@ func interpolable(s *jsonschema.Schema) {
 	}
 }
 
-// JSONSchemaExtend lets the HTTP version be written unquoted: YAML reads
+// extendHTTP lets the HTTP version be written unquoted: YAML reads
 // `version: 1.1` as a number, and Parse takes it as "1.1".
-func (HTTP) JSONSchemaExtend(s *jsonschema.Schema) {
+func extendHTTP(s *jsonschema.Schema) {
 	if v, ok := s.Properties.Get("version"); ok {
 		v.Type = ""
 		v.Enum = []any{"1.1", "1.0", 1.1, 1.0}
 	}
 }
 
-// JSONSchemaExtend adds to the Driver schema that exactly one protocol is set.
-func (Driver) JSONSchemaExtend(s *jsonschema.Schema) {
+// extendDriver adds to the Driver schema that exactly one protocol is set.
+func extendDriver(s *jsonschema.Schema) {
 	one := uint64(1)
 	s.MinProperties, s.MaxProperties = &one, &one
 }
