@@ -31,7 +31,8 @@ import (
 // null is allowed only where encoding/json writes it (a nil pointer, slice
 // or map without omitempty). The types that write their own JSON have a
 // schema here: the unit strings of the scenario (schema.Duration, Rate,
-// Size, RateSpec), a distribution (measure.Dist), a rule's status
+// Size, RateSpec), a distribution (measure.Dist) and an interval's
+// (measure.Interval), a rule's status
 // (rules.Status) and the metrics with their catalogue extras
 // (engine.Metrics, metric.All). format_version is the constant
 // reports.FormatVersion.
@@ -49,12 +50,13 @@ func Result(root string) ([]byte, error) {
 		return nil, fmt.Errorf("result schema: %w", err)
 	}
 	custom := map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[schema.Duration](): unitString("A duration in the scenario's unit syntax, e.g. 250ms, 2s, 1m30s.", "^(?:"+durationNumber+")+$"),
-		reflect.TypeFor[schema.Rate]():     unitString("A rate in the scenario's unit syntax: N/s or N/m, e.g. 300/s.", `^(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)/[sm]$`),
-		reflect.TypeFor[schema.Size]():     unitString("A byte count in the scenario's unit syntax: B, KiB, MiB or GiB, e.g. 512KiB.", `^[0-9]+(?:B|KiB|MiB|GiB)$`),
-		reflect.TypeFor[schema.RateSpec](): resultRateSpec(),
-		reflect.TypeFor[measure.Dist]():    distSchema(),
-		reflect.TypeFor[rules.Status]():    statusSchema(),
+		reflect.TypeFor[schema.Duration]():  unitString("A duration in the scenario's unit syntax, e.g. 250ms, 2s, 1m30s.", "^(?:"+durationNumber+")+$"),
+		reflect.TypeFor[schema.Rate]():      unitString("A rate in the scenario's unit syntax: N/s or N/m, e.g. 300/s.", `^(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)/[sm]$`),
+		reflect.TypeFor[schema.Size]():      unitString("A byte count in the scenario's unit syntax: B, KiB, MiB or GiB, e.g. 512KiB.", `^[0-9]+(?:B|KiB|MiB|GiB)$`),
+		reflect.TypeFor[schema.RateSpec]():  resultRateSpec(),
+		reflect.TypeFor[measure.Dist]():     distSchema(),
+		reflect.TypeFor[measure.Interval](): intervalSchema(),
+		reflect.TypeFor[rules.Status]():     statusSchema(),
 	}
 	names := defNames(types)
 	r := &jsonschema.Reflector{ExpandedStruct: true, CommentMap: comments, Mapper: refs(custom), Namer: func(t reflect.Type) string { return names[t] }}
@@ -130,6 +132,22 @@ func distSchema() *jsonschema.Schema {
 	for p := s.Properties.Oldest(); p != nil; p = p.Next() {
 		s.Required = append(s.Required, p.Key)
 	}
+	return s
+}
+
+// intervalSchema is the schema of measure.Interval as it marshals (its
+// intervalJSON): the interval's bounds and its ok response times.
+func intervalSchema() *jsonschema.Schema {
+	s := &jsonschema.Schema{
+		Type:                 "object",
+		Description:          "The ok response times of the requests that completed in one interval [start_ns, start_ns+length_ns) of the phase (offsets from the phase start).",
+		Properties:           jsonschema.NewProperties(),
+		Required:             []string{"start_ns", "length_ns", "response"},
+		AdditionalProperties: jsonschema.FalseSchema,
+	}
+	s.Properties.Set("start_ns", &jsonschema.Schema{Type: "integer", Minimum: "0", Description: "The interval's start, ns from the phase start; a multiple of length_ns."})
+	s.Properties.Set("length_ns", &jsonschema.Schema{Type: "integer", Minimum: "1", Description: "The interval's length, ns; one length for every interval of a phase."})
+	s.Properties.Set("response", &jsonschema.Schema{Ref: "#/$defs/Dist"})
 	return s
 }
 
@@ -238,7 +256,7 @@ func reachable(t reflect.Type) ([]reflect.Type, error) {
 		if t.Name() != "" && strings.HasPrefix(t.PkgPath(), modulePath+"/") {
 			out = append(out, t)
 		}
-		if t.Kind() != reflect.Struct || t == reflect.TypeFor[measure.Dist]() {
+		if t.Kind() != reflect.Struct || t == reflect.TypeFor[measure.Dist]() || t == reflect.TypeFor[measure.Interval]() {
 			return
 		}
 		fs, err := fields(t)
