@@ -28,6 +28,14 @@ func shopDriver() *fake.Flows {
 func loMin(d measure.Dist) time.Duration { v, _ := d.Min(); return v }
 func loMax(d measure.Dist) time.Duration { v, _ := d.Max(); return v }
 
+// shopAt10PerSecond runs d for 1 s of open-model arrivals at 10/s on
+// conns connections.
+func shopAt10PerSecond(t *testing.T, d drivers.Driver, conns int) *PhaseResult {
+	t.Helper()
+	pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: conns}, Duration: dur("1s")}, 10*time.Second)
+	return run(t, d, pl, 10*time.Second).Phases[0]
+}
+
 func stepNamed(t *testing.T, pr *PhaseResult, name string) StepResult {
 	t.Helper()
 	for _, s := range pr.Steps {
@@ -50,8 +58,7 @@ func stepNamed(t *testing.T, pr *PhaseResult, name string) StepResult {
 func TestFlow_IterationIsTheSumOfItsSteps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := shopDriver()
-		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 4}, Duration: dur("1s")}, 10*time.Second)
-		pr := run(t, d, pl, 10*time.Second).Phases[0]
+		pr := shopAt10PerSecond(t, d, 4)
 		s := pr.Summary
 		if s.Arrivals != 10 || s.Requests != 10 || s.OK != 10 || d.Requests() != 30 {
 			t.Fatalf("iterations: arrivals %d requests %d ok %d, target saw %d requests; want 10/10/10 and 30", s.Arrivals, s.Requests, s.OK, d.Requests())
@@ -84,8 +91,7 @@ func TestFlow_IterationIsTheSumOfItsSteps(t *testing.T) {
 func TestFlow_LaterStepsCountFromWhenTheyCameDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := shopDriver()
-		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 1}, Duration: dur("1s")}, 10*time.Second)
-		pr := run(t, d, pl, 10*time.Second).Phases[0]
+		pr := shopAt10PerSecond(t, d, 1)
 		s := pr.Summary
 		if s.OK != 10 {
 			t.Fatalf("ok %d, want 10", s.OK)
