@@ -99,12 +99,19 @@ type DeadlineKeeper interface {
 
 // Request identifies one request. Drivers render their templates from it.
 type Request struct {
-	// Seq is the request's sequence number, 1-based and unique within a run.
+	// Seq is the request's sequence number, 1-based and unique within a
+	// run; in a flow, the iteration's, the same for each of its steps.
 	Seq uint64
 	// Deadline is when the request times out (its send plus the
 	// scenario's timeout). Zero: the driver uses ctx's deadline, or its
 	// own timeout from the start of Do.
 	Deadline time.Time
+	// Flow and Step index the flow (FlowDriver.Flows) and its step this
+	// request sends; 0 for drivers without flows.
+	Flow, Step int
+	// Vars carries the iteration's captured values (FlowDriver); nil for
+	// drivers without flows.
+	Vars Vars
 }
 
 // Class is a request's outcome class. Every request ends in exactly one.

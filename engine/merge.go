@@ -156,11 +156,17 @@ func mergePhase(p *PhasePlan, row []*PhaseResult) (*PhaseResult, error) {
 		Repeat: first.Repeat, Phase: p, Start: first.Start,
 		Summary: first.Summary.Clone(),
 	}
+	for _, st := range first.Steps {
+		m.Steps = append(m.Steps, StepResult{Flow: st.Flow, Name: st.Name, Summary: st.Summary.Clone()})
+	}
 	busiest := first
 	fetched := true
 	for k, pr := range row {
 		if k > 0 {
 			if err := m.Summary.Merge(pr.Summary); err != nil {
+				return nil, fmt.Errorf("segment result %d: %w", k, err)
+			}
+			if err := mergeSteps(m.Steps, pr.Steps); err != nil {
 				return nil, fmt.Errorf("segment result %d: %w", k, err)
 			}
 			if pr.Start.Before(m.Start) {
@@ -226,4 +232,22 @@ func joinErr(a, b string) string {
 		return b
 	}
 	return a + "; " + b
+}
+
+// mergeSteps adds the flow steps of another segment's phase (src) into
+// dst, step by step: every segment runs the same mix, so the steps are
+// the same, in the same order. The error says they are not.
+func mergeSteps(dst, src []StepResult) error {
+	if len(dst) != len(src) {
+		return fmt.Errorf("%d flow steps, the first segment has %d", len(src), len(dst))
+	}
+	for i := range dst {
+		if dst[i].Flow != src[i].Flow || dst[i].Name != src[i].Name {
+			return fmt.Errorf("flow step %d is %s/%s, the first segment's %s/%s", i+1, src[i].Flow, src[i].Name, dst[i].Flow, dst[i].Name)
+		}
+		if err := dst[i].Summary.Merge(src[i].Summary); err != nil {
+			return fmt.Errorf("flow step %s: %w", dst[i].Name, err)
+		}
+	}
+	return nil
 }

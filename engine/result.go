@@ -27,8 +27,14 @@ type PhaseResult struct {
 	Phase *PhasePlan `json:"phase"`
 	// Start is the wall-clock instant the barrier released the phase.
 	Start time.Time `json:"start"`
-	// Summary holds every count and distribution of the phase.
+	// Summary holds every count and distribution of the phase. With
+	// flows (drivers.FlowDriver) an arrival is one iteration: its
+	// response time runs from the arrival's intended start to the last
+	// step's completion, think times included.
 	Summary *measure.Summary `json:"summary"`
+	// Steps are the figures of each flow step, in mix order; absent
+	// without flows.
+	Steps []StepResult `json:"steps,omitempty"`
 	// Metrics are the headline figures derived from Summary.
 	Metrics *Metrics `json:"metrics"`
 	// Wall is the phase's wall-clock length including the end-of-phase

@@ -198,6 +198,8 @@ type phaseRun struct {
 	lateness time.Duration // max scheduler lateness; written by the pacer only
 	late     int64         // arrivals dispatched later than LatenessLimit; pacer only
 	busy     atomic.Int64  // open model, queue mode: arrivals handed to a worker and not yet done
+
+	flow *flowRun // the flows' mix and per-step recorders; nil without a flow driver
 }
 
 const shards = 16
@@ -230,7 +232,12 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	}
 
 	window := phaseWindow(p, rep)
-	rec := measure.NewRecorder(shards, measure.Options{ExpectedInterval: p.ExpectedInterval, Duration: p.Duration + p.Grace, Window: window, Redact: r.Redact})
+	opts := measure.Options{ExpectedInterval: p.ExpectedInterval, Duration: p.Duration + p.Grace, Window: window, Redact: r.Redact}
+	rec := measure.NewRecorder(shards, opts)
+	flow, err := newFlowRun(r.Driver, opts)
+	if err != nil {
+		return nil, fmt.Errorf("phase %q: %w", p.Name, err)
+	}
 	first := p.Connections
 	if len(p.Steps) > 0 {
 		first = p.Steps[0].Connections
@@ -287,6 +294,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		keepsDeadline: keepsDeadline(r.Driver),
 		stop:          make(chan struct{}), drained: make(chan struct{}), hard: hard, hardStop: hardStop,
 		dials: newDialLog(r.Log, p.Name, 0), live: make([]atomic.Bool, p.Connections),
+		flow: flow,
 	}
 	for i := range min(first, p.Connections) {
 		ph.live[i].Store(pool.get(i) != nil)
@@ -447,6 +455,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		Start:                  wall,
 		Wall:                   wallElapsed,
 		Summary:                rec.Summary(elapsed),
+		Steps:                  flow.results(elapsed),
 		ConnectionsRequested:   p.Connections,
 		ConnectionsEstablished: ph.established(),
 		ConnectionsClosedEarly: int(ph.closedEarly.Load()),
@@ -541,22 +550,49 @@ func (ph *phaseRun) stopped() bool {
 	}
 }
 
-// send performs one request on connection k and records it. intended is
-// the arrival's scheduled offset (closed model: the send itself).
+// send performs one arrival on connection k and records it: one request,
+// or with a flow driver one iteration of a flow (flow.go). intended is the
+// arrival's scheduled offset (closed model: the send itself).
 func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 	// Global across segments: segment K of N numbers its i-th request
 	// i·N + K + 1 (from 1, as one generator does).
 	seq := uint64(ph.r.Segment.Global(int64(ph.seq.Add(1)-1))) + 1
+	if ph.flow == nil {
+		out, sent, done := ph.do(k, drivers.Request{Seq: seq})
+		if closed {
+			intended = sent
+		}
+		ph.rec.Record(shard, &measure.Result{Seq: seq, Intended: intended, Sent: sent, Done: done, Outcome: out})
+		return
+	}
+	var first time.Duration
+	if closed {
+		// The closed model's iteration starts with its first send.
+		first = -1
+	}
+	out, sent, done := ph.flow.iteration(shard, seq, intended, first, ph.think, func(r drivers.Request) (drivers.Outcome, time.Duration, time.Duration) {
+		return ph.do(k, r)
+	})
+	if out.Class == drivers.Cancelled && out.Code == "" {
+		out.Code = ph.cutCode() // cut short while thinking
+	}
+	if closed {
+		intended = sent
+	}
+	ph.rec.Record(shard, &measure.Result{Seq: seq, Intended: intended, Sent: sent, Done: done, Outcome: out})
+}
+
+// do sends r on connection k and returns its outcome with its send and
+// completion offsets from the phase start.
+func (ph *phaseRun) do(k int, r drivers.Request) (out drivers.Outcome, sent, done time.Duration) {
 	// The send is stamped before anything touches the wire (the dial
 	// included), so no part of the request's time is hidden (B02 in
 	// docs/design.md, "Field cases": a clock started after the write would
 	// hide a slow send).
 	now := time.Now()
-	sent := now.Sub(ph.start)
-	if closed {
-		intended = sent
-	}
+	sent = now.Sub(ph.start)
 	deadline := now.Add(ph.timeout)
+	r.Deadline = deadline
 	// A driver that keeps the deadline itself gets the phase's context
 	// (cancellation only); the dial of an empty slot and other drivers
 	// get one with the deadline.
@@ -573,28 +609,42 @@ func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 			ctx = ph.hard
 		}
 		ph.inflight.Add(1)
-		out = c.Do(ctx, drivers.Request{Seq: seq, Deadline: deadline})
+		out = c.Do(ctx, r)
 		ph.inflight.Add(-1)
 		out.Dialed += dial.Dialed
 		out.Connect += dial.Connect
 	}
-	done := time.Since(ph.start)
+	done = time.Since(ph.start)
 	if !out.Responded && out.Class != drivers.OK && ph.hard.Err() != nil {
 		// The phase (its drain ran out) or the user (Ctrl-C) cut this
 		// request short: that is not the target's error. At the drain's
 		// end it is left over, its response time censored.
-		out.Class = drivers.Cancelled
-		out.Code = "interrupted"
-		if errors.Is(context.Cause(ph.hard), errPhaseEnd) {
-			out.Code = drivers.CodePhaseEnd
-			if !time.Now().Before(deadline) {
-				// Its own timeout had run out first: a timeout, as the
-				// driver would have said had it been quicker.
-				out.Class, out.Code = drivers.Timeout, ""
-			}
+		out.Class, out.Code = drivers.Cancelled, ph.cutCode()
+		if out.Code == drivers.CodePhaseEnd && !time.Now().Before(deadline) {
+			// Its own timeout had run out first: a timeout, as the
+			// driver would have said had it been quicker.
+			out.Class, out.Code = drivers.Timeout, ""
 		}
 	}
-	ph.rec.Record(shard, &measure.Result{Seq: seq, Intended: intended, Sent: sent, Done: done, Outcome: out})
+	return out, sent, done
+}
+
+// cutCode is the code of a request the phase cut short: CodePhaseEnd
+// when its drain ran out, "interrupted" for Ctrl-C.
+func (ph *phaseRun) cutCode() string {
+	if errors.Is(context.Cause(ph.hard), errPhaseEnd) {
+		return drivers.CodePhaseEnd
+	}
+	return "interrupted"
+}
+
+// think waits until offset until from the phase start, the due instant
+// of a flow's next step; false when the phase was cut short meanwhile
+// (the drain ran out, or Ctrl-C). An iteration under way when the
+// phase's time is up goes on through the drain, as a queued arrival
+// would be sent.
+func (ph *phaseRun) think(until time.Duration) bool {
+	return sleep(until-time.Since(ph.start), ph.hard.Done())
 }
 
 // closedWorker is one connection of the closed model: it sends its next

@@ -40,6 +40,16 @@ type Driver struct {
 	Dead func(n int64) bool
 	// Inflight is the MaxInflight the driver reports; 0 means 1.
 	Inflight int
+	// StepService, when non-nil, returns the service time of a request
+	// by all of it (a flow step: r.Flow, r.Step, r.Seq) instead of
+	// Service.
+	StepService func(r drivers.Request) time.Duration
+	// StepFail, when non-nil, replaces Fail with a function of the whole
+	// request.
+	StepFail func(r drivers.Request) (drivers.Class, string)
+	// Capture, when non-nil, is called with each request before it is
+	// answered, as a flow step would read and write r.Vars.
+	Capture func(r drivers.Request)
 
 	dials    atomic.Int64
 	requests atomic.Int64
@@ -131,8 +141,14 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		}
 	}
 	var s time.Duration
-	if d.Service != nil {
+	switch {
+	case d.StepService != nil:
+		s = d.StepService(r)
+	case d.Service != nil:
 		s = d.Service(r.Seq)
+	}
+	if d.Capture != nil {
+		d.Capture(r)
 	}
 	if d.Serial {
 		// A channel, not a mutex: blocked senders queue in FIFO order, and
@@ -158,8 +174,12 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 	if c.dead {
 		return drivers.Outcome{Class: drivers.Reset, Code: "ECONNRESET", Err: errDead}
 	}
-	if d.Fail != nil {
-		if cl, code := d.Fail(r.Seq); cl != "" && cl != drivers.OK {
+	fail := d.Fail
+	if d.StepFail != nil {
+		fail = func(uint64) (drivers.Class, string) { return d.StepFail(r) }
+	}
+	if fail != nil {
+		if cl, code := fail(r.Seq); cl != "" && cl != drivers.OK {
 			return drivers.Outcome{Class: cl, Code: code, Responded: cl == drivers.Status || cl == drivers.RuleFailed, Err: errors.New("fake: " + string(cl))}
 		}
 	}
@@ -172,3 +192,14 @@ func ctxOutcome(ctx context.Context) drivers.Outcome {
 	}
 	return drivers.Outcome{Class: drivers.Cancelled, Err: context.Cause(ctx)}
 }
+
+// Flows is a fake target whose arrivals run flows (drivers.FlowDriver):
+// Driver answers each step, List is the mix.
+type Flows struct {
+	*Driver
+	// List is what Flows returns.
+	List []drivers.Flow
+}
+
+// Flows returns f.List.
+func (f *Flows) Flows() []drivers.Flow { return f.List }

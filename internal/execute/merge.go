@@ -133,7 +133,11 @@ func Merge(parts []*reports.Run, files []string, o MergeOptions) (*reports.Run, 
 		return nil, fmt.Errorf("%w: %v", ErrSegments, err)
 	}
 	for _, pr := range merged.Phases {
-		if err := pr.Summary.Check(); err != nil {
+		err := pr.Summary.Check()
+		if err == nil {
+			err = pr.CheckSteps()
+		}
+		if err != nil {
 			// Counts that add up past int64, say.
 			return nil, fmt.Errorf("%w: repeat %d, phase %s: the merged counts do not hold together: %v", ErrSegments, pr.Repeat, pr.Phase.Name, err)
 		}
@@ -358,7 +362,11 @@ func checkPart(p *reports.Run, where string) error {
 	}
 	for _, pr := range p.Result.Phases {
 		at := fmt.Sprintf("%s, repeat %d, phase %s", where, pr.Repeat, pr.Phase.Name)
-		if err := pr.Summary.Check(); err != nil {
+		err := pr.Summary.Check()
+		if err == nil {
+			err = pr.CheckSteps()
+		}
+		if err != nil {
 			return fmt.Errorf("%w: %s: its counts do not hold together: %v", ErrSegments, at, err)
 		}
 		for _, f := range []struct {

@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/engine/measure"
+)
+
+// MaxMixWeight bounds the sum of a mix's weights: the mix's cycle holds
+// one entry per unit of weight.
+const MaxMixWeight = 1_000_000
+
+// flowMix chooses the flow of each iteration: smooth weighted
+// round-robin (as nginx balances upstreams) over one cycle of Σweights
+// iterations, so that in any Σweights consecutive iterations each flow
+// runs exactly its weight, spread evenly, and the requests per step are
+// known in advance (they reconcile exactly with a target's counters).
+type flowMix struct {
+	flows []drivers.Flow
+	cycle []int // flow index of each iteration of one cycle
+}
+
+// newFlowMix checks flows and builds their cycle. Errors: no flow, a flow
+// without steps, a weight below 1, Σweights above MaxMixWeight, an empty
+// or repeated step name (step names are unique across the mix).
+func newFlowMix(flows []drivers.Flow) (*flowMix, error) {
+	if len(flows) == 0 {
+		return nil, errors.New("a flow driver with no flow")
+	}
+	total := 0
+	names := map[string]string{}
+	for _, f := range flows {
+		if f.Weight < 1 {
+			return nil, fmt.Errorf("flow %q: weight %d, want ≥ 1", f.Name, f.Weight)
+		}
+		if total += f.Weight; total > MaxMixWeight {
+			return nil, fmt.Errorf("the flows' weights add up to more than %d", MaxMixWeight)
+		}
+		if len(f.Steps) == 0 {
+			return nil, fmt.Errorf("flow %q has no step", f.Name)
+		}
+		for _, st := range f.Steps {
+			if st.Name == "" {
+				return nil, fmt.Errorf("flow %q: a step without a name", f.Name)
+			}
+			if other, dup := names[st.Name]; dup {
+				return nil, fmt.Errorf("step %q is in flow %q and in flow %q: step names are unique across the flows", st.Name, other, f.Name)
+			}
+			names[st.Name] = f.Name
+		}
+	}
+	m := &flowMix{flows: flows, cycle: make([]int, 0, total)}
+	current := make([]int, len(flows))
+	for range total {
+		best := 0
+		for i, f := range flows {
+			current[i] += f.Weight
+			if current[i] > current[best] {
+				best = i
+			}
+		}
+		current[best] -= total
+		m.cycle = append(m.cycle, best)
+	}
+	return m, nil
+}
+
+// pick returns the flow of iteration seq (1-based).
+func (m *flowMix) pick(seq uint64) int {
+	if seq == 0 {
+		seq = 1
+	}
+	return m.cycle[(seq-1)%uint64(len(m.cycle))]
+}
+
+// StepResult is one flow step's figures in one (repeat, phase): every
+// request of that step, timed from when the step came due (see
+// docs/design.md, "Flows").
+type StepResult struct {
+	// Flow is the name of the flow the step belongs to.
+	Flow string `json:"flow"`
+	// Name is the step's name.
+	Name string `json:"name"`
+	// Summary holds the step's counts and distributions: requests are
+	// the step's requests sent, response time its completion minus its
+	// due instant, service time its completion minus its send.
+	Summary *measure.Summary `json:"summary"`
+}
+
+// flowRun is the flow side of a phase: the mix and a recorder per step.
+type flowRun struct {
+	mix  *flowMix
+	recs [][]*measure.Recorder // by flow, then step
+}
+
+// newFlowRun makes the recorders of a phase's steps with opts, or returns
+// nil when d runs no flows.
+func newFlowRun(d drivers.Driver, opts measure.Options) (*flowRun, error) {
+	fd, ok := d.(drivers.FlowDriver)
+	if !ok {
+		return nil, nil
+	}
+	mix, err := newFlowMix(fd.Flows())
+	if err != nil {
+		return nil, err
+	}
+	fr := &flowRun{mix: mix, recs: make([][]*measure.Recorder, len(mix.flows))}
+	for i, f := range mix.flows {
+		for range f.Steps {
+			fr.recs[i] = append(fr.recs[i], measure.NewRecorder(shards, opts))
+		}
+	}
+	return fr, nil
+}
+
+// results summarises every step over elapsed, in mix order.
+func (fr *flowRun) results(elapsed time.Duration) []StepResult {
+	if fr == nil {
+		return nil
+	}
+	var out []StepResult
+	for i, f := range fr.mix.flows {
+		for j, st := range f.Steps {
+			out = append(out, StepResult{Flow: f.Name, Name: st.Name, Summary: fr.recs[i][j].Summary(elapsed)})
+		}
+	}
+	return out
+}
+
+// iteration runs one iteration of the flow chosen for seq and returns
+// the iteration's outcome, its first send and its last completion
+// (offsets from the phase start). Step 1 is due at intended (first < 0:
+// the closed model, due at its own send), step k at step k−1's completion
+// plus its think time, waited for with wait (false: the phase was cut
+// short). Each step is recorded in its own recorder, its response time
+// counted from its due instant; a failed step ends the iteration with
+// that step's outcome. do performs one step (the phase's send path:
+// connection, deadline, cancellation).
+func (fr *flowRun) iteration(shard int, seq uint64, intended, first time.Duration, wait func(until time.Duration) bool,
+	do func(r drivers.Request) (out drivers.Outcome, sent, done time.Duration)) (it drivers.Outcome, sent, done time.Duration) {
+	fi := fr.mix.pick(seq)
+	f := fr.mix.flows[fi]
+	vars := drivers.Vars{}
+	for si, st := range f.Steps {
+		due := intended
+		if si > 0 {
+			due = done + st.Think
+			if st.Think > 0 && !wait(due) {
+				// Cut short while thinking: the iteration ends as the
+				// phase cut it (cut fills in the class and code).
+				it.Class, it.Responded = drivers.Cancelled, false
+				return it, sent, done
+			}
+		}
+		rec := fr.recs[fi][si]
+		rec.AddArrivals(1) // the step came due
+		out, s, d := do(drivers.Request{Seq: seq, Flow: fi, Step: si, Vars: vars})
+		if si == 0 {
+			sent = s
+			if first < 0 {
+				due = s
+			}
+			it.FirstByte = out.FirstByte
+		}
+		done = d
+		rec.Record(shard, &measure.Result{Seq: seq, Intended: due, Sent: s, Done: d, Outcome: out})
+		it.BytesIn += out.BytesIn
+		it.BytesOut += out.BytesOut
+		it.Dialed += out.Dialed
+		it.Connect += out.Connect
+		it.Class, it.Code, it.Err, it.Responded = out.Class, out.Code, out.Err, out.Responded
+		if out.Class != drivers.OK {
+			return it, sent, done
+		}
+	}
+	return it, sent, done
+}
+
+// CheckSteps checks the summary of every flow step of pr
+// (measure.Summary.Check), and that each step has one and a name; the
+// error names the step. A phase without flows passes.
+func (pr *PhaseResult) CheckSteps() error {
+	for i, st := range pr.Steps {
+		switch {
+		case st.Name == "":
+			return fmt.Errorf("flow step %d has no name", i+1)
+		case st.Summary == nil:
+			return fmt.Errorf("flow step %s has no summary", st.Name)
+		}
+		if err := st.Summary.Check(); err != nil {
+			return fmt.Errorf("flow step %s: %w", st.Name, err)
+		}
+	}
+	return nil
+}

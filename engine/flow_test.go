@@ -1,0 +1,320 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/fake"
+	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/schema"
+)
+
+// shop is the flow "log in → list → open one": login takes 5 ms, items
+// 2 ms after 100 ms of thought, item 3 ms after 50 ms.
+var shop = drivers.Flow{Name: "shop", Weight: 1, Steps: []drivers.Step{
+	{Name: "login"}, {Name: "items", Think: 100 * time.Millisecond}, {Name: "item", Think: 50 * time.Millisecond},
+}}
+
+var shopService = []time.Duration{5 * time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond}
+
+func shopDriver() *fake.Flows {
+	return &fake.Flows{Driver: &fake.Driver{StepService: func(r drivers.Request) time.Duration { return shopService[r.Step] }}, List: []drivers.Flow{shop}}
+}
+
+// loMin and loMax read a distribution's exact extremes (0 when empty).
+func loMin(d measure.Dist) time.Duration { v, _ := d.Min(); return v }
+func loMax(d measure.Dist) time.Duration { v, _ := d.Max(); return v }
+
+// shopAt10PerSecond runs d for 1 s of open-model arrivals at 10/s on
+// conns connections.
+func shopAt10PerSecond(t *testing.T, d drivers.Driver, conns int) *PhaseResult {
+	t.Helper()
+	pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: conns}, Duration: dur("1s")}, 10*time.Second)
+	return run(t, d, pl, 10*time.Second).Phases[0]
+}
+
+func stepNamed(t *testing.T, pr *PhaseResult, name string) StepResult {
+	t.Helper()
+	for _, s := range pr.Steps {
+		if s.Name == name {
+			if err := s.Summary.Check(); err != nil {
+				t.Fatalf("step %s: %v", name, err)
+			}
+			return s
+		}
+	}
+	t.Fatalf("no step %q in %d steps", name, len(pr.Steps))
+	return StepResult{}
+}
+
+// TestFlow_IterationIsTheSumOfItsSteps: the truth of a flow whose steps
+// take known service times: every iteration's response time is exactly
+// 5 + 100 + 2 + 50 + 3 = 160 ms (think times included), each step's is
+// its own service time, and every count reconciles: 10 iterations, 10
+// requests per step.
+func TestFlow_IterationIsTheSumOfItsSteps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := shopDriver()
+		pr := shopAt10PerSecond(t, d, 4)
+		s := pr.Summary
+		if s.Arrivals != 10 || s.Requests != 10 || s.OK != 10 || d.Requests() != 30 {
+			t.Fatalf("iterations: arrivals %d requests %d ok %d, target saw %d requests; want 10/10/10 and 30", s.Arrivals, s.Requests, s.OK, d.Requests())
+		}
+		if loMin(s.Response) != 160*time.Millisecond || loMax(s.Response) != 160*time.Millisecond {
+			t.Errorf("iteration response time [%s, %s], want exactly 160ms", loMin(s.Response), loMax(s.Response))
+		}
+		for i, name := range []string{"login", "items", "item"} {
+			st := stepNamed(t, pr, name).Summary
+			if st.Requests != 10 || st.OK != 10 || st.Errors != 0 {
+				t.Errorf("step %s: requests %d ok %d errors %d, want 10/10/0", name, st.Requests, st.OK, st.Errors)
+			}
+			if loMin(st.Response) != shopService[i] || loMax(st.Response) != shopService[i] {
+				t.Errorf("step %s response time [%s, %s], want %s", name, loMin(st.Response), loMax(st.Response), shopService[i])
+			}
+		}
+		// Little's law on iterations: 10 iterations of 160 ms over the
+		// completion window, the last done at 0.9 + 0.16 s.
+		if l, want := s.LittleL(), 1.6/1.06; l < want-0.001 || l > want+0.001 {
+			t.Errorf("λ·W = %.4f, want %.4f", l, want)
+		}
+	})
+}
+
+// TestFlow_LaterStepsCountFromWhenTheyCameDue: one connection, arrivals
+// every 100 ms, iterations of 160 ms: the iterations queue for the
+// connection, and that wait is in step 1's response time and the
+// iteration's (both from the intended start), never in the later steps',
+// which count from their due instant.
+func TestFlow_LaterStepsCountFromWhenTheyCameDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := shopDriver()
+		pr := shopAt10PerSecond(t, d, 1)
+		s := pr.Summary
+		if s.OK != 10 {
+			t.Fatalf("ok %d, want 10", s.OK)
+		}
+		// Iteration i (0-based) is intended at 100i ms and starts at
+		// 160i ms: its response time is 160 + 60i ms, the last 700 ms.
+		if loMin(s.Response) != 160*time.Millisecond || loMax(s.Response) != 700*time.Millisecond {
+			t.Errorf("iteration response time [%s, %s], want [160ms, 700ms]", loMin(s.Response), loMax(s.Response))
+		}
+		login := stepNamed(t, pr, "login").Summary
+		if loMax(login.Response) != 545*time.Millisecond || loMax(login.Service) != 5*time.Millisecond {
+			t.Errorf("login response max %s service max %s, want 545ms (540 waited) and 5ms", loMax(login.Response), loMax(login.Service))
+		}
+		for i, name := range []string{"items", "item"} {
+			st := stepNamed(t, pr, name).Summary
+			if loMax(st.Response) != shopService[i+1] {
+				t.Errorf("step %s response max %s, want %s: a later step counts from when it came due", name, loMax(st.Response), shopService[i+1])
+			}
+		}
+	})
+}
+
+// TestFlow_FailedStepEndsTheIteration: iteration 3's items step answers
+// 503: the iteration counts one error of that class and code, its item
+// step is never sent, and every identity holds.
+func TestFlow_FailedStepEndsTheIteration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := shopDriver()
+		d.StepFail = func(r drivers.Request) (drivers.Class, string) {
+			if r.Seq == 3 && r.Step == 1 {
+				return drivers.Status, "503"
+			}
+			return drivers.OK, ""
+		}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 4}, Duration: dur("1s")}, 10*time.Second)
+		pr := run(t, d, pl, 10*time.Second).Phases[0]
+		s := pr.Summary
+		if s.Requests != 10 || s.OK != 9 || s.Errors != 1 || s.ErrorsByCode["503"] != 1 || d.Requests() != 29 {
+			t.Fatalf("iterations: requests %d ok %d errors %d (503: %d), target saw %d; want 10/9/1/1 and 29", s.Requests, s.OK, s.Errors, s.ErrorsByCode["503"], d.Requests())
+		}
+		want := map[string][3]int64{"login": {10, 10, 0}, "items": {10, 9, 1}, "item": {9, 9, 0}}
+		for name, w := range want {
+			st := stepNamed(t, pr, name).Summary
+			if st.Requests != w[0] || st.OK != w[1] || st.Errors != w[2] {
+				t.Errorf("step %s: requests %d ok %d errors %d, want %v", name, st.Requests, st.OK, st.Errors, w)
+			}
+		}
+	})
+}
+
+// TestFlow_VarsCarryFromStepToStep: what step 1 captures, later steps of
+// the same iteration read, and no other iteration sees it.
+func TestFlow_VarsCarryFromStepToStep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := shopDriver()
+		bad := make(chan string, 100)
+		d.Capture = func(r drivers.Request) {
+			want := fmt.Sprint("token-", r.Seq)
+			switch {
+			case r.Vars == nil:
+				bad <- "nil vars"
+			case r.Step == 0 && len(r.Vars) != 0:
+				bad <- fmt.Sprintf("iteration %d starts with %v", r.Seq, r.Vars)
+			case r.Step == 0:
+				r.Vars["token"] = want
+			case r.Vars["token"] != want:
+				bad <- fmt.Sprintf("iteration %d step %d sees token %q", r.Seq, r.Step, r.Vars["token"])
+			}
+		}
+		pl := onePhase(t, schema.Phase{Closed: &schema.Closed{Connections: 3}, Requests: 12}, 10*time.Second)
+		s := run(t, d, pl, 10*time.Second).Phases[0].Summary
+		close(bad)
+		for b := range bad {
+			t.Error(b)
+		}
+		if s.OK != 12 || d.Requests() != 36 {
+			t.Errorf("ok %d, target saw %d; want 12 iterations of 3 steps", s.OK, d.Requests())
+		}
+	})
+}
+
+// TestFlow_WeightedMixIsExact: weights 3 and 1 over 40 iterations run the
+// first flow exactly 30 times and the second 10, and the per-step counts
+// say so.
+func TestFlow_WeightedMixIsExact(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Flows{Driver: &fake.Driver{}, List: []drivers.Flow{
+			{Name: "browse", Weight: 3, Steps: []drivers.Step{{Name: "home"}, {Name: "search"}}},
+			{Name: "health", Weight: 1, Steps: []drivers.Step{{Name: "healthz"}}},
+		}}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(40), Connections: 2}, Duration: dur("1s")}, 10*time.Second)
+		pr := run(t, d, pl, 10*time.Second).Phases[0]
+		if pr.Summary.OK != 40 {
+			t.Fatalf("ok %d, want 40", pr.Summary.OK)
+		}
+		for name, want := range map[string]int64{"home": 30, "search": 30, "healthz": 10} {
+			if got := stepNamed(t, pr, name).Summary.Requests; got != want {
+				t.Errorf("step %s: %d requests, want %d", name, got, want)
+			}
+		}
+	})
+}
+
+// TestFlowMix: the cycle of smooth weighted round-robin runs each flow
+// its weight in every cycle, spread (no flow of weight w < W/2 twice in a
+// row), and the mix refuses what it cannot run.
+func TestFlowMix(t *testing.T) {
+	flows := []drivers.Flow{
+		{Name: "a", Weight: 5, Steps: []drivers.Step{{Name: "a1"}}},
+		{Name: "b", Weight: 2, Steps: []drivers.Step{{Name: "b1"}}},
+		{Name: "c", Weight: 1, Steps: []drivers.Step{{Name: "c1"}}},
+	}
+	m, err := newFlowMix(flows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for start := uint64(1); start <= 8; start++ {
+		count := make([]int, 3)
+		for seq := start; seq < start+8; seq++ {
+			count[m.pick(seq)]++
+		}
+		if count[0] != 5 || count[1] != 2 || count[2] != 1 {
+			t.Errorf("iterations %d…%d run %v, want [5 2 1]", start, start+7, count)
+		}
+	}
+	for seq := uint64(1); seq < 16; seq++ {
+		if f := m.pick(seq); f != 0 && f == m.pick(seq+1) {
+			t.Errorf("flow %d runs twice in a row at %d", f, seq)
+		}
+	}
+	bad := map[string][]drivers.Flow{
+		"no flow":        nil,
+		"weight 0":       {{Name: "a", Weight: 0, Steps: []drivers.Step{{Name: "x"}}}},
+		"no step":        {{Name: "a", Weight: 1}},
+		"unnamed step":   {{Name: "a", Weight: 1, Steps: []drivers.Step{{}}}},
+		"same step name": {{Name: "a", Weight: 1, Steps: []drivers.Step{{Name: "x"}}}, {Name: "b", Weight: 1, Steps: []drivers.Step{{Name: "x"}}}},
+		"too heavy":      {{Name: "a", Weight: MaxMixWeight, Steps: []drivers.Step{{Name: "x"}}}, {Name: "b", Weight: 1, Steps: []drivers.Step{{Name: "y"}}}},
+	}
+	for name, fs := range bad {
+		if _, err := newFlowMix(fs); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestFlow_CutWhileThinking: a think time longer than the phase and its
+// drain: every iteration sent its first step and was still thinking when
+// the drain ran out, so it is left over (never ok, never the target's
+// error), its second step never came due, and the counts reconcile.
+func TestFlow_CutWhileThinking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Flows{Driver: &fake.Driver{Service: constService(5 * time.Millisecond)}, List: []drivers.Flow{
+			{Name: "slow", Weight: 1, Steps: []drivers.Step{{Name: "first"}, {Name: "second", Think: time.Hour}}},
+		}}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 10}, Duration: dur("1s")}, 2*time.Second)
+		pr := run(t, d, pl, 2*time.Second).Phases[0]
+		s := pr.Summary
+		if s.OK != 0 || s.Errors != 0 || s.LeftOver() != 10 || s.Arrivals != 10 {
+			t.Errorf("ok %d errors %d left over %d arrivals %d, want 0/0/10/10", s.OK, s.Errors, s.LeftOver(), s.Arrivals)
+		}
+		if first := stepNamed(t, pr, "first").Summary; first.OK != 10 {
+			t.Errorf("first step ok %d, want 10", first.OK)
+		}
+		if second := stepNamed(t, pr, "second").Summary; second.Arrivals != 0 || second.Requests != 0 {
+			t.Errorf("second step: arrivals %d requests %d, want none", second.Arrivals, second.Requests)
+		}
+	})
+}
+
+// TestFlow_SegmentsMergeStepByStep: a flow mix run in N segments and
+// merged has the whole run's iterations and, step by step, its requests
+// and response times: iteration numbers are global, so the mix is too.
+func TestFlow_SegmentsMergeStepByStep(t *testing.T) {
+	list := []drivers.Flow{
+		{Name: "browse", Weight: 3, Steps: []drivers.Step{{Name: "home"}, {Name: "search", Think: 20 * time.Millisecond}}},
+		{Name: "health", Weight: 1, Steps: []drivers.Step{{Name: "healthz"}}},
+	}
+	service := func(r drivers.Request) time.Duration { return time.Duration(r.Flow*10+r.Step+1) * time.Millisecond }
+	runWith := func(t *testing.T, pl *Plan, s Segment) *Result {
+		d := &fake.Flows{Driver: &fake.Driver{StepService: service}, List: list}
+		res, err := (&Runner{Driver: d, Timeout: time.Second, NewSleeper: NewTimerSleeper, Segment: s}).Run(t.Context(), pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, n := range []int{2, 3} {
+		synctest.Test(t, func(t *testing.T) {
+			pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(60), Connections: 6}, Duration: dur("2s")}, time.Second)
+			whole := runWith(t, pl, Segment{}).Phases[0]
+			var parts []*Result
+			for k := range n {
+				parts = append(parts, runWith(t, pl, Segment{K: k, N: n}))
+			}
+			merged, err := MergeResults(pl, parts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := merged.Phases[0]
+			if m.Summary.OK != whole.Summary.OK || m.Summary.OK != 120 {
+				t.Fatalf("N=%d: merged ok %d, one generator %d, want 120", n, m.Summary.OK, whole.Summary.OK)
+			}
+			for i, ws := range whole.Steps {
+				ms := m.Steps[i]
+				if ms.Name != ws.Name || ms.Summary.Requests != ws.Summary.Requests || loMax(ms.Summary.Response) != loMax(ws.Summary.Response) {
+					t.Errorf("N=%d: step %s: %d requests, max %s; one generator %s: %d, max %s", n, ms.Name, ms.Summary.Requests, loMax(ms.Summary.Response), ws.Name, ws.Summary.Requests, loMax(ws.Summary.Response))
+				}
+			}
+			if got := stepNamed(t, m, "healthz").Summary.Requests; got != 30 {
+				t.Errorf("N=%d: healthz ran %d times, want 30 (a quarter of 120)", n, got)
+			}
+		})
+	}
+	if err := mergeSteps([]StepResult{{Flow: "a", Name: "x"}}, []StepResult{{Flow: "a", Name: "y"}}); err == nil {
+		t.Error("steps of different names merged")
+	}
+	for name, pr := range map[string]*PhaseResult{
+		"no name":    {Steps: []StepResult{{Summary: &measure.Summary{}}}},
+		"no summary": {Steps: []StepResult{{Name: "x"}}},
+		"bad counts": {Steps: []StepResult{{Name: "x", Summary: &measure.Summary{Arrivals: 1}}}},
+	} {
+		if pr.CheckSteps() == nil {
+			t.Errorf("%s: CheckSteps passed", name)
+		}
+	}
+}
