@@ -55,6 +55,7 @@ func TestJSONSchemaValidates(t *testing.T) {
 	}
 	good := map[string]string{
 		"quickstart": string(quickstart),
+		"flows":      shopFlow,
 		"url and headers": `version: 1
 target: {url: "https://127.0.0.1:8443"}
 driver:

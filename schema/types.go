@@ -199,6 +199,12 @@ type HTTP struct {
 	Success string `yaml:"success,omitempty" json:"success,omitempty"`
 	// TLS configures https:// targets.
 	TLS *TLS `yaml:"tls,omitempty" json:"tls,omitempty"`
+	// Flows, when given, make each arrival one iteration of a flow (a
+	// list of steps on one connection) from this weighted mix, instead
+	// of one request; method, path, body, body_size and success are then
+	// given per step. Headers, timeout, version, keep_alive and tls
+	// apply to every step.
+	Flows []Flow `yaml:"flows,omitempty" json:"flows,omitempty"`
 }
 
 // TLS configures certificate verification for https:// targets.

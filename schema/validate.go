@@ -326,14 +326,7 @@ var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", 
 
 func (l *loader) validateHTTP(h *HTTP, t Target) {
 	const p = "driver.http"
-	if l.ok(p + ".method") {
-		switch upper := strings.ToUpper(h.Method); {
-		case !isToken(h.Method):
-			l.failf(p+".method", "expected an HTTP method such as GET or POST, found %s", l.show(p+".method", h.Method))
-		case upper != h.Method && slices.Contains(standardMethods, upper):
-			l.failf(p+".method", "methods are case-sensitive; did you mean %q?", upper)
-		}
-	}
+	l.checkMethod(p+".method", h.Method)
 	if l.ok(p + ".path") {
 		l.checkPath(p+".path", h.Path)
 	}
@@ -353,6 +346,9 @@ func (l *loader) validateHTTP(h *HTTP, t Target) {
 		l.failf(p+".success", "empty rule; leave success out to use the default (a successful status)")
 	}
 	l.checkHeaders(p, h.Headers)
+	if h.Flows != nil || l.has(p+".flows") {
+		l.validateFlows(h)
+	}
 	if h.TLS != nil {
 		if l.ok(p+".tls.ca_file") && h.TLS.CAFile == "" {
 			l.failf(p+".tls.ca_file", "expected a PEM file name, found an empty string")
@@ -361,6 +357,19 @@ func (l *loader) validateHTTP(h *HTTP, t Target) {
 		if u, err := url.Parse(t.URL); t.Serve != "" || err == nil && u.Scheme == "http" {
 			l.failf(p+".tls", "tls applies only to https:// targets")
 		}
+	}
+}
+
+// checkMethod checks a request method at path, when given.
+func (l *loader) checkMethod(path, method string) {
+	if !l.ok(path) {
+		return
+	}
+	switch upper := strings.ToUpper(method); {
+	case !isToken(method):
+		l.failf(path, "expected an HTTP method such as GET or POST, found %s", l.show(path, method))
+	case upper != method && slices.Contains(standardMethods, upper):
+		l.failf(path, "methods are case-sensitive; did you mean %q?", upper)
 	}
 }
 
@@ -737,8 +746,18 @@ func fillDefaults(s *Scenario) {
 		s.Repeats = 1
 	}
 	if h := s.Driver.HTTP; h != nil {
-		h.Method = cmp.Or(h.Method, "GET")
-		h.Path = cmp.Or(h.Path, "/")
+		if len(h.Flows) == 0 {
+			h.Method = cmp.Or(h.Method, "GET")
+			h.Path = cmp.Or(h.Path, "/")
+		}
+		for i := range h.Flows {
+			f := &h.Flows[i]
+			f.Weight = cmp.Or(f.Weight, 1)
+			for j := range f.Steps {
+				f.Steps[j].Method = cmp.Or(f.Steps[j].Method, "GET")
+				f.Steps[j].Path = cmp.Or(f.Steps[j].Path, "/")
+			}
+		}
 		h.Version = cmp.Or(h.Version, "1.1")
 		if h.KeepAlive == nil {
 			on := true

@@ -86,6 +86,12 @@ var _ drivers.Driver = (*Driver)(nil)
 // compile to a bool (the message quotes the rule), and an unreadable or
 // empty tls.ca_file.
 func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
+	if len(cfg.Flows) > 0 {
+		// The format and the engine know flows; this driver does not run
+		// them yet: refuse before any traffic rather than send something
+		// else.
+		return nil, errors.New("flows: the HTTP driver does not run flows yet")
+	}
 	var errs []error
 	d := &Driver{
 		method:    cfg.Method,
