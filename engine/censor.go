@@ -127,7 +127,7 @@ func GeneratorFault(pr *PhaseResult) string {
 		why = append(why, fmt.Sprintf("%d arrivals dropped after a late dispatch", s.DroppedLate))
 	}
 	if tooLate(pr) {
-		why = append(why, fmt.Sprintf("%d of %d arrivals dispatched more than %s late (up to %s) while connections were free", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Millisecond)))
+		why = append(why, fmt.Sprintf("%d of %d arrivals dispatched more than %s late (up to %s) while connections were free or while it was stalled itself", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Millisecond)))
 	}
 	if cpuSaturated(pr) {
 		cores := pr.clientCores()
