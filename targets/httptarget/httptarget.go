@@ -58,6 +58,19 @@ type Config struct {
 	// (/d/17 → 17 × DelayPerSeq); a path ending otherwise gets nothing
 	// extra. 0 means off.
 	DelayPerSeq time.Duration
+	// DelayPath replaces Delay for the counted requests to the paths it
+	// names (see PathDelays for matching): a known service time per path,
+	// e.g. {"/login": 5ms, "/items": 2ms}. SlowDelay still replaces it
+	// during SlowFor, and DelayPerSeq still adds to it. nil: Delay for all.
+	DelayPath PathDelays
+	// Users is the shop's users file (shop.go): CSV with a header naming
+	// the columns user and password. "" means the built-in rule: any
+	// non-empty user whose password is "pw-" + user. Serve reads the file
+	// before it listens.
+	Users string
+	// MaxSessions bounds the shop's live sessions; a login beyond it
+	// evicts the oldest. 0 means DefaultMaxSessions.
+	MaxSessions int
 	// Truth knobs (truth.go). Workers 1 serves counted requests one at a
 	// time, FIFO in arrival order, each taking its delay as service time;
 	// 0 serves them all at once. StallEvery P and StallFor D hold every
@@ -81,6 +94,9 @@ func (cfg *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.ResetAfterConns, "reset-after-conns", cfg.ResetAfterConns, "accept, then reset at once (RST) every connection made while K load connections are counted; 0 = never")
 	fs.DurationVar(&cfg.SlowFor, "slow-for", cfg.SlowFor, "slow start: for this long after the target starts listening, delay counted requests by --slow-delay instead of --delay (e.g. 5s); 0 = off")
 	fs.DurationVar(&cfg.SlowDelay, "slow-delay", cfg.SlowDelay, "the delay of counted requests during --slow-for (e.g. 300ms)")
+	fs.Var(pathDelaysFlag{&cfg.DelayPath}, "delay-path", "PATH=D[,PATH=D...]: this delay instead of --delay for counted requests to PATH (exact; a PATH ending in / covers the paths under it); repeatable (e.g. /login=5ms,/items=2ms)")
+	fs.StringVar(&cfg.Users, "users", cfg.Users, "CSV file of the shop's users (header user,password); default: any user whose password is pw-USER")
+	fs.IntVar(&cfg.MaxSessions, "max-sessions", cfg.MaxSessions, "most live shop sessions; a login beyond it evicts the oldest (0 = 100000)")
 	fs.DurationVar(&cfg.DelayPerSeq, "delay-per-seq", cfg.DelayPerSeq, "add n times this to the delay, n the number that ends the path (/d/17: 17 × it; e.g. 4ms); 0 = off")
 	cfg.truthFlags(fs)
 }
@@ -141,6 +157,10 @@ func (cfg Config) validate() error {
 	if cfg.SlowFor < 0 || cfg.SlowDelay < 0 || cfg.DelayPerSeq < 0 {
 		errs = append(errs, fmt.Errorf("slow-for %s, slow-delay %s, delay-per-seq %s: must not be negative", cfg.SlowFor, cfg.SlowDelay, cfg.DelayPerSeq))
 	}
+	if cfg.MaxSessions < 0 {
+		errs = append(errs, fmt.Errorf("max-sessions %d: must not be negative", cfg.MaxSessions))
+	}
+	errs = append(errs, validatePathDelays(cfg.DelayPath)...)
 	errs = append(errs, cfg.validateTruth()...)
 	return errors.Join(errs...)
 }
@@ -155,8 +175,9 @@ func (cfg Config) validate() error {
 //   - GET /healthz: 200 "ok\n", not counted.
 //   - GET /stats: the counters as a flat JSON object of integers, not counted.
 //   - any other method or path: a counted request, answered 200 "ok\n"
-//     after its delay (Delay, or SlowDelay during SlowFor, plus
-//     DelayPerSeq × n), or ErrorStatus with an empty body (ErrorEvery).
+//     after its delay (Delay, or its path's DelayPath, or SlowDelay
+//     during SlowFor; plus DelayPerSeq × n), or ErrorStatus with an empty
+//     body (ErrorEvery).
 //
 // Counters (/stats): requests (counted requests received), ok (2xx
 // answers), status_NNN per status answered (status_200 and the error

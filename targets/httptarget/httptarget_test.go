@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	nethttp "net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,11 +74,11 @@ func TestParseArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Listen: "127.0.0.1:9", Delay: 5 * time.Millisecond, ErrorEvery: 4, ErrorStatus: 500, CloseAfter: 10}
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("ParseArgs = %+v, want %+v", cfg, want)
 	}
 	cfg, err = ParseArgs(nil)
-	if err != nil || cfg != (Config{Listen: DefaultListen, ErrorStatus: 503}) {
+	if err != nil || !reflect.DeepEqual(cfg, Config{Listen: DefaultListen, ErrorStatus: 503}) {
 		t.Errorf("ParseArgs(nil) = %+v, %v", cfg, err)
 	}
 	for _, args := range [][]string{
