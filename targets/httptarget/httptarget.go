@@ -178,6 +178,9 @@ func (cfg Config) validate() error {
 //     after its delay (Delay, or its path's DelayPath, or SlowDelay
 //     during SlowFor; plus DelayPerSeq × n), or ErrorStatus with an empty
 //     body (ErrorEvery).
+//   - POST /login, POST /logout, GET /items, GET /items/{id}: the shop
+//     (shop.go), counted requests too, answered by the shop after the
+//     delay unless ErrorEvery fails them.
 //
 // Counters (/stats): requests (counted requests received), ok (2xx
 // answers), status_NNN per status answered (status_200 and the error
@@ -192,17 +195,32 @@ func (cfg Config) validate() error {
 // µs), late_max_us (the most any counted response was written after the
 // instant it was due, in µs: the target's own wake-up and write delay,
 // the part of a measured response time that is neither the scheduled
-// service time nor the client's). Counters are atomic and start at zero.
+// service time nor the client's). The shop's: login, logout, items and
+// item (requests to /login, /logout, /items and /items/{id}), each with
+// ENDPOINT_NNN per status answered (200, 400, 401, 403, 404, 405 and the
+// error status always present, e.g. login_200, items_401, item_404),
+// sessions (live logins now, not a counter) and sessions_evicted (logins
+// evicted at MaxSessions). Counters are atomic and start at zero.
+//
+// With Users set, Serve reads the users file (LoadUsers) before it
+// listens; a bad file is its error.
 func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return err
 	}
+	var users map[string]string
+	if cfg.Users != "" {
+		var err error
+		if users, err = LoadUsers(cfg.Users); err != nil {
+			return err
+		}
+	}
 	ln, err := targets.Listen(cfg.Listen)
 	if err != nil {
 		return err
 	}
-	t := &target{cfg: cfg, start: time.Now()}
+	t := &target{cfg: cfg, start: time.Now(), shop: newShop(users, cfg.MaxSessions)}
 	srv := &nethttp.Server{
 		Handler:           t,
 		ConnContext:       t.connContext,
@@ -245,6 +263,7 @@ type target struct {
 	cfg   Config
 	start time.Time // when the target began listening (SlowFor)
 	truth truthState
+	shop  *shop
 
 	requests           atomic.Int64
 	ok                 atomic.Int64
@@ -342,18 +361,33 @@ func (t *target) serveMalformed(w nethttp.ResponseWriter, r *nethttp.Request) {
 // whatever the concurrency.
 func (t *target) serveCounted(w nethttp.ResponseWriter, r *nethttp.Request, ci *connInfo) {
 	n := t.requests.Add(1)
+	ep := endpointOf(r.URL.Path)
+	if ep != epNone {
+		t.shop.arrived(ep)
+	}
 	if ci != nil && t.cfg.CloseAfter > 0 && ci.counted.Add(1) == int64(t.cfg.CloseAfter) {
 		w.Header().Set("Connection", "close")
 		t.closedByServer.Add(1)
 	}
+	var body []byte
+	tooLarge := false
+	if ep == epLogin {
+		body, _ = io.ReadAll(io.LimitReader(r.Body, maxLoginBody+1))
+		tooLarge = len(body) > maxLoginBody
+	}
 	io.Copy(io.Discard, r.Body)
 	due := t.hold(r.Context(), t.delay(r))
 	status := nethttp.StatusOK
+	failed := false
 	if e := t.cfg.ErrorEvery; e > 0 && n%int64(e) == 0 {
-		status = t.cfg.ErrorStatus
+		status, failed = t.cfg.ErrorStatus, true
 	}
 	h := w.Header()
-	if status == nethttp.StatusOK {
+	if ep != epNone && !failed {
+		// The shop decides once the delay is over, so a login's session
+		// exists from the moment its answer leaves.
+		status = t.shop.serve(w, r, ep, body, tooLarge)
+	} else if status == nethttp.StatusOK {
 		h.Set("Content-Type", "text/plain; charset=utf-8")
 		h.Set("Content-Length", "3")
 		w.WriteHeader(status)
@@ -363,6 +397,9 @@ func (t *target) serveCounted(w nethttp.ResponseWriter, r *nethttp.Request, ci *
 		w.WriteHeader(status)
 	}
 	t.recordLate(due)
+	if ep != epNone {
+		t.shop.answered(ep, status)
+	}
 	t.status[status].Add(1)
 	if status >= 200 && status <= 299 {
 		t.ok.Add(1)
@@ -385,6 +422,7 @@ func (t *target) stats() []byte {
 		m["worker_idle_us"] = t.truth.idle.Microseconds()
 		t.truth.mu.Unlock()
 	}
+	t.shop.stats(m, t.cfg.ErrorStatus)
 	for code := range t.status {
 		if v := t.status[code].Load(); v != 0 || code == nethttp.StatusOK || code == t.cfg.ErrorStatus {
 			m["status_"+strconv.Itoa(code)] = v
