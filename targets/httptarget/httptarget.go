@@ -108,7 +108,10 @@ func defaults() Config {
 // ParseArgs parses the target's command line (the words of `target.args`
 // in a scenario), e.g. ["--delay", "5ms", "--error-every", "4"]. Flags
 // may start with - or --. An unknown flag, a malformed or out-of-range
-// value, or a positional argument is an error.
+// value, or a positional argument is an error; so is a users file
+// (--users) that LoadUsers refuses, read here too so that a scenario's
+// check finds it before anything runs (a relative path is read from the
+// working directory, as the spawned target reads it).
 func ParseArgs(args []string) (Config, error) {
 	cfg := defaults()
 	if err := targets.ParseFlags("http", args, cfg.flags); err != nil {
@@ -116,6 +119,11 @@ func ParseArgs(args []string) (Config, error) {
 	}
 	if err := cfg.validate(); err != nil {
 		return Config{}, err
+	}
+	if cfg.Users != "" {
+		if _, err := LoadUsers(cfg.Users); err != nil {
+			return Config{}, err
+		}
 	}
 	return cfg, nil
 }

@@ -507,6 +507,13 @@ func TestLoadUsers_Errors(t *testing.T) {
 	if _, err := LoadUsers(t.TempDir()); err == nil {
 		t.Error("a directory: want an error")
 	}
+	bad := writeFile(t, "bad.csv", "user,password\nalice\n")
+	if _, err := ParseArgs([]string{"--users", bad}); err == nil || !strings.HasPrefix(err.Error(), "users file "+bad+" line 2: ") {
+		t.Errorf("ParseArgs --users with a bad file: %v", err)
+	}
+	if cfg, err := ParseArgs([]string{"--users", writeFile(t, "ok.csv", "user,password\na,b\n"), "--max-sessions", "5"}); err != nil || cfg.MaxSessions != 5 {
+		t.Errorf("ParseArgs --users with a good file: %+v, %v", cfg, err)
+	}
 	err := Serve(t.Context(), Config{Users: missing}, func(string) { t.Error("Serve listened with a missing users file") })
 	if err == nil || !strings.Contains(err.Error(), "none.csv") {
 		t.Errorf("Serve with a missing users file: %v", err)
