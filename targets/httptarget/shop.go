@@ -195,8 +195,10 @@ func (s *shop) serve(w nethttp.ResponseWriter, r *nethttp.Request, e int, body [
 		w.Header().Set("X-Item-Count", strconv.Itoa(len(items)))
 		return writeJSON(w, nethttp.StatusOK, map[string][]item{"items": items})
 	default: // epItem
-		id, err := strconv.ParseInt(strings.TrimPrefix(r.URL.Path, "/items/"), 10, 64)
-		if err == nil {
+		raw := strings.TrimPrefix(r.URL.Path, "/items/")
+		id, err := strconv.ParseInt(raw, 10, 64)
+		if err == nil && strconv.FormatInt(id, 10) == raw { // the id as the list writes it, no +7 or 007
+
 			for _, it := range itemsOf(ss.user) {
 				if it.ID == id {
 					return writeJSON(w, nethttp.StatusOK, it)
@@ -361,6 +363,11 @@ func LoadUsers(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("users file: %w", err)
 	}
+	return parseUsers(path, b)
+}
+
+// parseUsers is LoadUsers on the file's content b; path names it in errors.
+func parseUsers(path string, b []byte) (map[string]string, error) {
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 	r := csv.NewReader(bytes.NewReader(b))
 	r.ReuseRecord = true

@@ -1,6 +1,7 @@
 package httptarget
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -14,6 +15,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/runner-dev/runner/drivers"
+	httpdriver "github.com/runner-dev/runner/drivers/http"
+	"github.com/runner-dev/runner/schema"
 )
 
 // jarClient is a keep-alive client with its own cookie jar (RFC 6265), as
@@ -276,6 +281,8 @@ func TestShop_Refusals(t *testing.T) {
 		{"item: no cookie", "GET", fmt.Sprintf("/items/%d", bobItem), bob, "", nil, 403, "item_403"},
 		{"another user's item", "GET", fmt.Sprintf("/items/%d", bobItem), alice, "", []string{"Cookie", aliceCookie}, 404, "item_404"},
 		{"not a number", "GET", "/items/abc", alice, "", []string{"Cookie", aliceCookie}, 404, "item_404"},
+		{"a sign before the id", "GET", fmt.Sprintf("/items/+%d", bobItem), bob, "", []string{"Cookie", bobCookie}, 404, "item_404"},
+		{"a zero before the id", "GET", fmt.Sprintf("/items/0%d", bobItem), bob, "", []string{"Cookie", bobCookie}, 404, "item_404"},
 		{"no id", "GET", "/items/", alice, "", []string{"Cookie", aliceCookie}, 404, "item_404"},
 		{"DELETE an item", "DELETE", fmt.Sprintf("/items/%d", bobItem), bob, "", []string{"Cookie", bobCookie}, 405, "item_405"},
 		{"logout: no cookie", "POST", "/logout", bob, "", nil, 403, "logout_403"},
@@ -518,4 +525,105 @@ func TestLoadUsers_Errors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "none.csv") {
 		t.Errorf("Serve with a missing users file: %v", err)
 	}
+}
+
+// TestShop_ReconcileWithDriver: runner's HTTP driver logs in 40 users
+// (u1…u40, each with its right password) against a target failing every
+// 4th request; the driver's outcomes and the shop's counters agree
+// exactly, as `server.login == step.login.requests` needs.
+func TestShop_ReconcileWithDriver(t *testing.T) {
+	base := start(t, Config{ErrorEvery: 4})
+	d, err := httpdriver.New(schema.HTTP{
+		Method:  "POST",
+		Path:    "/login",
+		Headers: map[string]string{"Content-Type": "application/json"},
+		Body:    `{"user": "u{{seq}}", "password": "pw-u{{seq}}"}`,
+	}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := d.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	byClass := map[drivers.Class]int{}
+	for i := 1; i <= 40; i++ {
+		byClass[c.Do(ctx, drivers.Request{Seq: uint64(i)}).Class]++
+	}
+	if byClass[drivers.OK] != 30 || byClass[drivers.Status] != 10 {
+		t.Errorf("driver outcomes %v, want 30 ok and 10 status", byClass)
+	}
+	m := wantStats(t, base, map[string]int64{
+		"login": 40, "login_200": int64(byClass[drivers.OK]), "login_503": int64(byClass[drivers.Status]),
+		"login_401": 0, "login_400": 0, "sessions": 30,
+	})
+	addsUp(t, m)
+}
+
+// FuzzCredentials: no login body, JSON or form, makes the parser panic,
+// and what it accepts has a user.
+func FuzzCredentials(f *testing.F) {
+	for _, seed := range []struct{ ct, body string }{
+		{"application/json", `{"user": "alice", "password": "pw-alice"}`},
+		{"", `{"user": "a"}`},
+		{"application/json", `{"user": 7}`},
+		{"application/json", `[]`},
+		{"application/x-www-form-urlencoded", "user=a&password=b"},
+		{"application/x-www-form-urlencoded; charset=utf-8", "user=%zz"},
+		{"text/plain", "user=a"},
+	} {
+		f.Add(seed.ct, []byte(seed.body))
+	}
+	f.Fuzz(func(t *testing.T, ct string, body []byte) {
+		user, _, err := credentials(ct, body)
+		if err == nil && user == "" {
+			t.Errorf("accepted %q (%s) without a user", body, ct)
+		}
+	})
+}
+
+// FuzzParseUsers: no users file makes the parser panic; an error names
+// the file, and what it accepts has no empty user.
+func FuzzParseUsers(f *testing.F) {
+	for _, seed := range []string{
+		"user,password\nalice,x\n",
+		"\ufeffid,password,user\n1,\"a,b\",bob\n",
+		"user,password\nalice\n",
+		"user,password\nalice,\"x\n",
+		"",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		users, err := parseUsers("f.csv", b)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "users file f.csv") {
+				t.Errorf("error %q does not name the file", err)
+			}
+			return
+		}
+		if len(users) == 0 {
+			t.Errorf("accepted %q with no users", b)
+		}
+		if _, empty := users[""]; empty {
+			t.Errorf("accepted an empty user in %q", b)
+		}
+	})
+}
+
+// FuzzDelayPathFlag: no --delay-path value makes its parser panic.
+func FuzzDelayPathFlag(f *testing.F) {
+	for _, seed := range []string{"/login=5ms,/items=2ms", "/a", "/a=5", "=,=", "/a=1ms,/a=2ms", " /x = 1ms"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var p PathDelays
+		if err := (pathDelaysFlag{&p}).Set(s); err == nil && len(p) == 0 {
+			t.Errorf("Set(%q) accepted nothing", s)
+		}
+		validatePathDelays(p)
+	})
 }
