@@ -1,7 +1,6 @@
 package httptarget
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
-	httpdriver "github.com/runner-dev/runner/drivers/http"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -533,26 +531,12 @@ func TestLoadUsers_Errors(t *testing.T) {
 // exactly, as `server.login == step.login.requests` needs.
 func TestShop_ReconcileWithDriver(t *testing.T) {
 	base := start(t, Config{ErrorEvery: 4})
-	d, err := httpdriver.New(schema.HTTP{
+	_, byClass := drive(t, base, schema.HTTP{
 		Method:  "POST",
 		Path:    "/login",
 		Headers: map[string]string{"Content-Type": "application/json"},
 		Body:    `{"user": "u{{seq}}", "password": "pw-u{{seq}}"}`,
-	}, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := d.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	byClass := map[drivers.Class]int{}
-	for i := 1; i <= 40; i++ {
-		byClass[c.Do(ctx, drivers.Request{Seq: uint64(i)}).Class]++
-	}
+	}, 40)
 	if byClass[drivers.OK] != 30 || byClass[drivers.Status] != 10 {
 		t.Errorf("driver outcomes %v, want 30 ok and 10 status", byClass)
 	}
