@@ -40,7 +40,7 @@ type Verdict struct {
 // catalogue's metrics read from it (MetricPhase) and the target's
 // counter deltas.
 func RuleEnv(pr *PhaseResult) rules.Env {
-	return rules.EnvOf(pr.MetricPhase(), pr.Server, nil).Uncertain(pr.ServerUncertain)
+	return rules.EnvOf(pr.MetricPhase(), pr.Server, nil).Uncertain(pr.ServerUncertain).Unknown(pr.ServerUnknown)
 }
 
 // Judge judges every rule of the plan. An unscoped rule is judged on every

@@ -591,6 +591,8 @@ func TestRulesReadingServerNeedFetch(t *testing.T) {
 			"s.yaml:8:12: assert[2].rule: server.ok needs reconcile.fetch",
 			"s.yaml:9:5: assert[3]: server[k] needs reconcile.fetch",
 		}},
+		{"fetches without a fetch", phases + "assert: [fetches < 1]\n",
+			[]string{"s.yaml:5:10: assert[0]: fetches needs reconcile.fetch"}},
 		{"the reads of a computed name", phases + "assert: [server == 1]\n",
 			[]string{"s.yaml:5:10: assert[0]: server.<counter> needs reconcile.fetch"}},
 		{"with reconcile.fetch", phases + "reconcile: {fetch: {path: /stats}, expect: [server.requests == requests]}\nassert: [server.ok > 0, worst(server.ok) > 0]\n", nil},

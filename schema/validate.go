@@ -685,6 +685,10 @@ func serverCounter(m string) (string, bool) {
 		}
 	}
 	switch {
+	case m == "fetches":
+		// The runner's own fetches inside the counters' deltas: without
+		// a fetch there are none to subtract.
+		return m, true
 	case m == "server":
 		return "server.<counter>", true
 	case strings.HasPrefix(m, "server.") || strings.HasPrefix(m, "server["):

@@ -148,7 +148,7 @@ func builtin() []Def {
 		// The runner's own counter fetches inside the phase's counter
 		// deltas (Phase.Fetches): what a target that counts its scrapes
 		// counted of ours.
-		Def{Name: "fetches", Unit: Count, Read: func(p *Phase) (float64, bool) { return float64(p.Fetches), true }},
+		Def{Name: "fetches", Unit: Count, Need: CountersFetched, Read: func(p *Phase) (float64, bool) { return float64(p.Fetches), p.Fetches > 0 }},
 		// InflightSum / CompletionWindow.
 		with(rate("inflight_mean", "inflight_mean", HigherIsWorse, (*measure.Summary).InflightMean), func(d *Def) { d.Unit, d.TSV = Mean, "inflight_mean" }),
 		// Little's law L = λW = ResponseSum / CompletionWindow.

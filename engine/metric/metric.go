@@ -93,6 +93,9 @@ const (
 	ClientMeasured
 	// TargetMeasured: the target process's resource use was measured.
 	TargetMeasured
+	// CountersFetched: the target's counters were read before and after
+	// the phase (fetches).
+	CountersFetched
 )
 
 // Client is the load generator's own resource use in a phase.

@@ -153,6 +153,7 @@ const (
 	offeredNeed      // offered_rate: an open model
 	clientNeed       // client.*: measured
 	targetNeed       // target.*: measured
+	fetchedNeed      // fetches: the target's counters were read
 	serverNeed       // server.X: fetched
 )
 
@@ -239,7 +240,7 @@ func needOf(n metric.Need) need {
 	return map[metric.Need]need{
 		metric.Always: always, metric.Samples: dist, metric.Requests: anyRequest, metric.Elapsed: someElapsed,
 		metric.Responses: littleNeed, metric.OpenModel: offeredNeed, metric.ClientMeasured: clientNeed,
-		metric.TargetMeasured: targetNeed,
+		metric.TargetMeasured: targetNeed, metric.CountersFetched: fetchedNeed,
 	}[n]
 }
 

@@ -152,12 +152,15 @@ type Env struct {
 	// uncertain server counters: delta known only within ± the value
 	// (a merge of segments whose readings a dial-in came between)
 	uncertain map[string]float64
-	requests  int64
-	answered  int64
-	elapsed   time.Duration
-	client    bool
-	target    bool
-	baseline  *Env
+	// unknown server counters: read, but their delta cannot be known
+	// (engine.PhaseResult.ServerUnknown), with why
+	unknown  map[string]string
+	requests int64
+	answered int64
+	elapsed  time.Duration
+	client   bool
+	target   bool
+	baseline *Env
 }
 
 // NewEnv builds the rule environment of a phase from its Summary (nil
@@ -237,6 +240,15 @@ func (e Env) Uncertain(u map[string]float64) Env {
 	return e
 }
 
+// Unknown marks server counters that were read but whose delta cannot be
+// known, with why (engine.PhaseResult.ServerUnknown: a counter that went
+// backwards, one not a finite number …): a rule that needs one is
+// inconclusive, saying why. It returns e.
+func (e Env) Unknown(u map[string]string) Env {
+	e.unknown = u
+	return e
+}
+
 // fill sets every metric of the catalogue (metric.All) that rules read
 // to its value in ph (0 when it has none), and the distributions behind
 // the latency groups, for their sample counts and other percentiles.
@@ -305,6 +317,10 @@ func availability(env *Env, r ref) (ok bool, note string) {
 		if !env.client {
 			return false, "not measured"
 		}
+	case fetchedNeed:
+		if len(env.fetched) == 0 && len(env.unknown) == 0 {
+			return false, "the target's counters were not fetched"
+		}
 	case targetNeed:
 		if !env.target {
 			return false, "not measured"
@@ -314,6 +330,8 @@ func availability(env *Env, r ref) (ok bool, note string) {
 			if len(env.m.Server) == 0 {
 				return false, "not fetched"
 			}
+		} else if why, ok := env.unknown[r.name]; ok && !env.fetched[r.name] {
+			return false, "its change over the phase is unknown: " + why
 		} else if u, ok := env.uncertain[r.name]; ok && env.fetched[r.name] {
 			return false, fmt.Sprintf("known only within ±%g: the segments' readings of it differed around a dial-in", u)
 		} else if !env.fetched[r.name] {
