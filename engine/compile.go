@@ -146,10 +146,15 @@ func Compile(sc *schema.Scenario, lim Limits) (*Plan, error) {
 		}
 		return out
 	}
+	// FLOW STEPS (issue 16): pl.FlowSteps is to be filled here from the
+	// scenario's flows (driver.http.flows: every step's name, in mix
+	// order), once the scenario format has them. Until then a scenario
+	// has no flows, and a rule that reads step.NAME.* is rejected below.
 	pl.Rules = compileRules("assert", sc.Assert)
 	if sc.Reconcile != nil {
 		pl.Expect = compileRules("reconcile.expect", sc.Reconcile.Expect)
 	}
+	errs = append(errs, pl.ruleStepErrors()...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
