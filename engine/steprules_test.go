@@ -80,21 +80,56 @@ func stepResult(name string, ok, failed int, d time.Duration) StepResult {
 	return StepResult{Flow: "shop", Name: name, Summary: rec.Summary(10 * time.Second)}
 }
 
-// Hand-made step summaries over three repeats: the rule holds only if
-// it holds in each, median(x) is the middle repeat's, and the target's
-// counters reconcile with a step's requests.
-func TestStepRulesAcrossRepeats(t *testing.T) {
+// stepRepeats is a phase of three repeats with two flow steps: login's
+// 20 requests take 30, 10 and 50 ms (p50 needs 20 samples), items has 19
+// ok requests and 0, 1 and 2 failed ones; the target counted 20 logins
+// and 19 items.
+func stepRepeats(t *testing.T) (*Plan, *Result) {
+	t.Helper()
 	pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 4}, Duration: dur("10s")}, time.Second)
 	pl.Repeats = 3
 	res := &Result{}
-	// login's requests take 30, 10 and 50 ms; 20 requests each (p50
-	// needs 20 samples).
 	for i, d := range []time.Duration{30 * time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond} {
 		pr := &PhaseResult{Phase: &pl.Phases[0], Repeat: i + 1, Summary: stepResult("iteration", 20, 0, time.Second).Summary,
 			Steps:  []StepResult{stepResult("login", 20, 0, d), stepResult("items", 19, i, time.Millisecond)},
 			Server: map[string]float64{"login": 20, "items": 19}}
 		res.Phases = append(res.Phases, pr)
 	}
+	return pl, res
+}
+
+// The repeat summary has each step's median and range: login's max is
+// 30 ms in the middle repeat, 10 and 50 ms at the ends; items' errors
+// 0, 1 and 2.
+func TestAcrossSteps(t *testing.T) {
+	_, res := stepRepeats(t)
+	a := Across(res)
+	if len(a) != 1 || len(a[0].Steps) != 2 {
+		t.Fatalf("%+v: want one phase with two steps", a)
+	}
+	login, items := a[0].Steps[0], a[0].Steps[1]
+	if login.Name != "login" || login.Flow != "shop" || items.Name != "items" {
+		t.Fatalf("steps %s/%s, %s: want shop/login then items", login.Flow, login.Name, items.Name)
+	}
+	if got, want := login.Metrics["max_ms"], (Spread{Median: 30, Min: 10, Max: 50, N: 3}); got != want {
+		t.Errorf("login max_ms %+v, want %+v", got, want)
+	}
+	if got, want := items.Metrics["errors"], (Spread{Median: 1, Min: 0, Max: 2, N: 3}); got != want {
+		t.Errorf("items errors %+v, want %+v", got, want)
+	}
+	if _, ok := items.Metrics["dropped"]; ok {
+		t.Error("dropped is not a step's metric")
+	}
+	if p := a[0].Metrics["errors"]; p.Max != 0 {
+		t.Errorf("the phase's own errors %+v: the iterations had none", p)
+	}
+}
+
+// Hand-made step summaries over three repeats: the rule holds only if
+// it holds in each, median(x) is the middle repeat's, and the target's
+// counters reconcile with a step's requests.
+func TestStepRulesAcrossRepeats(t *testing.T) {
+	pl, res := stepRepeats(t)
 	withStepRules(t, pl, []string{"login", "items"},
 		"median(step.login.p50) < 40ms",
 		"median(step.login.p50) >= 30ms",
