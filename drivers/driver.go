@@ -112,6 +112,13 @@ type Request struct {
 	// Vars carries the iteration's captured values (FlowDriver); nil for
 	// drivers without flows.
 	Vars Vars
+	// Slot is the 0-based connection slot the engine sends on: one
+	// virtual user, the same for every request its connection carries
+	// (through re-dials), in [0, connections). It is global across
+	// scale-out segments as Seq is: segment K of N numbers its local
+	// slot k as k·N + K, so the segments' slots are those of one
+	// generator. Drivers read it for data_order: connection.
+	Slot int
 }
 
 // Class is a request's outcome class. Every request ends in exactly one.
