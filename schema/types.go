@@ -92,6 +92,16 @@ type Frame struct {
 	PayloadFile string `yaml:"payload_file,omitempty" json:"payload_file,omitempty"`
 	// Data is a .csv or .json file for {{data.NAME}}, as for websocket.
 	Data string `yaml:"data,omitempty" json:"data,omitempty"`
+	// DataOrder is how requests pick their row of Data: rows (default:
+	// request seq reads row (seq−1) mod n, in turn), connection (the
+	// connection slot s, one virtual user, reads row s mod n for the
+	// whole run) or random (a row drawn from DataSeed and seq: the same
+	// seed repeats the run). In a flow every step of an iteration reads
+	// the iteration's row.
+	DataOrder string `yaml:"data_order,omitempty" json:"data_order,omitempty" jsonschema:"enum=rows,enum=connection,enum=random"`
+	// DataSeed seeds data_order: random (required with it, any integer
+	// but 0; no other order takes one).
+	DataSeed int64 `yaml:"data_seed,omitempty" json:"data_seed,omitempty"`
 	// Timeout bounds each request from its send to its reply; default 10s.
 	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 }
@@ -146,8 +156,19 @@ type WebSocket struct {
 	// Binary sends binary frames; default text frames.
 	Binary bool `yaml:"binary,omitempty" json:"binary,omitempty"`
 	// Data is a .csv (header row) or .json (array of objects) file whose
-	// rows {{data.NAME}} reads in turn; relative to the scenario file.
+	// rows {{data.NAME}} reads (see DataOrder); relative to the scenario
+	// file.
 	Data string `yaml:"data,omitempty" json:"data,omitempty"`
+	// DataOrder is how requests pick their row of Data: rows (default:
+	// request seq reads row (seq−1) mod n, in turn), connection (the
+	// connection slot s, one virtual user, reads row s mod n for the
+	// whole run) or random (a row drawn from DataSeed and seq: the same
+	// seed repeats the run). In a flow every step of an iteration reads
+	// the iteration's row.
+	DataOrder string `yaml:"data_order,omitempty" json:"data_order,omitempty" jsonschema:"enum=rows,enum=connection,enum=random"`
+	// DataSeed seeds data_order: random (required with it, any integer
+	// but 0; no other order takes one).
+	DataSeed int64 `yaml:"data_seed,omitempty" json:"data_seed,omitempty"`
 	// Correlate is the dot path of the reply field that carries the
 	// request id (e.g. id, meta.request_id): the message's own field at
 	// that path must be {{seq}}. Replies are then paired by id, in any
@@ -199,6 +220,20 @@ type HTTP struct {
 	Success string `yaml:"success,omitempty" json:"success,omitempty"`
 	// TLS configures https:// targets.
 	TLS *TLS `yaml:"tls,omitempty" json:"tls,omitempty"`
+	// Data is a .csv (header row) or .json (array of objects) file whose
+	// rows {{data.NAME}} reads in path, header values and body (see
+	// DataOrder); relative to the scenario file.
+	Data string `yaml:"data,omitempty" json:"data,omitempty"`
+	// DataOrder is how requests pick their row of Data: rows (default:
+	// request seq reads row (seq−1) mod n, in turn), connection (the
+	// connection slot s, one virtual user, reads row s mod n for the
+	// whole run) or random (a row drawn from DataSeed and seq: the same
+	// seed repeats the run). In a flow every step of an iteration reads
+	// the iteration's row.
+	DataOrder string `yaml:"data_order,omitempty" json:"data_order,omitempty" jsonschema:"enum=rows,enum=connection,enum=random"`
+	// DataSeed seeds data_order: random (required with it, any integer
+	// but 0; no other order takes one).
+	DataSeed int64 `yaml:"data_seed,omitempty" json:"data_seed,omitempty"`
 	// Flows, when given, make each arrival one iteration of a flow (a
 	// list of steps on one connection) from this weighted mix, instead
 	// of one request; method, path, body, body_size and success are then

@@ -198,10 +198,14 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 	// Write the whole request: head (+ Content-Length) + body.
 	seq := r.Seq
 	d := c.d
-	w := d.head.render(c.wbuf[:0], seq)
+	var row []string // the request's data row
+	if d.data != nil {
+		row = d.data.Row(seq, r.Slot)
+	}
+	w := d.head.render(c.wbuf[:0], seq, row)
 	bodyLen := len(d.filler)
 	if d.filler == nil {
-		bodyLen = d.body.size(seq)
+		bodyLen = d.body.size(seq, row)
 	}
 	if d.sendLen {
 		w = append(w, "Content-Length: "...)
@@ -210,7 +214,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 	}
 	w = append(w, '\r', '\n')
 	if d.filler == nil {
-		w = d.body.render(w, seq)
+		w = d.body.render(w, seq, row)
 	}
 	c.wbuf = w
 	var err error

@@ -276,7 +276,7 @@ func TestServe_Errors(t *testing.T) {
 func TestReconcile_WithDriver(t *testing.T) {
 	base := start(t, Config{ErrorEvery: 4})
 	before := stats(t, base)
-	d, err := httpdriver.New(schema.HTTP{KeepAlive: new(false)}, base)
+	d, err := httpdriver.New(schema.HTTP{KeepAlive: new(false)}, base, "")
 	if err != nil {
 		t.Fatal(err)
 	}
