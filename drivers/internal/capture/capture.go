@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/runner-dev/runner/schema"
 )
@@ -66,7 +67,7 @@ func Compile(spec schema.Capture) (*Capture, error) {
 		if strings.TrimSpace(spec.Header) == "" {
 			return nil, errors.New("header: empty name; expected a header name such as Location")
 		}
-		if !isToken(spec.Header) {
+		if !httpguts.ValidHeaderFieldName(spec.Header) {
 			return nil, fmt.Errorf("header %q: not an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~)", spec.Header)
 		}
 		name := textproto.CanonicalMIMEHeaderKey(spec.Header)
@@ -140,17 +141,3 @@ func (c *Capture) NeedsBody() bool { return c.kind != header }
 // String describes the capture as written: "json items.0.id",
 // "header Location", "regex id=(\d+)".
 func (c *Capture) String() string { return c.src }
-
-// isToken reports whether s is an RFC 9110 token, as header names are.
-func isToken(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return s != ""
-}
