@@ -306,8 +306,9 @@ func TestProblems(t *testing.T) {
 			`s.yaml:8:19: driver.frame.payload_file: both payload and payload_file; expected at most one`,
 			`s.yaml:9:14: driver.frame.timeout: expected a positive duration, found 0s`,
 		}},
-		{"data orders", "version: 1\ntarget: {serve: http}\ndriver:\n  http: {data: u.csv, data_order: rnd, data_seed: 4}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
+		{"data orders", "version: 1\ntarget: {serve: http}\ndriver:\n  http: {data: u.csv, data_order: rnd, data_seed: 4, cookies: true, headers: {cookie: a=b}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
 			`s.yaml:4:35: driver.http.data_order: unknown data_order "rnd"; expected one of: rows, connection, random`,
+			`s.yaml:4:87: driver.http.headers.cookie: the Cookie header is the cookie jar's when cookies is true; let the target set the cookie, or turn cookies off`,
 		}},
 		{"random needs a seed", "version: 1\ntarget: {serve: http}\ndriver:\n  http: {data: u.csv, data_order: random}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
 			`s.yaml:4:35: driver.http.data_order: data_order random needs data_seed, a nonzero integer, so that the run can be repeated`,

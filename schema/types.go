@@ -234,6 +234,17 @@ type HTTP struct {
 	// DataSeed seeds data_order: random (required with it, any integer
 	// but 0; no other order takes one).
 	DataSeed int64 `yaml:"data_seed,omitempty" json:"data_seed,omitempty"`
+	// Cookies keeps a cookie jar per connection slot (one virtual user),
+	// RFC 6265 (net/http/cookiejar with the public suffix list): the
+	// Set-Cookie fields of every complete response are stored, whatever
+	// its status and the success rule say (as a browser does), and each
+	// request carries the Cookie header the jar holds for its URL (the
+	// target's scheme, host and the request's path). The jar outlives
+	// re-dials, so with keep_alive: false a virtual user still keeps its
+	// cookies across its new connections; it is never shared between
+	// virtual users, and starts empty for each run. Default false; flows
+	// will turn it on by default.
+	Cookies bool `yaml:"cookies,omitempty" json:"cookies,omitempty"`
 	// Flows, when given, make each arrival one iteration of a flow (a
 	// list of steps on one connection) from this weighted mix, instead
 	// of one request; method, path, body, body_size and success are then

@@ -381,6 +381,13 @@ func (l *loader) validateHTTP(h *HTTP, t Target) {
 		l.failf(p+".data", "empty; leave data out for no data file")
 	}
 	l.checkDataOrder(p, h.DataOrder, h.DataSeed)
+	if h.Cookies {
+		for _, k := range slices.Sorted(maps.Keys(h.Headers)) {
+			if strings.EqualFold(k, "Cookie") {
+				l.failf(p+".headers."+k, "the Cookie header is the cookie jar's when cookies is true; let the target set the cookie, or turn cookies off")
+			}
+		}
+	}
 	if h.Flows != nil || l.has(p+".flows") {
 		l.validateFlows(h)
 	}

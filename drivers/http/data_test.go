@@ -138,3 +138,26 @@ func problemKeys(err error) []string {
 	}
 	return []string{"(not a ConfigError: " + err.Error() + ")"}
 }
+
+// Rendering a request with data columns allocates nothing once the
+// buffer has grown: values are appended, never built.
+func TestDataRenderDoesNotAllocate(t *testing.T) {
+	dir := writeUsers(t)
+	d, err := New(schema.HTTP{Method: "POST", Path: "/u/{{data.user}}", Headers: map[string]string{"X-P": "{{data.password}}"},
+		Body: "{{data.user}}:{{seq}}", Data: "users.csv", DataOrder: "random", DataSeed: 3}, "http://127.0.0.1:1", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 0, 1024)
+	seq := uint64(0)
+	if n := testing.AllocsPerRun(1000, func() {
+		seq++
+		row := d.data.Row(seq, int(seq%4))
+		buf = d.body.render(d.head.render(buf[:0], seq, row), seq, row)
+	}); n != 0 {
+		t.Errorf("%v allocations per rendering, want 0", n)
+	}
+	if !strings.Contains(string(buf), "POST /u/") {
+		t.Errorf("rendered %q", buf)
+	}
+}

@@ -62,6 +62,13 @@ type Driver struct {
 	sendLen   bool           // send Content-Length (a body, or a method that expects one)
 	keepAlive bool           // ask to keep the connection open
 
+	// cookies gives every connection (virtual user) a cookie jar; the
+	// jar's URL of a request is scheme://jarHost + target rendered.
+	cookies bool
+	scheme  string
+	jarHost string
+	target  tmpl // the request target: the URL's path prefix, then cfg.Path
+
 	rule *rule // nil: success is 2xx
 
 	opened atomic.Int64
@@ -83,7 +90,20 @@ var _ drivers.Driver = (*Driver)(nil)
 // Connection when keep-alive differs from the version's default, and
 // Content-Length when there is a body (or for POST, PUT and PATCH).
 // Connection, Content-Length and Transfer-Encoding belong to the driver
-// and are rejected in cfg.Headers.
+// and are rejected in cfg.Headers, as is Cookie with cfg.Cookies.
+//
+// With cfg.Cookies every Conn (one virtual user) keeps a cookie jar of
+// its own, RFC 6265 (net/http/cookiejar with the public suffix list of
+// golang.org/x/net/publicsuffix; an IP host, as 127.0.0.1, takes only
+// host-only cookies or a Domain equal to it): the Set-Cookie fields of
+// every complete response are stored, ok or not (a non-2xx status and a
+// failed success rule included; a response cut short stores nothing),
+// and each request carries one Cookie header with what the jar holds
+// for its URL: the target URL's scheme and host (not a Host header the
+// scenario sets) and the request's path. The jar outlives the re-dials
+// of its Conn, so with keep-alive off a virtual user keeps its cookies
+// from one connection to the next. Without cfg.Cookies nothing is
+// stored and no Cookie is sent, and a request allocates nothing.
 //
 // Path, header values and body are templates of {{seq}} and
 // {{data.NAME}}, a column of the request's row of cfg.Data picked as
@@ -106,6 +126,7 @@ func New(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 	}
 	var errs []error
 	d := &Driver{
+		cookies:   cfg.Cookies,
 		method:    cfg.Method,
 		timeout:   time.Duration(cfg.Timeout),
 		keepAlive: cfg.KeepAlive == nil || *cfg.KeepAlive,
@@ -133,6 +154,7 @@ func New(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 		errs = append(errs, bad("target.url", fmt.Errorf("target url %q: user info is not supported; send an Authorization header", baseURL)))
 	default:
 		host = u.Host
+		d.scheme, d.jarHost = u.Scheme, u.Host
 		port := u.Port()
 		if port == "" {
 			port = "80"
@@ -205,6 +227,8 @@ func New(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 	// Request line and Host.
 	d.head = literal(d.method + " " + prefix)
 	d.head.concat(pathT)
+	d.target = literal(prefix)
+	d.target.concat(pathT)
 	d.head.concat(literal(" HTTP/" + version + "\r\n"))
 	if _, ok := headerKey(cfg.Headers, "Host"); !ok {
 		d.head.concat(literal("Host: " + host + "\r\n"))
@@ -231,6 +255,9 @@ func New(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 			continue
 		case strings.EqualFold(name, "Content-Length") || strings.EqualFold(name, "Transfer-Encoding"):
 			errs = append(errs, bad("headers."+name, fmt.Errorf("header %q: set by the driver from body or body_size", name)))
+			continue
+		case cfg.Cookies && strings.EqualFold(name, "Cookie"):
+			errs = append(errs, bad("headers."+name, fmt.Errorf("header %q: set by the driver from its cookie jar when cookies is true", name)))
 			continue
 		}
 		vt, ok := parse("headers."+name, "header "+name, value)

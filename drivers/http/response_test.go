@@ -27,7 +27,11 @@ func parseOurs(raw string, head, wantHeaders bool) (p parsed, headers map[string
 	br := bufio.NewReaderSize(strings.NewReader(raw), 64)
 	var r response
 	for {
-		if p.err = readResponseHead(br, &r, wantHeaders); p.err != nil {
+		want := keep(0)
+		if wantHeaders {
+			want = keepHeaders
+		}
+		if p.err = readResponseHead(br, &r, want); p.err != nil {
 			return p, nil
 		}
 		if r.status >= 200 || r.status == 101 {
@@ -179,7 +183,7 @@ func TestResponse_Headers(t *testing.T) {
 	br := bufio.NewReader(strings.NewReader("HTTP/1.1 200 OK\r\nX-A: 1\r\n\r\nHTTP/1.1 200 OK\r\nX-B: 2\r\n\r\n"))
 	r := response{}
 	for _, want := range []string{"X-A", "X-B"} {
-		if err := readResponseHead(br, &r, true); err != nil {
+		if err := readResponseHead(br, &r, keepHeaders); err != nil {
 			t.Fatal(err)
 		}
 		if len(r.headers) != 1 || r.headers[want] == "" {
