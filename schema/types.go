@@ -199,11 +199,12 @@ type HTTP struct {
 	// Method is the request method; default GET.
 	Method string `yaml:"method,omitempty" json:"method,omitempty"`
 	// Path is the request target, a template: `{{seq}}` expands to the
-	// request's sequence number (1-based within the run). Default "/".
+	// request's sequence number (1-based within the run), `{{data.NAME}}`
+	// to column NAME of the request's row of Data. Default "/".
 	Path string `yaml:"path,omitempty" json:"path,omitempty"`
-	// Headers are sent with every request; values are templates.
+	// Headers are sent with every request; values are templates, as Path.
 	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
-	// Body is a template for the request body; empty means no body.
+	// Body is a template for the request body, as Path; empty means no body.
 	Body string `yaml:"body,omitempty" json:"body,omitempty"`
 	// BodySize, when set, sends that many filler bytes as the body instead of Body.
 	BodySize Size `yaml:"body_size,omitempty" json:"body_size,omitempty"`

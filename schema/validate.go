@@ -255,6 +255,16 @@ func (l *loader) validateWebSocket(w *WebSocket, t Target) {
 	}
 }
 
+// refuseCookieHeader refuses a Cookie entry in the headers under p: with
+// cookies: true the Cookie header is the cookie jar's.
+func (l *loader) refuseCookieHeader(p string, headers map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(headers)) {
+		if strings.EqualFold(k, "Cookie") {
+			l.failf(p+".headers."+k, "the Cookie header is the cookie jar's when cookies is true; let the target set the cookie, or turn cookies off")
+		}
+	}
+}
+
 // checkDataOrder checks a driver's data_order and data_seed under p: a
 // known order, a nonzero seed with random and none with another order
 // (no silent default seed: a random order names it so the run repeats),
@@ -382,9 +392,10 @@ func (l *loader) validateHTTP(h *HTTP, t Target) {
 	}
 	l.checkDataOrder(p, h.DataOrder, h.DataSeed)
 	if h.Cookies {
-		for _, k := range slices.Sorted(maps.Keys(h.Headers)) {
-			if strings.EqualFold(k, "Cookie") {
-				l.failf(p+".headers."+k, "the Cookie header is the cookie jar's when cookies is true; let the target set the cookie, or turn cookies off")
+		l.refuseCookieHeader(p, h.Headers)
+		for i, f := range h.Flows {
+			for j, st := range f.Steps {
+				l.refuseCookieHeader(index(index(p+".flows", i)+".steps", j), st.Headers)
 			}
 		}
 	}

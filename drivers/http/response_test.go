@@ -265,3 +265,32 @@ func TestIssue12_ClipOnCharacterBoundary(t *testing.T) {
 		}
 	}
 }
+
+// With keepCookies the reader keeps every Set-Cookie value in order (RFC
+// 6265 §3: never folded into one), case-insensitively, each head its
+// own; without it none.
+func TestSetCookieKept(t *testing.T) {
+	raw := "HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Path=/\r\nX-A: 1\r\nset-cookie:  b=2 \r\nContent-Length: 0\r\n\r\n" +
+		"HTTP/1.1 204 No Content\r\nX-B: 2\r\n\r\n"
+	br := bufio.NewReader(strings.NewReader(raw))
+	var r response
+	if err := readResponseHead(br, &r, keepCookies); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(r.cookies, "|") != "a=1; Path=/|b=2" || r.headers != nil {
+		t.Errorf("cookies %q, headers %v; want a=1; Path=/ and b=2, no headers", r.cookies, r.headers)
+	}
+	if err := readResponseHead(br, &r, keepCookies); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.cookies) != 0 {
+		t.Errorf("second response: cookies %q, want none", r.cookies)
+	}
+	br = bufio.NewReader(strings.NewReader(raw))
+	if err := readResponseHead(br, &r, keepHeaders); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.cookies) != 0 || r.headers["Set-Cookie"] != "a=1; Path=/" {
+		t.Errorf("without keepCookies: cookies %q, headers %v", r.cookies, r.headers)
+	}
+}
