@@ -636,6 +636,8 @@ func (ph *phaseRun) do(k int, r drivers.Request) (out drivers.Outcome, sent, don
 	sent = now.Sub(ph.start)
 	deadline := now.Add(ph.timeout)
 	r.Deadline = deadline
+	// The slot, like the sequence number, is global across segments.
+	r.Slot = int(ph.r.Segment.Global(int64(k)))
 	// A driver that keeps the deadline itself gets the phase's context
 	// (cancellation only); the dial of an empty slot and other drivers
 	// get one with the deadline.

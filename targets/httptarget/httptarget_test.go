@@ -276,7 +276,7 @@ func TestServe_Errors(t *testing.T) {
 // class; every status outcome must be a 503.
 func drive(t *testing.T, base string, h schema.HTTP, n int) (*httpdriver.Driver, map[drivers.Class]int) {
 	t.Helper()
-	d, err := httpdriver.New(h, base)
+	d, err := httpdriver.New(h, base, "")
 	if err != nil {
 		t.Fatal(err)
 	}
