@@ -101,7 +101,9 @@ type flowRun struct {
 // nil when d runs no flows.
 func newFlowRun(d drivers.Driver, opts measure.Options) (*flowRun, error) {
 	fd, ok := d.(drivers.FlowDriver)
-	if !ok {
+	if !ok || fd.Flows() == nil {
+		// A driver that can run flows runs none here (an HTTP scenario
+		// of one request).
 		return nil, nil
 	}
 	mix, err := newFlowMix(fd.Flows())

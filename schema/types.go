@@ -243,9 +243,9 @@ type HTTP struct {
 	// target's scheme, host and the request's path). The jar outlives
 	// re-dials, so with keep_alive: false a virtual user still keeps its
 	// cookies across its new connections; it is never shared between
-	// virtual users, and starts empty for each run. Default false; flows
-	// will turn it on by default.
-	Cookies bool `yaml:"cookies,omitempty" json:"cookies,omitempty"`
+	// virtual users, and starts empty for each run. Default: on with
+	// flows, off for a single request.
+	Cookies *bool `yaml:"cookies,omitempty" json:"cookies,omitempty"`
 	// Flows, when given, make each arrival one iteration of a flow (a
 	// list of steps on one connection) from this weighted mix, instead
 	// of one request; method, path, body, body_size and success are then

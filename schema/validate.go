@@ -391,7 +391,7 @@ func (l *loader) validateHTTP(h *HTTP, t Target) {
 		l.failf(p+".data", "empty; leave data out for no data file")
 	}
 	l.checkDataOrder(p, h.DataOrder, h.DataSeed)
-	if h.Cookies {
+	if h.Cookies != nil && *h.Cookies || h.Cookies == nil && len(h.Flows) > 0 {
 		l.refuseCookieHeader(p, h.Headers)
 		for i, f := range h.Flows {
 			for j, st := range f.Steps {
@@ -812,6 +812,10 @@ func fillDefaults(s *Scenario) {
 		f.DataOrder = cmp.Or(f.DataOrder, "rows")
 	}
 	if h := s.Driver.HTTP; h != nil {
+		if h.Cookies == nil {
+			on := len(h.Flows) > 0 // a virtual user's session, as a browser keeps
+			h.Cookies = &on
+		}
 		if len(h.Flows) == 0 {
 			h.Method = cmp.Or(h.Method, "GET")
 			h.Path = cmp.Or(h.Path, "/")

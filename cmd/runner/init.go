@@ -23,6 +23,7 @@ var starterFS embed.FS
 // spawns.
 var starterDrivers = []struct{ name, serve string }{
 	{"http", "http"},
+	{"http-flow", "http"},
 	{"websocket", "ws-gateway"},
 	{"frame", "frame"},
 }

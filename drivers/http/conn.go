@@ -34,6 +34,9 @@ var past = time.Unix(1, 0)
 // new one and reports it in Outcome.Dialed.
 type conn struct {
 	d *Driver
+	// spec is the request Do is sending: d itself, or the Driver of the
+	// flow step it sends (Driver.spec).
+	spec *Driver
 
 	// mu guards nc, closed and gen against Close and the cancellation
 	// callback; Do itself is the only writer of nc.
@@ -79,6 +82,7 @@ var (
 func newConn(d *Driver) *conn {
 	c := &conn{
 		d:    d,
+		spec: d,
 		wbuf: make([]byte, 0, 512),
 	}
 	c.br = bufio.NewReaderSize(&c.cr, 16<<10)
@@ -209,22 +213,24 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 		return out
 	}
 
-	// Write the whole request: head (+ Content-Length) + body.
+	// Write the whole request: head (+ Content-Length) + body, as the
+	// request's flow step says (the driver's own request without flows).
 	seq := r.Seq
-	d := c.d
+	d := c.d.spec(r)
+	c.spec = d
 	var row []string // the request's data row
 	if d.data != nil {
 		row = d.data.Row(seq, r.Slot)
 	}
-	w := d.head.render(c.wbuf[:0], seq, row)
+	w := d.head.render(c.wbuf[:0], seq, row, r.Vars)
 	var jarURL *url.URL
 	if c.jar != nil {
-		jarURL = c.requestURL(seq, row)
+		jarURL = c.requestURL(d, seq, row, r.Vars)
 		w = appendCookie(w, c.jar.Cookies(jarURL))
 	}
 	bodyLen := len(d.filler)
 	if d.filler == nil {
-		bodyLen = d.body.size(seq, row)
+		bodyLen = d.body.size(seq, row, r.Vars)
 	}
 	if d.sendLen {
 		w = append(w, "Content-Length: "...)
@@ -233,7 +239,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 	}
 	w = append(w, '\r', '\n')
 	if d.filler == nil {
-		w = d.body.render(w, seq, row)
+		w = d.body.render(w, seq, row, r.Vars)
 	}
 	c.wbuf = w
 	var err error
@@ -278,6 +284,9 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 		c.storeCookies(jarURL)
 	}
 	out.Class, out.Code, out.Err = c.judge()
+	if out.Class == drivers.OK && len(d.captures) > 0 {
+		out.Class, out.Code, out.Err = c.capture(d, r.Vars)
+	}
 
 	// Keep the connection only if both sides want it and nothing is left
 	// in the buffer (bytes past the response mean we lost the framing).
@@ -292,7 +301,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 // have no body.
 func (c *conn) readResponse() error {
 	var want keep
-	if c.d.rule != nil && c.d.rule.needHeaders {
+	if c.spec.rule != nil && c.spec.rule.needHeaders || c.spec.captureHeaders {
 		want |= keepHeaders
 	}
 	if c.jar != nil {
@@ -313,8 +322,8 @@ func (c *conn) readResponse() error {
 // target's scheme and host, and the request target rendered for seq and
 // row (its query included; a target that is not a URL path, as "*",
 // counts as "/").
-func (c *conn) requestURL(seq uint64, row []string) *url.URL {
-	c.tbuf = c.d.target.render(c.tbuf[:0], seq, row)
+func (c *conn) requestURL(d *Driver, seq uint64, row []string, vars drivers.Vars) *url.URL {
+	c.tbuf = d.target.render(c.tbuf[:0], seq, row, vars)
 	u, err := url.ParseRequestURI(string(c.tbuf))
 	if err != nil {
 		u = &url.URL{Path: "/"}
@@ -358,18 +367,18 @@ func (c *conn) storeCookies(u *url.URL) {
 // reads body.
 func (c *conn) readBody() error {
 	var keep *bytes.Buffer
-	if c.d.rule != nil && c.d.rule.needBody {
+	if c.spec.rule != nil && c.spec.rule.needBody || c.spec.captureBody {
 		c.body.Reset()
 		keep = &c.body
 	}
-	return readBody(c.br, &c.resp, c.d.method == nethttp.MethodHead, keep)
+	return readBody(c.br, &c.resp, c.spec.method == nethttp.MethodHead, keep)
 }
 
 // judge classes a complete response: the success rule if there is one,
 // else defaultSuccess. Failures carry the status as their code.
 func (c *conn) judge() (drivers.Class, string, error) {
 	status := c.resp.status
-	r := c.d.rule
+	r := c.spec.rule
 	if r == nil {
 		if defaultSuccess(status) {
 			return drivers.OK, "", nil
@@ -390,6 +399,23 @@ func (c *conn) judge() (drivers.Class, string, error) {
 	}
 	if !ok {
 		return drivers.RuleFailed, strconv.Itoa(status), fmt.Errorf("status %d: success rule `%s` is false", status, r.src)
+	}
+	return drivers.OK, "", nil
+}
+
+// capture takes the values a flow step captures from its complete, ok
+// response into vars. A capture that does not match fails the step: class
+// capture, its name as code (docs/design.md, "Flows").
+func (c *conn) capture(d *Driver, vars drivers.Vars) (drivers.Class, string, error) {
+	body := c.body.Bytes()
+	for _, nc := range d.captures {
+		v, ok := nc.c.Extract(c.resp.headers, body)
+		if !ok {
+			return drivers.Capture, nc.name, fmt.Errorf("status %d: capture %s (%s) found nothing in the response", c.resp.status, nc.name, nc.c)
+		}
+		if vars != nil {
+			vars[nc.name] = v
+		}
 	}
 	return drivers.OK, "", nil
 }

@@ -59,7 +59,7 @@ func (cs *cookieServer) take() []string { return cs.got.Take() }
 // a 500 response sets is stored all the same; Max-Age=0 deletes one.
 func TestCookiesPerVirtualUser(t *testing.T) {
 	cs := newCookieServer(t)
-	d := newDriver(t, schema.HTTP{Path: "/step/{{seq}}", Cookies: true}, cs.URL)
+	d := newDriver(t, schema.HTTP{Path: "/step/{{seq}}", Cookies: boolp(true)}, cs.URL)
 	a, b := dial(t, d), dial(t, d)
 	expect := func(c drivers.Conn, seq uint64, class drivers.Class, cookie string) {
 		t.Helper()
@@ -88,7 +88,7 @@ func TestCookiesPerVirtualUser(t *testing.T) {
 // first (the longer path, RFC 6265 §5.4).
 func TestCookiePath(t *testing.T) {
 	cs := newCookieServer(t)
-	c := dial(t, newDriver(t, schema.HTTP{Path: "/step/{{seq}}", Cookies: true}, cs.URL+"/admin"))
+	c := dial(t, newDriver(t, schema.HTTP{Path: "/step/{{seq}}", Cookies: boolp(true)}, cs.URL+"/admin"))
 	for seq := uint64(1); seq <= 2; seq++ {
 		if out := do(c, seq, 5*time.Second); out.Class != drivers.OK {
 			t.Fatalf("request %d: %s %s", seq, out.Class, out.Code)
@@ -103,7 +103,7 @@ func TestCookiePath(t *testing.T) {
 // false: every request is a new TCP connection, the session goes on.
 func TestCookiesSurviveRedials(t *testing.T) {
 	cs := newCookieServer(t)
-	d := newDriver(t, schema.HTTP{Path: "/step/{{seq}}", Cookies: true, KeepAlive: boolp(false)}, cs.URL)
+	d := newDriver(t, schema.HTTP{Path: "/step/{{seq}}", Cookies: boolp(true), KeepAlive: boolp(false)}, cs.URL)
 	c := dial(t, d)
 	for seq := uint64(1); seq <= 4; seq++ {
 		if out := do(c, seq, 5*time.Second); out.Class != drivers.OK {
@@ -152,13 +152,13 @@ func TestLongSetCookieAndHeaderConflict(t *testing.T) {
 			fmt.Fprintf(c, "HTTP/1.1 %s\r\nContent-Length: 0\r\n\r\n", status)
 		}
 	})
-	c := dial(t, newDriver(t, schema.HTTP{Path: "/{{seq}}", Cookies: true}, "http://"+s.addr))
+	c := dial(t, newDriver(t, schema.HTTP{Path: "/{{seq}}", Cookies: boolp(true)}, "http://"+s.addr))
 	for seq := uint64(1); seq <= 2; seq++ {
 		if out := do(c, seq, 5*time.Second); out.Class != drivers.OK {
 			t.Fatalf("request %d: %s %s %v", seq, out.Class, out.Code, out.Err)
 		}
 	}
-	_, err := New(schema.HTTP{Cookies: true, Headers: map[string]string{"cookie": "a=b"}}, "http://127.0.0.1:1", "")
+	_, err := New(schema.HTTP{Cookies: boolp(true), Headers: map[string]string{"cookie": "a=b"}}, "http://127.0.0.1:1", "")
 	if ps := problemKeys(err); err == nil || len(ps) != 1 || ps[0] != "headers.cookie" || !strings.Contains(err.Error(), "cookie jar") {
 		t.Errorf("Cookie header with cookies on: %v", err)
 	}

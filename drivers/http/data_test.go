@@ -153,7 +153,7 @@ func TestDataRenderDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() {
 		seq++
 		row := d.data.Row(seq, int(seq%4))
-		buf = d.body.render(d.head.render(buf[:0], seq, row), seq, row)
+		buf = d.body.render(d.head.render(buf[:0], seq, row, nil), seq, row, nil)
 	}); n != 0 {
 		t.Errorf("%v allocations per rendering, want 0", n)
 	}

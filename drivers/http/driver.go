@@ -72,6 +72,13 @@ type Driver struct {
 	rule *rule // nil: success is 2xx
 
 	opened atomic.Int64
+
+	// flow is the mix of a flow driver (flow.go); nil for one request.
+	flow *flowSet
+	// captures are what a flow step's response gives later steps;
+	// captureBody and captureHeaders say the reader must keep them.
+	captures                    []namedCapture
+	captureBody, captureHeaders bool
 }
 
 var _ drivers.Driver = (*Driver)(nil)
@@ -117,16 +124,24 @@ var _ drivers.Driver = (*Driver)(nil)
 // named, a data_order or data_seed template.SetOrder refuses, a success
 // rule that does not compile to a bool (the message quotes the rule),
 // and an unreadable or empty tls.ca_file.
+//
+// With cfg.Flows the driver is a drivers.FlowDriver (newFlows): each flow
+// step is a request of its own, and cookies are on unless cfg.Cookies
+// says false.
 func New(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 	if len(cfg.Flows) > 0 {
-		// The format and the engine know flows; this driver does not run
-		// them yet: refuse before any traffic rather than send something
-		// else.
-		return nil, errors.New("flows: the HTTP driver does not run flows yet")
+		return newFlows(cfg, baseURL, dir)
 	}
+	return newSpec(cfg, baseURL, dir, nil)
+}
+
+// newSpec builds a driver for one request template, cfg without flows;
+// captured names the values earlier steps of a flow capture, which the
+// templates may read as {{NAME}}.
+func newSpec(cfg schema.HTTP, baseURL, dir string, captured []string) (*Driver, error) {
 	var errs []error
 	d := &Driver{
-		cookies:   cfg.Cookies,
+		cookies:   cookiesOn(cfg),
 		method:    cfg.Method,
 		timeout:   time.Duration(cfg.Timeout),
 		keepAlive: cfg.KeepAlive == nil || *cfg.KeepAlive,
@@ -204,7 +219,7 @@ func New(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 		}
 	}
 	parse := func(key, what, s string) (tmpl, bool) {
-		t, err := parseTemplate(s, d.data)
+		t, err := parseTemplate(s, d.data, captured...)
 		if err != nil && dataOK {
 			errs = append(errs, bad(key, fmt.Errorf("%s: %w", what, err)))
 		}
@@ -256,7 +271,7 @@ func New(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 		case strings.EqualFold(name, "Content-Length") || strings.EqualFold(name, "Transfer-Encoding"):
 			errs = append(errs, bad("headers."+name, fmt.Errorf("header %q: set by the driver from body or body_size", name)))
 			continue
-		case cfg.Cookies && strings.EqualFold(name, "Cookie"):
+		case cookiesOn(cfg) && strings.EqualFold(name, "Cookie"):
 			errs = append(errs, bad("headers."+name, fmt.Errorf("header %q: set by the driver from its cookie jar when cookies is true", name)))
 			continue
 		}
@@ -314,6 +329,15 @@ func New(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 		return nil, errors.Join(errs...)
 	}
 	return d, nil
+}
+
+// cookiesOn says whether cfg keeps cookies: cfg.Cookies, or when unset,
+// whether it has flows.
+func cookiesOn(cfg schema.HTTP) bool {
+	if cfg.Cookies != nil {
+		return *cfg.Cookies
+	}
+	return len(cfg.Flows) > 0
 }
 
 func tlsConfig(t *schema.TLS, host string) (*tls.Config, error) {

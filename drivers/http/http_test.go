@@ -56,9 +56,9 @@ func TestTemplate(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parseTemplate(%q): %v", tt.src, err)
 		}
-		got := string(tm.render([]byte("x"), tt.seq, tt.row))
-		if got != "x"+tt.want || tm.size(tt.seq, tt.row) != len(tt.want) {
-			t.Errorf("render(%q, %d) = %q (size %d), want %q", tt.src, tt.seq, got, tm.size(tt.seq, tt.row), tt.want)
+		got := string(tm.render([]byte("x"), tt.seq, tt.row, nil))
+		if got != "x"+tt.want || tm.size(tt.seq, tt.row, nil) != len(tt.want) {
+			t.Errorf("render(%q, %d) = %q (size %d), want %q", tt.src, tt.seq, got, tm.size(tt.seq, tt.row, nil), tt.want)
 		}
 	}
 	for _, tc := range []struct {
@@ -808,7 +808,7 @@ func BenchmarkDo(b *testing.B) {
 		{"post-data", schema.HTTP{Method: "POST", Path: "/u/{{data.user}}", Headers: map[string]string{"X-Token": "{{data.token}}"},
 			Body: `{"user":"{{data.user}}","n":{{seq}}}`, Data: users, DataOrder: "random", DataSeed: 1}},
 		// A cookie jar looked up for every request (the stub sets none).
-		{"get-cookies", schema.HTTP{Path: "/item/{{seq}}", Cookies: true}},
+		{"get-cookies", schema.HTTP{Path: "/item/{{seq}}", Cookies: boolp(true)}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			d := newDriver(b, bc.cfg, "http://"+s.addr)

@@ -2,14 +2,20 @@ package http
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/drivers/internal/template"
 )
 
-// seqHole marks a `{{seq}}` hole; any other hole is a data column index.
-const seqHole = -1
+// seqHole marks a `{{seq}}` hole; a hole ≥ 0 is a data column index, and
+// one ≤ varHole a flow's captured value: vars[varHole − hole].
+const (
+	seqHole = -1
+	varHole = -2
+)
 
 // tmpl is text split once, at New, around its holes: lits[0] hole[0]
 // lits[1] hole[1] … lits[n], each hole `{{seq}}` or `{{data.NAME}}` (a
@@ -17,15 +23,20 @@ const seqHole = -1
 // never parses or allocates.
 type tmpl struct {
 	lits   []string
-	holes  []int // seqHole, or a column index of the data file
-	litLen int   // total length of lits
+	holes  []int    // seqHole, a column index of the data file, or ≤ varHole
+	vars   []string // the names of the captured values the holes ≤ varHole read
+	litLen int      // total length of lits
 }
 
 // parseTemplate splits s around `{{seq}}` and `{{data.NAME}}` (spaces
 // inside the braces are allowed); data holds the columns NAME may name
 // and is nil without a data file. Any other `{{…}}` action, a column the
 // data file lacks, or an unterminated `{{` is an error.
-func parseTemplate(s string, data *template.Data) (tmpl, error) {
+//
+// In a flow step, captured names the values earlier steps of the flow
+// capture: `{{NAME}}` reads one (rendered from the request's Vars; empty
+// when absent, which a failed capture never lets happen).
+func parseTemplate(s string, data *template.Data, captured ...string) (tmpl, error) {
 	var t tmpl
 	rest := s
 	for {
@@ -50,6 +61,9 @@ func parseTemplate(s string, data *template.Data) (tmpl, error) {
 			if hole < 0 {
 				return tmpl{}, fmt.Errorf("%s in %q: the data file %s has no column %q; columns: %s", raw, s, data.File, name, strings.Join(data.Columns, ", "))
 			}
+		case slices.Contains(captured, action):
+			hole = varHole - len(t.vars)
+			t.vars = append(t.vars, action)
 		default:
 			return tmpl{}, fmt.Errorf("unknown template action %q in %q: expected {{seq}} or {{data.NAME}}", raw, s)
 		}
@@ -82,18 +96,28 @@ func (t *tmpl) concat(u tmpl) {
 	last := len(t.lits) - 1
 	t.lits[last] += u.lits[0]
 	t.lits = append(t.lits, u.lits[1:]...)
-	t.holes = append(t.holes, u.holes...)
+	for _, h := range u.holes {
+		if h <= varHole {
+			name := u.vars[varHole-h]
+			h = varHole - len(t.vars)
+			t.vars = append(t.vars, name)
+		}
+		t.holes = append(t.holes, h)
+	}
 	t.litLen += u.litLen
 }
 
-// size is the rendered length of t for seq and the data row row (nil
-// without a data file).
-func (t *tmpl) size(seq uint64, row []string) int {
+// size is the rendered length of t for seq, the data row row (nil
+// without a data file) and the flow's captured values vars.
+func (t *tmpl) size(seq uint64, row []string, vars drivers.Vars) int {
 	n := t.litLen
 	for _, h := range t.holes {
-		if h == seqHole {
+		switch {
+		case h == seqHole:
 			n += digits(seq)
-		} else {
+		case h <= varHole:
+			n += len(vars[t.vars[varHole-h]])
+		default:
 			n += len(row[h])
 		}
 	}
@@ -101,13 +125,16 @@ func (t *tmpl) size(seq uint64, row []string) int {
 }
 
 // render appends t with every hole filled: `{{seq}}` with seq in decimal,
-// a column with its value in row.
-func (t *tmpl) render(dst []byte, seq uint64, row []string) []byte {
+// a column with its value in row, a captured name with its value in vars.
+func (t *tmpl) render(dst []byte, seq uint64, row []string, vars drivers.Vars) []byte {
 	for i, l := range t.lits {
 		if i > 0 {
-			if h := t.holes[i-1]; h == seqHole {
+			switch h := t.holes[i-1]; {
+			case h == seqHole:
 				dst = strconv.AppendUint(dst, seq, 10)
-			} else {
+			case h <= varHole:
+				dst = append(dst, vars[t.vars[varHole-h]]...)
+			default:
 				dst = append(dst, row[h]...)
 			}
 		}
@@ -126,8 +153,8 @@ func (t *tmpl) each(f func(string) error, data *template.Data) error {
 		}
 	}
 	for _, h := range t.holes {
-		if h == seqHole {
-			continue
+		if h == seqHole || h <= varHole {
+			continue // a captured value is the target's own text
 		}
 		for i, row := range data.Rows {
 			if err := f(row[h]); err != nil {
