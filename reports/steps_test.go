@@ -1,0 +1,154 @@
+package reports
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/internal/sysinfo"
+	"github.com/runner-dev/runner/schema"
+)
+
+// exactly is d as a sample the histogram reads back exactly: d − 1 ns.
+// A percentile reads the top of its sample's bucket plus 999 ns
+// (measure.Dist.Percentile); below 16 ms a bucket is at most 8 µs wide
+// and a whole multiple of 8 µs minus 1 ns is the top of its bucket, so
+// the reports print d itself (3 decimals).
+func exactly(d time.Duration) time.Duration { return d - 1 }
+
+// flowFixture is a run of one open phase "shop" (10 s), two repeats,
+// whose driver runs two flows: "buy" (steps login, pay) and "peek" (step
+// look). The steps' figures, by hand:
+//
+//	repeat 1: login 50 ok at 0.2, 0.4, …, 10 ms: p50 (rank 25) 5 ms,
+//	          p95 (rank 48) 9.6 ms, p99 and max (rank 50) 10 ms; 5.0/s
+//	          pay 50: 45 ok at 3 ms, 5 failed (503): 4.5/s
+//	          look 25 ok at 2 ms: 2.5/s
+//	repeat 2: login as repeat 1 plus 1 ms: 6, 10.6, 11, 11 ms
+//	          pay 50: 40 ok at 4 ms, 10 failed: 4.0/s
+//	          look as repeat 1
+//
+// The phase's own summary counts the 75 iterations.
+func flowFixture(t *testing.T) *Run {
+	t.Helper()
+	sc := &schema.Scenario{
+		Version: 1, Name: "flows", File: "flows.yaml", Repeats: 2,
+		Phases: []schema.Phase{
+			{Name: "shop", Open: &schema.Open{Rate: schema.RateSpec{From: 7.5, To: 7.5}, Connections: 4}, Duration: schema.Duration(10 * time.Second)},
+		},
+		Assert: []schema.Rule{{Expr: "errors < 20", Line: 9, Col: 5}},
+	}
+	pl, err := engine.Compile(sc, engine.Limits{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	const elapsed = 10 * time.Second
+	opts := measure.Options{Duration: 11 * time.Second}
+	ok := drivers.Outcome{Class: drivers.OK, Responded: true}
+	bad := drivers.Outcome{Class: drivers.Status, Code: "503", Responded: true}
+	res := &engine.Result{}
+	for rep := 1; rep <= 2; rep++ {
+		p := &pl.Phases[0]
+		it := measure.NewRecorder(1, opts)
+		login, pay, look := measure.NewRecorder(1, opts), measure.NewRecorder(1, opts), measure.NewRecorder(1, opts)
+		payFails := 5 * rep // the last payFails of the 50 fail
+		for k := range 50 {
+			due := time.Duration(k) * 200 * time.Millisecond
+			rt := exactly(time.Duration(k+1)*200*time.Microsecond + time.Duration(rep-1)*time.Millisecond)
+			login.AddArrivals(1)
+			login.Record(0, &measure.Result{Seq: uint64(k + 1), Intended: due, Sent: due, Done: due + rt, Outcome: ok})
+			payDue := due + rt
+			payRT := exactly(time.Duration(2+rep) * time.Millisecond)
+			out := ok
+			if k >= 50-payFails {
+				out = bad
+			}
+			pay.AddArrivals(1)
+			pay.Record(0, &measure.Result{Seq: uint64(k + 1), Intended: payDue, Sent: payDue, Done: payDue + payRT, Outcome: out})
+			it.AddArrivals(1)
+			it.Record(0, &measure.Result{Seq: uint64(k + 1), Intended: due, Sent: due, Done: payDue + payRT, Outcome: out})
+		}
+		for k := range 25 {
+			due := time.Duration(k)*400*time.Millisecond + 100*time.Millisecond
+			rt := exactly(2 * time.Millisecond)
+			look.AddArrivals(1)
+			look.Record(0, &measure.Result{Seq: uint64(51 + k), Intended: due, Sent: due, Done: due + rt, Outcome: ok})
+			it.AddArrivals(1)
+			it.Record(0, &measure.Result{Seq: uint64(51 + k), Intended: due, Sent: due, Done: due + rt, Outcome: ok})
+		}
+		it.AddConnectionsOpened(4)
+		pr := &engine.PhaseResult{
+			Repeat: rep, Phase: p, Start: start.Add(time.Duration(rep*100) * time.Second),
+			Summary: it.Summary(elapsed), ConnectionsRequested: 4, ConnectionsEstablished: 4,
+			Wall: elapsed, ClientCPU: 0.05, GCPauseMax: 120 * time.Microsecond,
+			Steps: []engine.StepResult{
+				{Flow: "buy", Name: "login", Summary: login.Summary(elapsed)},
+				{Flow: "buy", Name: "pay", Summary: pay.Summary(elapsed)},
+				{Flow: "peek", Name: "look", Summary: look.Summary(elapsed)},
+			},
+		}
+		if err := pr.CheckSteps(); err != nil {
+			t.Fatal(err)
+		}
+		pr.Metrics = engine.MetricsOf(pr)
+		res.Phases = append(res.Phases, pr)
+	}
+	r := &Run{
+		RunID: "20261201T080000Z-f10w5", Tool: "runner", Scenario: sc, Plan: pl,
+		Env:    sysinfo.Env{OS: "linux", Arch: "amd64", Cores: 2, CoresAllowed: 2, GoVersion: "go1.26", Runner: "test"},
+		Target: "http://127.0.0.1:8080", Started: start, Ended: start.Add(time.Hour),
+		Result: res,
+	}
+	r.Verdict = engine.Judge(pl, res)
+	r.Across = engine.Across(res)
+	r.Warnings = engine.Checks(pl, res)
+	return r
+}
+
+// fields splits s on runs of spaces.
+func fields(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// TestConsoleSteps: under each repeat of a flow phase, one line per step
+// with the hand-computed figures; across repeats, median [min – max] with
+// the worse middle value of the two.
+func TestConsoleSteps(t *testing.T) {
+	r := flowFixture(t)
+	var b bytes.Buffer
+	Console(&b, r, true)
+	out := b.String()
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		lines = append(lines, fields(l))
+	}
+	text := strings.Join(lines, "\n")
+	for _, want := range []string{
+		"flow figures per iteration",
+		"steps response time from when the step came due (ok responses)",
+		"step flow requests ok errors p50 p95 p99 max throughput",
+		// repeat 1
+		"login buy 50 50 0 5.000ms 9.600ms* 10.000ms* 10.000ms 5.0",
+		"pay buy 50 45 5 3.000ms 3.000ms* 3.000ms* 3.000ms 4.5",
+		"look peek 25 25 0 2.000ms 2.000ms* 2.000ms* 2.000ms 2.5",
+		// repeat 2
+		"login buy 50 50 0 6.000ms 10.600ms* 11.000ms* 11.000ms 5.0",
+		"pay buy 50 40 10 4.000ms 4.000ms* 4.000ms* 4.000ms 4.0",
+		// across repeats
+		"step login n=2 requests 50 errors 0 p50 6.000ms [5.000ms – 6.000ms] p95 10.600ms [9.600ms – 10.600ms] p99 11.000ms [10.000ms – 11.000ms] throughput 5.0",
+		"step pay n=2 requests 50 errors 10 [5 – 10] p50 4.000ms [3.000ms – 4.000ms] p95 4.000ms [3.000ms – 4.000ms] p99 4.000ms [3.000ms – 4.000ms] throughput 4.0 [4.0 – 4.5]",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("console lacks %q:\n%s", want, out)
+		}
+	}
+	// Phases without flows show no step table (the golden fixture).
+	b.Reset()
+	Console(&b, fixture(t), true)
+	if strings.Contains(b.String(), "steps ") || strings.Contains(b.String(), "per iteration") {
+		t.Error("a phase without flows shows steps")
+	}
+}
