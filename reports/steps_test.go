@@ -110,6 +110,16 @@ func flowFixture(t *testing.T) *Run {
 	return r
 }
 
+// mustHold fails t for each of wants that out lacks, naming the report.
+func mustHold(t *testing.T, report, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s lacks %q:\n%s", report, want, out)
+		}
+	}
+}
+
 // fields splits s on runs of spaces.
 func fields(s string) string { return strings.Join(strings.Fields(s), " ") }
 
@@ -125,8 +135,7 @@ func TestConsoleSteps(t *testing.T) {
 	for _, l := range strings.Split(out, "\n") {
 		lines = append(lines, fields(l))
 	}
-	text := strings.Join(lines, "\n")
-	for _, want := range []string{
+	mustHold(t, "console", strings.Join(lines, "\n"),
 		"flow figures per iteration",
 		"steps response time from when the step came due (ok responses)",
 		"step flow requests ok errors p50 p95 p99 max throughput",
@@ -140,15 +149,41 @@ func TestConsoleSteps(t *testing.T) {
 		// across repeats
 		"step login n=2 requests 50 errors 0 p50 6.000ms [5.000ms – 6.000ms] p95 10.600ms [9.600ms – 10.600ms] p99 11.000ms [10.000ms – 11.000ms] throughput 5.0",
 		"step pay n=2 requests 50 errors 10 [5 – 10] p50 4.000ms [3.000ms – 4.000ms] p95 4.000ms [3.000ms – 4.000ms] p99 4.000ms [3.000ms – 4.000ms] throughput 4.0 [4.0 – 4.5]",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("console lacks %q:\n%s", want, out)
-		}
-	}
+	)
 	// Phases without flows show no step table (the golden fixture).
 	b.Reset()
 	Console(&b, fixture(t), true)
 	if strings.Contains(b.String(), "steps ") || strings.Contains(b.String(), "per iteration") {
 		t.Error("a phase without flows shows steps")
+	}
+}
+
+// TestMarkdownSteps: a flow phase's rows say they count iterations, and
+// its steps have a table: per repeat the hand-computed figures, then the
+// spread of the two repeats.
+func TestMarkdownSteps(t *testing.T) {
+	r := flowFixture(t)
+	var b bytes.Buffer
+	if err := Markdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	mustHold(t, "markdown", b.String(),
+		"| shop (iterations) | 1 | open |",
+		"| shop (iterations) | 2 | 70, 65 |",
+		"### Flow steps",
+		"its response time from when the step came due",
+		"#### shop\n\n| Repeat | Flow | Step | requests | ok | errors | p50 | p95 | p99 | max | throughput /s |\n",
+		"| 1 | buy | login | 50 | 50 | 0 | 5.000ms | 9.600ms\\* | 10.000ms\\* | 10.000ms | 5.0 |\n",
+		"| 1 | buy | pay | 50 | 45 | 5 | 3.000ms | 3.000ms\\* | 3.000ms\\* | 3.000ms | 4.5 |\n",
+		"| 2 | buy | pay | 50 | 40 | 10 | 4.000ms | 4.000ms\\* | 4.000ms\\* | 4.000ms | 4.0 |\n",
+		"| 2 | peek | look | 25 | 25 | 0 | 2.000ms | 2.000ms\\* | 2.000ms\\* | 2.000ms | 2.5 |\n",
+		"| median [min – max] of 2 | buy | pay | 50 | 40 [40 – 45] | 10 [5 – 10] | 4.000ms [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.0 [4.0 – 4.5] |\n",
+	)
+	b.Reset()
+	if err := Markdown(&b, fixture(t)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "Flow steps") || strings.Contains(b.String(), "(iterations)") {
+		t.Error("a run without flows shows steps")
 	}
 }
