@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/measure"
@@ -185,5 +187,51 @@ func TestMarkdownSteps(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "Flow steps") || strings.Contains(b.String(), "(iterations)") {
 		t.Error("a run without flows shows steps")
+	}
+}
+
+// TestHDRLogSteps: a flow phase's log has, besides its iterations' lines,
+// each step's response and service times, tagged
+// r<repeat>/<phase>/step/<name>/…, with the step's ok responses: login's
+// 0.2 … 10 ms (50), pay's 45 then 40 at 3 then 4 ms.
+func TestHDRLogSteps(t *testing.T) {
+	r := flowFixture(t)
+	var b bytes.Buffer
+	if err := HDRLog(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]*hdr.Histogram{}
+	for _, h := range readHDRLog(t, hdr.NewHistogramLogReader(strings.NewReader(b.String()))) {
+		if _, dup := by[h.Tag()]; dup && !strings.HasSuffix(h.Tag(), "/interval") {
+			t.Errorf("tag %s twice", h.Tag())
+		}
+		by[h.Tag()] = h
+	}
+	for _, c := range []struct {
+		tag      string
+		n        int64
+		min, max int64 // µs: samples are truncated to the µs below
+	}{
+		{"r1/shop/response", 70, 1999, 11999},
+		{"r1/shop/step/login/response", 50, 199, 9999},
+		{"r1/shop/step/login/service", 50, 199, 9999},
+		{"r1/shop/step/pay/response", 45, 2999, 2999},
+		{"r1/shop/step/look/response", 25, 1999, 1999},
+		{"r2/shop/step/login/response", 50, 1199, 10999},
+		{"r2/shop/step/pay/response", 40, 3999, 3999},
+	} {
+		h, ok := by[c.tag]
+		if !ok {
+			t.Errorf("no line tagged %s", c.tag)
+			continue
+		}
+		// Bucket edges: within 0.1 % (3 significant digits).
+		near := func(got, want int64) bool { return got >= want*999/1000 && got <= want*1001/1000+1 }
+		if h.TotalCount() != c.n || !near(h.Min(), c.min) || !near(h.Max(), c.max) {
+			t.Errorf("%s: %d samples in [%d, %d] µs, want %d in [%d, %d]", c.tag, h.TotalCount(), h.Min(), h.Max(), c.n, c.min, c.max)
+		}
+	}
+	if h := by["r1/shop/step/pay/response"]; h != nil && h.StartTimeMs() != r.Result.Phases[0].Start.UnixMilli() {
+		t.Errorf("a step's line starts at %d ms, its phase at %d", h.StartTimeMs(), r.Result.Phases[0].Start.UnixMilli())
 	}
 }
