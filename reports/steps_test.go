@@ -2,11 +2,13 @@ package reports
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/net/html"
 
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine"
@@ -233,5 +235,83 @@ func TestHDRLogSteps(t *testing.T) {
 	}
 	if h := by["r1/shop/step/pay/response"]; h != nil && h.StartTimeMs() != r.Result.Phases[0].Start.UnixMilli() {
 		t.Errorf("a step's line starts at %d ms, its phase at %d", h.StartTimeMs(), r.Result.Phases[0].Start.UnixMilli())
+	}
+}
+
+// TestHTMLSteps: the page of a flow run still fetches nothing and draws
+// every chart; each flow phase has a flow steps table with the
+// hand-computed figures per (repeat, step) and across the repeats, and per
+// repeat a chart of the steps' response times by percentile.
+func TestHTMLSteps(t *testing.T) {
+	r := flowFixture(t)
+	doc := renderHTML(t, r)
+	balanced(t, doc)
+	charts, ids := pageCharts(t, doc, func(u string) bool { return u == "http://127.0.0.1:8080" })
+	by := checkCharts(t, charts, ids)
+
+	root, err := html.Parse(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	walk(root, func(n *html.Node) {
+		if c, _ := attr(n, "class"); n.Type == html.ElementNode && n.Data == "table" && c == "steps" {
+			walk(n, func(tr *html.Node) {
+				if tr.Type == html.ElementNode && tr.Data == "tr" {
+					var cells []string
+					for c := tr.FirstChild; c != nil; c = c.NextSibling {
+						if c.Type == html.ElementNode {
+							cells = append(cells, text(c))
+						}
+					}
+					rows = append(rows, strings.Join(cells, " | "))
+				}
+			})
+		}
+	})
+	want := []string{
+		"repeat | flow | step | requests | ok | errors | p50 | p95 | p99 | max | throughput (ok /s)",
+		"repeat 1 | buy | login | 50 | 50 | 0 | 5.000ms | 9.600ms* | 10.000ms* | 10.000ms | 5.0",
+		"repeat 1 | buy | pay | 50 | 45 | 5 | 3.000ms | 3.000ms* | 3.000ms* | 3.000ms | 4.5",
+		"repeat 1 | peek | look | 25 | 25 | 0 | 2.000ms | 2.000ms* | 2.000ms* | 2.000ms | 2.5",
+		"repeat 2 | buy | login | 50 | 50 | 0 | 6.000ms | 10.600ms* | 11.000ms* | 11.000ms | 5.0",
+		"repeat 2 | buy | pay | 50 | 40 | 10 | 4.000ms | 4.000ms* | 4.000ms* | 4.000ms | 4.0",
+		"repeat 2 | peek | look | 25 | 25 | 0 | 2.000ms | 2.000ms* | 2.000ms* | 2.000ms | 2.5",
+		"median [min – max] of 2 | buy | login | 50 | 50 | 0 | 6.000ms [5.000ms – 6.000ms] | 10.600ms [9.600ms – 10.600ms] | 11.000ms [10.000ms – 11.000ms] | 11.000ms [10.000ms – 11.000ms] | 5.0",
+		"median [min – max] of 2 | buy | pay | 50 | 40 [40 – 45] | 10 [5 – 10] | 4.000ms [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.0 [4.0 – 4.5]",
+		"median [min – max] of 2 | peek | look | 25 | 25 | 0 | 2.000ms | 2.000ms | 2.000ms | 2.000ms | 2.5",
+	}
+	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("flow steps table:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+	mustHold(t, "html", doc, "response time of the iterations", "flows: the figures below count iterations", "its response time from when the step came due")
+
+	// One steps chart per repeat, a series per step: at x = 1 (p0) each
+	// step's min, at the axis's end (x = 50: p98, rank 49 of login's 50)
+	// login's 9.8 ms, then 10.8 ms; one y scale for both repeats.
+	var steps []chart
+	for _, id := range ids {
+		if c := by[id]; c.Kind == kindStepPercentile {
+			steps = append(steps, c)
+		}
+	}
+	if len(steps) != 2 {
+		t.Fatalf("%d steps charts, want one per repeat", len(steps))
+	}
+	for i, c := range steps {
+		if len(c.Series) != 3 || c.Series[0].Label != "login" || c.Series[1].Label != "pay" || c.Series[2].Label != "look" {
+			t.Fatalf("repeat %d: series %+v", i+1, c.Series)
+		}
+		near := func(got, want float64) bool { return math.Abs(got-want) < 0.002 }
+		last := len(c.X) - 1
+		if lo, hi := c.Series[0].Y[0], c.Series[0].Y[last]; !near(lo, 0.2+float64(i)) || !near(hi, 9.8+float64(i)) || !near(c.X[last], 50) {
+			t.Errorf("repeat %d: login from %g to %g ms (x up to %g), want %g to %g ms up to 50", i+1, lo, hi, c.X[last], 0.2+float64(i), 9.8+float64(i))
+		}
+		if y := c.Series[1].Y[last]; !near(y, 3+float64(i)) {
+			t.Errorf("repeat %d: pay's top %g ms, want %d", i+1, y, 3+i)
+		}
+		if c.YMax != steps[0].YMax {
+			t.Errorf("repeat %d: y axis to %g, repeat 1's to %g", i+1, c.YMax, steps[0].YMax)
+		}
 	}
 }
