@@ -3,6 +3,8 @@ package reports
 import (
 	"bytes"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -313,5 +315,89 @@ func TestHTMLSteps(t *testing.T) {
 		if c.YMax != steps[0].YMax {
 			t.Errorf("repeat %d: y axis to %g, repeat 1's to %g", i+1, c.YMax, steps[0].YMax)
 		}
+	}
+}
+
+// TestTSVSteps: a flow phase's rows are its own (step "-", note
+// "iterations") then one per step with the step's hand-computed figures,
+// "-" where a figure is the phase's.
+func TestTSVSteps(t *testing.T) {
+	r := flowFixture(t)
+	rows := r.Rows(r.Result.Phases[0])
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want the phase's and 3 steps'", len(rows))
+	}
+	cell := func(row []string, col string) string {
+		for i, c := range TSVColumns {
+			if c == col {
+				return row[i]
+			}
+		}
+		t.Fatalf("no column %s", col)
+		return ""
+	}
+	for _, c := range []struct {
+		row       int
+		col, want string
+	}{
+		{0, "step", "-"}, {0, "note", "iterations"}, {0, "requests", "75"}, {0, "errors", "5"}, {0, "connections", "4"},
+		{1, "step", "login"}, {1, "note", "flow=buy"}, {1, "phase", "shop"}, {1, "repeat", "1"},
+		{1, "requests", "50"}, {1, "ok", "50"}, {1, "errors", "0"}, {1, "arrivals", "50"},
+		{1, "p50", "5.000"}, {1, "p95", "9.600"}, {1, "p99", "10.000"}, {1, "max", "10.000"}, {1, "samples", "50"},
+		{1, "throughput", "5.0"}, {1, "service_p99", "10.000"},
+		{1, "connections", "-"}, {1, "cpu", "-"}, {1, "gcPause", "-"}, {1, "littleL", "-"}, {1, "offered_rate", "-"},
+		{1, "dropped", "-"}, {1, "verdict", "-"}, {1, "target_rss", "-"},
+		{2, "step", "pay"}, {2, "ok", "45"}, {2, "errors", "5"}, {2, "error_rate", "0.1000"}, {2, "throughput", "4.5"}, {2, "p99", "3.000"},
+		{3, "step", "look"}, {3, "note", "flow=peek"}, {3, "requests", "25"}, {3, "throughput", "2.5"},
+	} {
+		if got := cell(rows[c.row], c.col); got != c.want {
+			t.Errorf("row %d, %s: %q, want %q", c.row, c.col, got, c.want)
+		}
+	}
+}
+
+// TestAppendTSV_FileFromBeforeTheStepColumn: a file whose header is the
+// one from before the step column keeps it: it takes the phase's own row
+// without the step cell, and no step's row; CheckTSV accepts it. A new
+// file gets every row.
+func TestAppendTSV_FileFromBeforeTheStepColumn(t *testing.T) {
+	r := flowFixture(t)
+	rows := r.Rows(r.Result.Phases[0])
+	dir := t.TempDir()
+	var old []string
+	for _, c := range TSVColumns {
+		if c != "step" {
+			old = append(old, c)
+		}
+	}
+	oldRow := strings.Join(tsvRow("a")[:len(old)], "\t")
+	path := filepath.Join(dir, "old.tsv")
+	content := strings.Join(old, "\t") + "\n" + oldRow + "\n"
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckTSV(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := AppendTSV(path, rows); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := content + strings.Join(rows[0][:len(rows[0])-1], "\t") + "\n"
+	if TSVColumns[len(TSVColumns)-1] != "step" || string(b) != want {
+		t.Errorf("the old file holds\n%s\nwant\n%s", b, want)
+	}
+
+	path = filepath.Join(dir, "new.tsv")
+	if err := AppendTSV(path, rows); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(path)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 5 || lines[0] != strings.Join(TSVColumns, "\t") || !strings.HasSuffix(lines[4], "\tlook") {
+		t.Errorf("the new file holds\n%s", b)
 	}
 }
