@@ -114,10 +114,11 @@ type phaseSection struct {
 	StepsNote   string
 }
 
-// stepRowHTML is one row of a phase's flow steps table.
+// stepRowHTML is one row of a phase's flow steps table: a value per
+// figure, with under it the range across repeats in a row of medians.
 type stepRowHTML struct {
 	Repeat, Flow, Name string
-	Cells              []string
+	Cells              []headCell
 }
 
 // repeatCharts are the charts of one (phase, repeat).
@@ -404,7 +405,7 @@ func (sec *phaseSection) stepTable(red func(string) string, prs []*engine.PhaseR
 		for _, st := range pr.Steps {
 			row := stepRowHTML{Repeat: rep, Flow: red(st.Flow), Name: red(st.Name)}
 			for _, f := range stepFigures {
-				row.Cells = append(row.Cells, f.cell(st.Summary))
+				row.Cells = append(row.Cells, headCell{Value: f.cell(st.Summary)})
 			}
 			sec.StepRows = append(sec.StepRows, row)
 		}
@@ -416,7 +417,8 @@ func (sec *phaseSection) stepTable(red func(string) string, prs []*engine.PhaseR
 	for _, st := range ps.Steps {
 		row := stepRowHTML{Repeat: fmt.Sprintf("median [min – max] of %d", len(ps.Repeats)), Flow: red(st.Flow), Name: red(st.Name)}
 		for i, f := range stepFigures {
-			row.Cells = append(row.Cells, f.spreadCell(st.Figures[i]))
+			v, rng := f.spreadParts(st.Figures[i])
+			row.Cells = append(row.Cells, headCell{Value: v, Range: rng})
 		}
 		sec.StepRows = append(sec.StepRows, row)
 	}
@@ -673,6 +675,7 @@ table{border-collapse:collapse;background:#fff;margin:4px 0 8px}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0;font-weight:600}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.steps td:first-child{white-space:nowrap}
 tr.group td{background:#f6f6f6;font-weight:600;color:#444}
 table.kv th{width:9em}
 .pass{color:#2e7d32;font-weight:600}.fail{color:#c62828;font-weight:600}.inconclusive{color:#ef6c00;font-weight:600}.none{color:#999}
@@ -758,7 +761,7 @@ footer{margin-top:30px;color:#888;font-size:12px}
 <div class="caption">{{.StepsNote}}</div>
 <table class="steps">
 <tr><th>repeat</th><th>flow</th><th>step</th>{{range .StepColumns}}<th>{{.}}</th>{{end}}</tr>
-{{range .StepRows}}<tr><td>{{.Repeat}}</td><td>{{.Flow}}</td><td>{{.Name}}</td>{{range .Cells}}<td class="num">{{.}}</td>{{end}}</tr>
+{{range .StepRows}}<tr><td>{{.Repeat}}</td><td>{{.Flow}}</td><td>{{.Name}}</td>{{range .Cells}}<td class="num">{{.Value}}{{with .Range}}<div class="reason">{{.}}</div>{{end}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
 {{with .Examples}}<h3>error examples</h3>
 <table>{{range .}}<tr><th><code>{{.K}}</code></th><td>{{.V}}</td></tr>{{end}}</table>{{end}}

@@ -98,13 +98,23 @@ func (f stepFigure) cell(s *measure.Summary) string {
 // one repeat or they agree, else "median [min – max]"; "n/a" when no
 // repeat has it.
 func (f stepFigure) spreadCell(s engine.Spread) string {
+	v, rng := f.spreadParts(s)
+	if rng == "" {
+		return v
+	}
+	return v + " " + rng
+}
+
+// spreadParts is spreadCell in two parts: the median ("n/a" when no
+// repeat has the figure) and "[min – max]" ("" when they agree).
+func (f stepFigure) spreadParts(s engine.Spread) (median, rng string) {
 	switch {
 	case s.N == 0:
-		return "n/a"
+		return "n/a", ""
 	case s.Min == s.Max:
-		return f.format(s.Median)
+		return f.format(s.Median), ""
 	}
-	return fmt.Sprintf("%s [%s – %s]", f.format(s.Median), f.format(s.Min), f.format(s.Max))
+	return f.format(s.Median), fmt.Sprintf("[%s – %s]", f.format(s.Min), f.format(s.Max))
 }
 
 // stepSpread is one flow step across the repeats that finished its phase:

@@ -263,7 +263,13 @@ func TestHTMLSteps(t *testing.T) {
 					var cells []string
 					for c := tr.FirstChild; c != nil; c = c.NextSibling {
 						if c.Type == html.ElementNode {
-							cells = append(cells, text(c))
+							var parts []string // the value, then the range under it
+							walk(c, func(n *html.Node) {
+								if n.Type == html.TextNode {
+									parts = append(parts, n.Data)
+								}
+							})
+							cells = append(cells, strings.Join(parts, " "))
 						}
 					}
 					rows = append(rows, strings.Join(cells, " | "))
