@@ -112,6 +112,13 @@ type Request struct {
 	// Vars carries the iteration's captured values (FlowDriver); nil for
 	// drivers without flows.
 	Vars Vars
+	// Slot is the 0-based connection slot the engine sends on: one
+	// virtual user, the same for every request its connection carries
+	// (through re-dials), in [0, connections). It is global across
+	// scale-out segments as Seq is: segment K of N numbers its local
+	// slot k as k·N + K, so the segments' slots are those of one
+	// generator. Drivers read it for data_order: connection.
+	Slot int
 }
 
 // Class is a request's outcome class. Every request ends in exactly one.
@@ -119,9 +126,9 @@ type Class string
 
 // Outcome classes (docs/design.md, "Outcomes"). Transport: Connect,
 // Reset, Timeout, EOF, ShortRead. Protocol: BadFrame, UnknownID,
-// DuplicateID. Semantic: Status, RuleFailed. Client-side ends that are
-// not target errors: Cancelled (interrupted or still open after the
-// end-of-phase grace).
+// DuplicateID. Semantic: Status, RuleFailed, Capture. Client-side ends
+// that are not target errors: Cancelled (interrupted or still open after
+// the end-of-phase grace).
 const (
 	OK          Class = "ok"
 	Connect     Class = "connect"
@@ -134,7 +141,11 @@ const (
 	DuplicateID Class = "duplicate-id"
 	Status      Class = "status"
 	RuleFailed  Class = "rule-failed"
-	Cancelled   Class = "cancelled"
+	// Capture is a flow step whose response lacked a value a capture
+	// takes (drivers/internal/capture: no such JSON path, header or
+	// match); its code is the capture's name. The iteration ends there.
+	Capture   Class = "capture"
+	Cancelled Class = "cancelled"
 	// ClientError is a request the client could not make (e.g. code
 	// id-in-use): the client's problem, not the target's.
 	ClientError Class = "client"

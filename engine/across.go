@@ -26,6 +26,20 @@ type PhaseSpread struct {
 	Phase   string            `json:"phase"`
 	Repeats []int             `json:"repeats"`
 	Metrics map[string]Spread `json:"metrics"`
+	// Steps are the phase's flow steps across the same repeats, in mix
+	// order; empty for a phase without flows.
+	Steps []StepSpread `json:"steps,omitempty"`
+}
+
+// StepSpread is one flow step's metrics across the repeats: those of
+// the repeat summary that a step has of its own (metric.Def.Step: the
+// latencies, errors, error_rate, throughput, achieved_rate, little_l),
+// read from each repeat's step summary. A repeat without the step is
+// left out of its N.
+type StepSpread struct {
+	Flow    string            `json:"flow"`
+	Name    string            `json:"name"`
+	Metrics map[string]Spread `json:"metrics"`
 }
 
 // Across summarises every phase that finished in more than zero repeats,
@@ -55,24 +69,59 @@ func Across(res *Result) []PhaseSpread {
 		for i, pr := range prs {
 			phs[i] = pr.MetricPhase()
 		}
-		for _, m := range metric.All() {
-			if m.Across == "" {
+		ps.Metrics = spreads(phs, false)
+		ps.Steps = stepSpreads(prs)
+		out = append(out, ps)
+	}
+	return out
+}
+
+// stepSpreads summarises the flow steps of one phase's repeats prs, in
+// the mix order of the first repeat that ran flows.
+func stepSpreads(prs []*PhaseResult) []StepSpread {
+	var out []StepSpread
+	seen := map[string]bool{}
+	for _, pr := range prs {
+		for _, st := range pr.Steps {
+			if seen[st.Name] {
 				continue
 			}
-			var vs []float64
-			for _, ph := range phs {
-				if v, ok := m.Read(ph); ok {
-					if m.Unit == metric.Duration {
-						v = metric.Ms(v)
+			seen[st.Name] = true
+			var phs []*metric.Phase
+			for _, other := range prs {
+				for _, x := range other.Steps {
+					if x.Name == st.Name {
+						phs = append(phs, metric.StepPhase(x.Summary))
 					}
-					vs = append(vs, v)
 				}
 			}
-			if len(vs) > 0 {
-				ps.Metrics[m.Across] = spreadOf(vs, m.Worse == metric.HigherIsWorse)
+			out = append(out, StepSpread{Flow: st.Flow, Name: st.Name, Metrics: spreads(phs, true)})
+		}
+	}
+	return out
+}
+
+// spreads computes the Spread of every catalogue metric with an Across
+// key over phs (only those read per step when perStep), durations in
+// milliseconds.
+func spreads(phs []*metric.Phase, perStep bool) map[string]Spread {
+	out := map[string]Spread{}
+	for _, m := range metric.All() {
+		if m.Across == "" || perStep && !m.Step {
+			continue
+		}
+		var vs []float64
+		for _, ph := range phs {
+			if v, ok := m.Read(ph); ok {
+				if m.Unit == metric.Duration {
+					v = metric.Ms(v)
+				}
+				vs = append(vs, v)
 			}
 		}
-		out = append(out, ps)
+		if len(vs) > 0 {
+			out[m.Across] = spreadOf(vs, m.Worse == metric.HigherIsWorse)
+		}
 	}
 	return out
 }

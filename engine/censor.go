@@ -127,7 +127,7 @@ func GeneratorFault(pr *PhaseResult) string {
 		why = append(why, fmt.Sprintf("%d arrivals dropped after a late dispatch", s.DroppedLate))
 	}
 	if tooLate(pr) {
-		why = append(why, fmt.Sprintf("%d of %d arrivals dispatched more than %s late (up to %s) while connections were free", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Millisecond)))
+		why = append(why, fmt.Sprintf("%d of %d arrivals dispatched more than %s late (up to %s) while connections were free or while it was stalled itself", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Millisecond)))
 	}
 	if cpuSaturated(pr) {
 		cores := pr.clientCores()
@@ -175,8 +175,10 @@ func isRate(m string) bool {
 }
 
 // bareMetric splits a metric as Rule.Metrics spells it ("median(p99)",
-// "service.p75", `errors_by["503"]`) into its group ("" for none) and its
-// name, without the view.
+// "service.p75", `errors_by["503"]`, "step.login.p99") into its group (""
+// for none) and its name, without the view and the flow step: a step's
+// metric is judged as the phase's of the same name (its times and rates
+// are as time-sensitive).
 func bareMetric(metric string) (group, name string) {
 	m := metric
 	for _, view := range []string{"median(", "worst("} {
@@ -184,6 +186,7 @@ func bareMetric(metric string) (group, name string) {
 			m = m[len(view) : len(m)-1]
 		}
 	}
+	m = withoutStep(m)
 	if g, rest, ok := strings.Cut(m, "."); ok {
 		switch g {
 		case "service", "failed", "corrected", "baseline", "client", "target", "server":
@@ -191,6 +194,27 @@ func bareMetric(metric string) (group, name string) {
 		}
 	}
 	return "", m
+}
+
+// withoutStep strips the flow step from a metric as Rule.Metrics spells
+// it: step.login.p99 and step["log-in"].p99 are p99.
+func withoutStep(m string) string {
+	if rest, ok := strings.CutPrefix(m, "step["); ok {
+		// The name is quoted with \" escaped: the step ends at the first
+		// `"].` not escaped.
+		for i := 1; i+2 < len(rest); i++ {
+			if rest[i] == '"' && rest[i-1] != '\\' && strings.HasPrefix(rest[i:], `"].`) {
+				return rest[i+3:]
+			}
+		}
+		return m
+	}
+	if rest, ok := strings.CutPrefix(m, "step."); ok {
+		if _, metric, ok := strings.Cut(rest, "."); ok {
+			return metric
+		}
+	}
+	return m
 }
 
 // tooLate reports whether the pacer dispatched more than 1 % of a phase's

@@ -252,3 +252,51 @@ func TestCompileBoundsLengths(t *testing.T) {
 		t.Errorf("the longest allowed: %v", err)
 	}
 }
+
+// stallingSleeper is the pacer's clock with one stall of the generator:
+// the n-th wait wakes `stall` late, as a process the system stopped or
+// descheduled does.
+type stallingSleeper struct {
+	Sleeper
+	calls, n int
+	stall    time.Duration
+}
+
+func (s *stallingSleeper) Until(t time.Time, done <-chan struct{}) bool {
+	ok := s.Sleeper.Until(t, done)
+	if s.calls++; s.calls == s.n && ok {
+		time.Sleep(s.stall)
+	}
+	return ok
+}
+
+// TestGeneratorStallIsTheGenerators: the fresh user's experiment (a
+// 300 ms stop of the runner in the middle of the quickstart) in fake time.
+// The pacer wakes 300 ms late for arrival 600; the 90 arrivals that came
+// due during the stall are handed out in a burst that meets busy
+// connections, yet each of them is late by the generator's doing: they
+// count as its lateness (not as the target keeping them waiting), so the
+// run is invalidated by the generator, INCONCLUSIVE rather than a FAIL
+// blamed on the target.
+func TestGeneratorStallIsTheGenerators(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Service: constService(2 * time.Millisecond)}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(300), Connections: 8}, Duration: dur("4s")}, 10*time.Second)
+		r := &Runner{Driver: d, Timeout: 10 * time.Second, NewSleeper: func() Sleeper {
+			return &stallingSleeper{Sleeper: NewTimerSleeper(), n: 600, stall: 300 * time.Millisecond}
+		}}
+		res, err := r.Run(t.Context(), pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr := res.Phases[0]
+		// Arrivals 600…689 came due in [2 s, 2.3 s); those more than
+		// 10 ms before its end are late by more than the limit: 87.
+		if pr.LateArrivals < 87 || pr.LateArrivals > 90 || pr.LatenessMax < 300*time.Millisecond {
+			t.Fatalf("%d late arrivals (max %s), want the 87–90 the stall held back, 300ms", pr.LateArrivals, pr.LatenessMax)
+		}
+		if GeneratorFault(pr) == "" {
+			t.Fatal("a 300 ms stall of the generator holding back 7 % of the arrivals does not make the generator the bottleneck")
+		}
+	})
+}

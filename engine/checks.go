@@ -149,10 +149,10 @@ func Checks(pl *Plan, res *Result) []Warning {
 			at("schedule-lateness", "%d of the %d dropped arrivals were dispatched more than %s late by the load generator (up to %s; %s): the burst of a late generator found every slot busy, so those drops are the generator's, not the target's, and the run measures the generator", s.DroppedLate, s.Dropped, LatenessLimit, pr.LatenessMax.Round(time.Microsecond), stallCause(pr))
 			ws[len(ws)-1].Invalidates = true
 		case !p.Warmup && tooLate(pr):
-			at("schedule-lateness", "the load generator dispatched %d of %d arrivals more than %s late (up to %s) while connections were free (%s): it fell behind its own schedule, so the run measures the generator, not the target", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Microsecond), stallCause(pr))
+			at("schedule-lateness", "the load generator dispatched %d of %d arrivals more than %s late (up to %s) while connections were free or while it was stalled itself (%s): it fell behind its own schedule, so the run measures the generator, not the target", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Microsecond), stallCause(pr))
 			ws[len(ws)-1].Invalidates = true
 		case pr.LatenessMax > LatenessLimit:
-			at("schedule-lateness", "the load generator stalled: it dispatched %d of %d arrivals more than %s late (up to %s) while connections were free (%s). The delay is the generator's, not the target's, and is inside those requests' response times (it can only raise them); with 1 %% of the arrivals or fewer, or fewer than %d, it does not invalidate the run", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Microsecond), stallCause(pr), minLateArrivals)
+			at("schedule-lateness", "the load generator stalled: it dispatched %d of %d arrivals more than %s late (up to %s) while connections were free or while it was stalled itself (%s). The delay is the generator's, not the target's, and is inside those requests' response times (it can only raise them); with 1 %% of the arrivals or fewer, or fewer than %d, it does not invalidate the run", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Microsecond), stallCause(pr), minLateArrivals)
 		}
 		if cpuSaturated(pr) {
 			at("client-cpu", "client CPU %.0f %% of the %d core(s) the runner may use: the load generator is saturated and may be the bottleneck", 100*pr.ClientCPU/cores, int(cores))

@@ -146,10 +146,20 @@ func Compile(sc *schema.Scenario, lim Limits) (*Plan, error) {
 		}
 		return out
 	}
+	// Every flow step's name, in mix order (driver.http.flows): what a
+	// rule's step.NAME.* may name; none without flows.
+	if h := sc.Driver.HTTP; h != nil {
+		for _, f := range h.Flows {
+			for _, st := range f.Steps {
+				pl.FlowSteps = append(pl.FlowSteps, st.Name)
+			}
+		}
+	}
 	pl.Rules = compileRules("assert", sc.Assert)
 	if sc.Reconcile != nil {
 		pl.Expect = compileRules("reconcile.expect", sc.Reconcile.Expect)
 	}
+	errs = append(errs, pl.ruleStepErrors()...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

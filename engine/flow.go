@@ -7,6 +7,7 @@ import (
 
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/metric"
 )
 
 // MaxMixWeight bounds the sum of a mix's weights: the mix's cycle holds
@@ -177,6 +178,20 @@ func (fr *flowRun) iteration(shard int, seq uint64, intended, first time.Duratio
 		}
 	}
 	return it, sent, done
+}
+
+// StepPhases returns what the metrics of each flow step of pr are read
+// from (metric.StepPhase of its summary), by step name; nil for a phase
+// without flows.
+func (pr *PhaseResult) StepPhases() map[string]*metric.Phase {
+	if len(pr.Steps) == 0 {
+		return nil
+	}
+	out := make(map[string]*metric.Phase, len(pr.Steps))
+	for _, st := range pr.Steps {
+		out[st.Name] = metric.StepPhase(st.Summary)
+	}
+	return out
 }
 
 // CheckSteps checks the summary of every flow step of pr

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -316,5 +317,29 @@ func TestFlow_SegmentsMergeStepByStep(t *testing.T) {
 		if pr.CheckSteps() == nil {
 			t.Errorf("%s: CheckSteps passed", name)
 		}
+	}
+}
+
+// TestFlow_CompileKnowsTheSteps: a scenario's flows name the steps its
+// rules may read; a misspelt one is refused with the flows' steps.
+func TestFlow_CompileKnowsTheSteps(t *testing.T) {
+	sc := &schema.Scenario{Version: 1, Name: "t", File: "t.yaml", Repeats: 1,
+		Driver: schema.Driver{HTTP: &schema.HTTP{Flows: []schema.Flow{
+			{Name: "shop", Weight: 1, Steps: []schema.FlowStep{{Name: "login"}, {Name: "items"}}},
+			{Name: "health", Weight: 1, Steps: []schema.FlowStep{{Name: "healthz"}}},
+		}}},
+		Phases: []schema.Phase{{Open: &schema.Open{Rate: constRate(10), Connections: 1}, Duration: dur("1s")}},
+		Assert: []schema.Rule{{Expr: "step.login.p99 < 50ms"}, {Expr: "step.healthz.errors == 0"}},
+	}
+	pl, err := Compile(sc, Limits{MaxInflight: 1, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(pl.FlowSteps) != "[login items healthz]" {
+		t.Errorf("FlowSteps %v, want [login items healthz]", pl.FlowSteps)
+	}
+	sc.Assert = []schema.Rule{{Expr: "step.logn.p99 < 50ms"}}
+	if _, err := Compile(sc, Limits{MaxInflight: 1, Timeout: time.Second}); err == nil || !strings.Contains(err.Error(), "did you mean login") {
+		t.Errorf("a misspelt step: %v, want did you mean login", err)
 	}
 }

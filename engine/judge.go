@@ -37,10 +37,10 @@ type Verdict struct {
 }
 
 // RuleEnv builds the rule environment of one measured (repeat, phase): the
-// catalogue's metrics read from it (MetricPhase) and the target's
-// counter deltas.
+// catalogue's metrics read from it (MetricPhase), the target's counter
+// deltas, and its flow steps' metrics (StepPhases: step.NAME.*).
 func RuleEnv(pr *PhaseResult) rules.Env {
-	return rules.EnvOf(pr.MetricPhase(), pr.Server, nil).Uncertain(pr.ServerUncertain)
+	return rules.EnvOf(pr.MetricPhase(), pr.Server, nil).Uncertain(pr.ServerUncertain).Unknown(pr.ServerUnknown).WithSteps(pr.StepPhases())
 }
 
 // Judge judges every rule of the plan. An unscoped rule is judged on every

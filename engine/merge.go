@@ -203,10 +203,7 @@ func mergePhase(p *PhasePlan, row []*PhaseResult) (*PhaseResult, error) {
 	if !fetched || m.ServerErr != "" {
 		m.Fetches = 0
 	} else {
-		m.Server = map[string]float64{}
-		for c, after := range m.ServerAfter {
-			m.Server[c] = after - m.ServerBefore[c]
-		}
+		m.Server, m.ServerUnknown = serverDeltas(m.ServerBefore, m.ServerAfter)
 	}
 	m.Metrics = MetricsOf(m)
 	return m, nil

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -350,4 +351,46 @@ func mustRule(t *testing.T, src string) *rules.Rule {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestServerDeltasThatCannotBeKnown, from the breaker: a counter that went
+// backwards (1000 → 10, a restarted target) gave a delta of −990 that
+// passed `server.x < 100`; a series missing or NaN before the phase read
+// as 0, so its whole value became the delta; readings past 2⁵³ lost 50 to
+// rounding and passed `server.x < 1`. Each is unknown now, and a rule
+// that reads it is inconclusive, saying why; a series that a non-empty
+// reading lacked still counts from 0 (created at its first event).
+func TestServerDeltasThatCannotBeKnown(t *testing.T) {
+	before := map[string]float64{"back": 1000, "nan": math.NaN(), "huge": 1e20, "ok": 5, "inf": 1}
+	after := map[string]float64{"back": 10, "nan": 150, "huge": 1e20 + 1e5, "ok": 55, "inf": math.Inf(1), "new503": 3}
+	d, unknown := serverDeltas(before, after)
+	if len(d) != 2 || d["ok"] != 50 || d["new503"] != 3 {
+		t.Errorf("deltas %v, want ok 50 and new503 3 (a series created at its first event)", d)
+	}
+	for k, want := range map[string]string{"back": "went backwards", "nan": "not a finite number", "inf": "not a finite number", "huge": "beyond 2^53"} {
+		if !strings.Contains(unknown[k], want) {
+			t.Errorf("%s: unknown %q, want %q", k, unknown[k], want)
+		}
+	}
+	if d, unknown := serverDeltas(map[string]float64{}, map[string]float64{"x": 50}); len(d) != 0 || !strings.Contains(unknown["x"], "held no counter") {
+		t.Errorf("after an empty reading: deltas %v unknown %v, want x unknown", d, unknown)
+	}
+	pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 1}, Duration: dur("1s")}, time.Second)
+	s := emptySummary()
+	s.Requests, s.Arrivals, s.OK = 10, 10, 10
+	pr := &PhaseResult{Repeat: 1, Phase: &pl.Phases[0], Summary: s, ServerBefore: before, ServerAfter: after, Fetches: 1}
+	pr.Server, pr.ServerUnknown = serverDeltas(before, after)
+	env := RuleEnv(pr)
+	if got := mustRule(t, "server.back < 100").Eval(env); got.Status != rules.Inconclusive || !strings.Contains(got.Reason, "went backwards") {
+		t.Errorf("rule on a counter that went backwards: %+v", got)
+	}
+	if got := mustRule(t, "server.ok == 50").Eval(env); got.Status != rules.Pass {
+		t.Errorf("rule on a known counter: %+v", got)
+	}
+	// Counters not fetched at all: fetches is not available either, so
+	// a rule on it alone cannot pass.
+	pr.Server, pr.ServerUnknown, pr.Fetches = nil, nil, 0
+	if got := mustRule(t, "fetches == 0").Eval(RuleEnv(pr)); got.Status == rules.Pass {
+		t.Errorf("fetches == 0 with no counters fetched: %+v", got)
+	}
 }

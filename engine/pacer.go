@@ -33,6 +33,13 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 		ph.late += n
 		ph.lateness = max(ph.lateness, lag)
 	}
+	// behind is the offset up to which the pacer itself was not running
+	// (it woke late for an arrival it had reached early: a stall of the
+	// generator's process, CPU or scheduler). The arrivals that came due
+	// meanwhile are late by the generator's doing as well, even though
+	// the pacer reaches them "late" (already due); without this a 300 ms
+	// stall released its burst as if the target had kept them waiting.
+	var behind time.Duration
 	for i := int64(0); ; i++ {
 		if ph.p.Requests > 0 && i >= ph.p.Requests {
 			return
@@ -48,10 +55,19 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 			return // halted before the arrival was due: it never happened
 		}
 		late := time.Duration(0)
-		if early {
+		switch {
+		case early:
 			// Lateness of our own clock: the arrival was not waiting for
 			// a slot, so any delay here is the generator's.
-			late = time.Since(ph.start) - at
+			woke := time.Since(ph.start)
+			late = woke - at
+			behind = max(behind, woke)
+		case at < behind:
+			// Due while the generator was stalled: late by the stall at
+			// least, whatever the slots do after it.
+			late = behind - at
+		}
+		if late > 0 {
 			ph.lateness = max(ph.lateness, late)
 			if late > LatenessLimit {
 				ph.late++

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -37,6 +39,64 @@ type Plan struct {
 	// MaxConnections is the largest number of connections any phase holds
 	// open at once; the descriptor check uses it.
 	MaxConnections int `json:"max_connections"`
+	// FlowSteps are the names of the steps of the scenario's flows
+	// (driver.http.flows), in mix order and unique; nil for a scenario
+	// without flows. Rules read them as step.NAME.* and name no other
+	// step (CheckRuleSteps).
+	FlowSteps []string `json:"flow_steps,omitempty"`
+}
+
+// CheckRuleSteps checks that every rule of the plan (assert and
+// reconcile.expect) reads only steps of FlowSteps, and none when the
+// scenario has no flows: an error per rule that names another, at the
+// rule's line and column in the scenario and with the nearest step names
+// (rules.Rule.CheckSteps). Compile checks this; a plan built by hand with
+// FlowSteps set can check it too.
+func (pl *Plan) CheckRuleSteps() error { return errors.Join(pl.ruleStepErrors()...) }
+
+// ruleStepErrors are CheckRuleSteps' errors, one per rule, each a
+// *schema.Error.
+func (pl *Plan) ruleStepErrors() []error {
+	var errs []error
+	for _, g := range []struct {
+		key string
+		rs  []*ScopedRule
+	}{{"assert", pl.Rules}, {"reconcile.expect", pl.Expect}} {
+		for i, sr := range g.rs {
+			err := sr.Rule.CheckSteps(pl.FlowSteps)
+			if err == nil {
+				continue
+			}
+			se := &schema.Error{Path: fmt.Sprintf("%s[%d]", g.key, i), Msg: err.Error()}
+			if pl.Scenario != nil {
+				se.File = pl.Scenario.File
+				if at, line, col := ruleAt(pl.Scenario, g.key, sr.Source); at >= 0 {
+					se.Path, se.Line, se.Col = fmt.Sprintf("%s[%d]", g.key, at), line, col
+				}
+			}
+			errs = append(errs, se)
+		}
+	}
+	return errs
+}
+
+// ruleAt finds the rule src in the scenario's list key (assert or
+// reconcile.expect): its index there, line and column; at is −1 when it
+// is not there.
+func ruleAt(sc *schema.Scenario, key, src string) (at, line, col int) {
+	in := sc.Assert
+	if key != "assert" {
+		if sc.Reconcile == nil {
+			return -1, 0, 0
+		}
+		in = sc.Reconcile.Expect
+	}
+	for i, r := range in {
+		if r.Expr == src {
+			return i, r.Line, r.Col
+		}
+	}
+	return -1, 0, 0
 }
 
 // ServerCounters returns the target's counters the plan's rules (assert

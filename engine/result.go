@@ -110,6 +110,13 @@ type PhaseResult struct {
 	// came between the segments' readings); rules on them are
 	// inconclusive. nil in a run.
 	ServerUncertain map[string]float64 `json:"server_uncertain,omitempty"`
+	// ServerUnknown holds the counters read before and after the phase
+	// whose delta cannot be known, with why (serverDeltas): one that went
+	// backwards (the target restarted, or it is a level, not a count),
+	// one that was missing from a reading that held none at all, or not a
+	// finite number, or beyond 2⁵³ where float64 readings are inexact.
+	// They are not in Server; a rule that reads one is inconclusive.
+	ServerUnknown map[string]string `json:"server_unknown,omitempty"`
 	// StartLag is how late the phase started after its instant on the
 	// timetable (Runner.StartAt); Timetabled says it had one.
 	StartLag   time.Duration `json:"start_lag,omitempty"`

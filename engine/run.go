@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -486,15 +487,57 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		default:
 			pr.ServerAfter = after
 			pr.Fetches = fetches
-			pr.Server = map[string]float64{}
-			for k, v := range after {
-				pr.Server[k] = v - before[k]
-			}
+			pr.Server, pr.ServerUnknown = serverDeltas(before, after)
 		}
 	}
 	r.Log.Info().Int("repeat", rep).Str("phase", p.Name).Int64("requests", pr.Summary.Requests).
 		Str("elapsed", elapsed.Round(time.Millisecond).String()).Bool("interrupted", interrupted).Msg("phase end")
 	return pr, nil
+}
+
+// exactCounter is 2⁵³: beyond it a float64 reading no longer holds every
+// integer, so a delta of readings there may be off by more than 1.
+const exactCounter = 1 << 53
+
+// serverDeltas returns the target's counter deltas over a phase, after −
+// before, and the counters whose delta cannot be known, with why:
+//
+//   - a counter that went backwards (the target restarted and counts
+//     from 0 again, or the value is a level such as live sessions, not a
+//     count): its delta would be negative or too small;
+//   - a reading that is not a finite number (NaN, ±Inf) on either side;
+//   - a reading beyond 2⁵³ in magnitude, where float64 is inexact;
+//   - every counter of an after reading whose before reading held no
+//     counter at all (an empty or failed scrape: nothing says they
+//     started at 0).
+//
+// A counter missing from a before reading that held others counts from 0:
+// Prometheus clients create a labelled series at its first event (the
+// first 503), so its absence means none yet.
+func serverDeltas(before, after map[string]float64) (deltas map[string]float64, unknown map[string]string) {
+	deltas = map[string]float64{}
+	mark := func(k, why string) {
+		if unknown == nil {
+			unknown = map[string]string{}
+		}
+		unknown[k] = why
+	}
+	for k, v := range after {
+		b, had := before[k]
+		switch {
+		case len(before) == 0:
+			mark(k, "the reading before the phase held no counter")
+		case math.IsNaN(v) || math.IsInf(v, 0) || math.IsNaN(b) || math.IsInf(b, 0):
+			mark(k, fmt.Sprintf("not a finite number (%g before, %g after)", b, v))
+		case math.Abs(v) > exactCounter || math.Abs(b) > exactCounter:
+			mark(k, fmt.Sprintf("beyond 2^53 (%g before, %g after): float readings are inexact there", b, v))
+		case had && v < b:
+			mark(k, fmt.Sprintf("went backwards from %g to %g (a restart, or a level rather than a count)", b, v))
+		default:
+			deltas[k] = v - b
+		}
+	}
+	return deltas, unknown
 }
 
 // keepsDeadline reports whether d enforces Request.Deadline itself.
@@ -593,6 +636,8 @@ func (ph *phaseRun) do(k int, r drivers.Request) (out drivers.Outcome, sent, don
 	sent = now.Sub(ph.start)
 	deadline := now.Add(ph.timeout)
 	r.Deadline = deadline
+	// The slot, like the sequence number, is global across segments.
+	r.Slot = int(ph.r.Segment.Global(int64(k)))
 	// A driver that keeps the deadline itself gets the phase's context
 	// (cancellation only); the dial of an empty slot and other drivers
 	// get one with the deadline.

@@ -123,7 +123,7 @@ func (ns nums) MarshalJSON() ([]byte, error) {
 }
 
 // pctPoint is the response time's p50, p90 and p99 over one interval of
-// a phase; T is the interval's end in seconds since the phase start. A
+// a phase; T is the interval's middle in seconds since the phase start. A
 // percentile the interval holds too few samples for is negative (drawn as
 // a gap; see percentileSeries).
 type pctPoint struct {
@@ -166,7 +166,10 @@ func percentileSeries(s *measure.Summary) []pctPoint {
 			v, _ := d.Percentile(p)
 			return v
 		}
-		out = append(out, pctPoint{T: end.Seconds(), P50: pct(50), P90: pct(90), P99: pct(99)})
+		// At the middle of the interval, as the per-second mean and max
+		// are drawn, so that one second's spike sits at one x.
+		mid := ivs[i].Start + (end-ivs[i].Start)/2
+		out = append(out, pctPoint{T: mid.Seconds(), P50: pct(50), P90: pct(90), P99: pct(99)})
 	}
 	return out
 }
@@ -259,7 +262,7 @@ func (c *chart) curve(d *measure.Dist) nums {
 // percentiles.
 func pctTimeChart(title string, pts []pctPoint, elapsed time.Duration, bs []budget) chart {
 	c := chart{Title: title + ": response time percentiles over time", Kind: kindPctTime,
-		XLabel: "seconds since phase start (interval end)", YLabel: "ms"}
+		XLabel: "seconds since phase start (by completion; mid-interval)", YLabel: "ms"}
 	p50, p90, p99 := make(nums, len(pts)), make(nums, len(pts)), make(nums, len(pts))
 	for i, p := range pts {
 		c.X = append(c.X, p.T)

@@ -620,8 +620,8 @@ func TestPercentileSeries_NearestRankPerInterval(t *testing.T) {
 			t.Errorf("%s = %v, want %v (within one bucket above)", what, got, want)
 		}
 	}
-	if pts[0].T != 1 || pts[1].T != 2 || pts[2].T != 4 {
-		t.Errorf("interval ends %v %v %v, want 1 2 4", pts[0].T, pts[1].T, pts[2].T)
+	if pts[0].T != 0.5 || pts[1].T != 1.5 || pts[2].T != 3.5 {
+		t.Errorf("interval middles %v %v %v, want 0.5 1.5 3.5", pts[0].T, pts[1].T, pts[2].T)
 	}
 	// 200 samples 1..200 ms: rank 100, 180, 198.
 	near("second 0 p50", pts[0].P50, 100*time.Millisecond)

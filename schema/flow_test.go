@@ -80,6 +80,8 @@ func TestFlows_Problems(t *testing.T) {
 			"flows[1].steps[0].body: {{token}} is not captured by an earlier step"}},
 		{"bad method", "    flows: [{name: a, steps: [{name: s, method: get}]}]\n", []string{`methods are case-sensitive; did you mean "GET"?`}},
 		{"bad path", "    flows: [{name: a, steps: [{name: s, path: x}]}]\n", []string{`steps[0].path: expected a path starting with "/"`}},
+		{"cookie header with a jar", "    cookies: true\n    flows: [{name: a, steps: [{name: s, headers: {Cookie: x}}]}]\n", []string{
+			"flows[0].steps[0].headers.Cookie: the Cookie header is the cookie jar's when cookies is true"}},
 		{"unknown step key", "    flows: [{name: a, steps: [{name: s, pth: /x}]}]\n", []string{`steps[0].pth: unknown key; did you mean "path"?`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -306,6 +306,22 @@ func TestProblems(t *testing.T) {
 			`s.yaml:8:19: driver.frame.payload_file: both payload and payload_file; expected at most one`,
 			`s.yaml:9:14: driver.frame.timeout: expected a positive duration, found 0s`,
 		}},
+		{"data orders", "version: 1\ntarget: {serve: http}\ndriver:\n  http: {data: u.csv, data_order: rnd, data_seed: 4, cookies: true, headers: {cookie: a=b}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
+			`s.yaml:4:35: driver.http.data_order: unknown data_order "rnd"; expected one of: rows, connection, random`,
+			`s.yaml:4:87: driver.http.headers.cookie: the Cookie header is the cookie jar's when cookies is true; let the target set the cookie, or turn cookies off`,
+		}},
+		{"random needs a seed", "version: 1\ntarget: {serve: http}\ndriver:\n  http: {data: u.csv, data_order: random}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
+			`s.yaml:4:35: driver.http.data_order: data_order random needs data_seed, a nonzero integer, so that the run can be repeated`,
+		}},
+		{"seed without random", "version: 1\ntarget: {url: \"ws://127.0.0.1:9\"}\ndriver:\n  websocket: {message: x, data: u.csv, data_order: connection, data_seed: 3}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
+			`s.yaml:4:75: driver.websocket.data_seed: data_seed seeds data_order: random; the order here is connection`,
+		}},
+		{"seed without order", "version: 1\ntarget: {url: \"ws://127.0.0.1:9\"}\ndriver:\n  websocket: {message: x, data: u.csv, data_seed: 3}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
+			`s.yaml:4:51: driver.websocket.data_seed: data_seed seeds data_order: random, and data_order is not given (default rows)`,
+		}},
+		{"order without data", "version: 1\ntarget: {url: \"tcp://127.0.0.1:9\"}\ndriver:\n  frame: {preset: lkdf, payload: x, data_order: connection}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
+			`s.yaml:4:49: driver.frame.data_order: data_order applies to the rows of a data file, and there is no data (data: FILE)`,
+		}},
 		{"fetch none", "version: 1\ntarget: {serve: http}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\nreconcile: {fetch: {}, expect: [errors == 0]}\n", []string{
 			`s.yaml:5:20: reconcile.fetch: no channel; expected one of path (GET, JSON), prometheus (GET, Prometheus text) or message (WebSocket control message)`,
 		}},
@@ -591,6 +607,8 @@ func TestRulesReadingServerNeedFetch(t *testing.T) {
 			"s.yaml:8:12: assert[2].rule: server.ok needs reconcile.fetch",
 			"s.yaml:9:5: assert[3]: server[k] needs reconcile.fetch",
 		}},
+		{"fetches without a fetch", phases + "assert: [fetches < 1]\n",
+			[]string{"s.yaml:5:10: assert[0]: fetches needs reconcile.fetch"}},
 		{"the reads of a computed name", phases + "assert: [server == 1]\n",
 			[]string{"s.yaml:5:10: assert[0]: server.<counter> needs reconcile.fetch"}},
 		{"with reconcile.fetch", phases + "reconcile: {fetch: {path: /stats}, expect: [server.requests == requests]}\nassert: [server.ok > 0, worst(server.ok) > 0]\n", nil},

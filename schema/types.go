@@ -92,6 +92,16 @@ type Frame struct {
 	PayloadFile string `yaml:"payload_file,omitempty" json:"payload_file,omitempty"`
 	// Data is a .csv or .json file for {{data.NAME}}, as for websocket.
 	Data string `yaml:"data,omitempty" json:"data,omitempty"`
+	// DataOrder is how requests pick their row of Data: rows (default:
+	// request seq reads row (seq−1) mod n, in turn), connection (the
+	// connection slot s, one virtual user, reads row s mod n for the
+	// whole run) or random (a row drawn from DataSeed and seq: the same
+	// seed repeats the run). In a flow every step of an iteration reads
+	// the iteration's row.
+	DataOrder string `yaml:"data_order,omitempty" json:"data_order,omitempty" jsonschema:"enum=rows,enum=connection,enum=random"`
+	// DataSeed seeds data_order: random (required with it, any integer
+	// but 0; no other order takes one).
+	DataSeed int64 `yaml:"data_seed,omitempty" json:"data_seed,omitempty"`
 	// Timeout bounds each request from its send to its reply; default 10s.
 	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 }
@@ -146,8 +156,19 @@ type WebSocket struct {
 	// Binary sends binary frames; default text frames.
 	Binary bool `yaml:"binary,omitempty" json:"binary,omitempty"`
 	// Data is a .csv (header row) or .json (array of objects) file whose
-	// rows {{data.NAME}} reads in turn; relative to the scenario file.
+	// rows {{data.NAME}} reads (see DataOrder); relative to the scenario
+	// file.
 	Data string `yaml:"data,omitempty" json:"data,omitempty"`
+	// DataOrder is how requests pick their row of Data: rows (default:
+	// request seq reads row (seq−1) mod n, in turn), connection (the
+	// connection slot s, one virtual user, reads row s mod n for the
+	// whole run) or random (a row drawn from DataSeed and seq: the same
+	// seed repeats the run). In a flow every step of an iteration reads
+	// the iteration's row.
+	DataOrder string `yaml:"data_order,omitempty" json:"data_order,omitempty" jsonschema:"enum=rows,enum=connection,enum=random"`
+	// DataSeed seeds data_order: random (required with it, any integer
+	// but 0; no other order takes one).
+	DataSeed int64 `yaml:"data_seed,omitempty" json:"data_seed,omitempty"`
 	// Correlate is the dot path of the reply field that carries the
 	// request id (e.g. id, meta.request_id): the message's own field at
 	// that path must be {{seq}}. Replies are then paired by id, in any
@@ -178,11 +199,12 @@ type HTTP struct {
 	// Method is the request method; default GET.
 	Method string `yaml:"method,omitempty" json:"method,omitempty"`
 	// Path is the request target, a template: `{{seq}}` expands to the
-	// request's sequence number (1-based within the run). Default "/".
+	// request's sequence number (1-based within the run), `{{data.NAME}}`
+	// to column NAME of the request's row of Data. Default "/".
 	Path string `yaml:"path,omitempty" json:"path,omitempty"`
-	// Headers are sent with every request; values are templates.
+	// Headers are sent with every request; values are templates, as Path.
 	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
-	// Body is a template for the request body; empty means no body.
+	// Body is a template for the request body, as Path; empty means no body.
 	Body string `yaml:"body,omitempty" json:"body,omitempty"`
 	// BodySize, when set, sends that many filler bytes as the body instead of Body.
 	BodySize Size `yaml:"body_size,omitempty" json:"body_size,omitempty"`
@@ -199,6 +221,31 @@ type HTTP struct {
 	Success string `yaml:"success,omitempty" json:"success,omitempty"`
 	// TLS configures https:// targets.
 	TLS *TLS `yaml:"tls,omitempty" json:"tls,omitempty"`
+	// Data is a .csv (header row) or .json (array of objects) file whose
+	// rows {{data.NAME}} reads in path, header values and body (see
+	// DataOrder); relative to the scenario file.
+	Data string `yaml:"data,omitempty" json:"data,omitempty"`
+	// DataOrder is how requests pick their row of Data: rows (default:
+	// request seq reads row (seq−1) mod n, in turn), connection (the
+	// connection slot s, one virtual user, reads row s mod n for the
+	// whole run) or random (a row drawn from DataSeed and seq: the same
+	// seed repeats the run). In a flow every step of an iteration reads
+	// the iteration's row.
+	DataOrder string `yaml:"data_order,omitempty" json:"data_order,omitempty" jsonschema:"enum=rows,enum=connection,enum=random"`
+	// DataSeed seeds data_order: random (required with it, any integer
+	// but 0; no other order takes one).
+	DataSeed int64 `yaml:"data_seed,omitempty" json:"data_seed,omitempty"`
+	// Cookies keeps a cookie jar per connection slot (one virtual user),
+	// RFC 6265 (net/http/cookiejar with the public suffix list): the
+	// Set-Cookie fields of every complete response are stored, whatever
+	// its status and the success rule say (as a browser does), and each
+	// request carries the Cookie header the jar holds for its URL (the
+	// target's scheme, host and the request's path). The jar outlives
+	// re-dials, so with keep_alive: false a virtual user still keeps its
+	// cookies across its new connections; it is never shared between
+	// virtual users, and starts empty for each run. Default false; flows
+	// will turn it on by default.
+	Cookies bool `yaml:"cookies,omitempty" json:"cookies,omitempty"`
 	// Flows, when given, make each arrival one iteration of a flow (a
 	// list of steps on one connection) from this weighted mix, instead
 	// of one request; method, path, body, body_size and success are then

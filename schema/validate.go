@@ -23,6 +23,7 @@ var (
 	httpVersions       = []string{"1.1", "1.0"}
 	arrivalKinds       = []string{"uniform", "poisson"}
 	saturationPolicies = []string{"queue", "drop"}
+	dataOrders         = []string{"rows", "connection", "random"}
 )
 
 // ServeKinds returns the names of the reference targets that target.serve
@@ -191,6 +192,7 @@ func (l *loader) validateFrame(f *Frame) {
 			l.failf(p+"."+k, "empty; leave %s out for the default", k)
 		}
 	}
+	l.checkDataOrder(p, f.DataOrder, f.DataSeed)
 	if lay := f.Layout; lay != nil && l.ok(p+".layout") {
 		if l.has(p+".layout.byte_order") && l.ok(p+".layout.byte_order") && lay.ByteOrder != "big" && lay.ByteOrder != "little" {
 			l.failf(p+".layout.byte_order", "expected big or little, found %s", quote(lay.ByteOrder))
@@ -232,6 +234,7 @@ func (l *loader) validateWebSocket(w *WebSocket, t Target) {
 			l.failf(p+"."+k, "empty; leave %s out for the default", k)
 		}
 	}
+	l.checkDataOrder(p, w.DataOrder, w.DataSeed)
 	if l.ok(p+".correlate") && w.Correlate != "" {
 		for _, seg := range strings.Split(w.Correlate, ".") {
 			if seg == "" {
@@ -249,6 +252,44 @@ func (l *loader) validateWebSocket(w *WebSocket, t Target) {
 		if u, err := url.Parse(t.URL); t.Serve != "" || err == nil && u.Scheme == "ws" {
 			l.failf(p+".tls", "tls applies only to wss:// targets")
 		}
+	}
+}
+
+// refuseCookieHeader refuses a Cookie entry in the headers under p: with
+// cookies: true the Cookie header is the cookie jar's.
+func (l *loader) refuseCookieHeader(p string, headers map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(headers)) {
+		if strings.EqualFold(k, "Cookie") {
+			l.failf(p+".headers."+k, "the Cookie header is the cookie jar's when cookies is true; let the target set the cookie, or turn cookies off")
+		}
+	}
+}
+
+// checkDataOrder checks a driver's data_order and data_seed under p: a
+// known order, a nonzero seed with random and none with another order
+// (no silent default seed: a random order names it so the run repeats),
+// and a data file for either to apply to.
+func (l *loader) checkDataOrder(p, order string, seed int64) {
+	hasOrder, hasSeed := l.has(p+".data_order"), l.has(p+".data_seed")
+	if l.ok(p+".data_order") && !slices.Contains(dataOrders, order) {
+		l.failf(p+".data_order", "unknown data_order %s; %s", quote(order), oneOf(order, dataOrders))
+		return
+	}
+	switch {
+	case (hasOrder || hasSeed) && !l.has(p+".data"):
+		key := p + ".data_order"
+		if !hasOrder {
+			key = p + ".data_seed"
+		}
+		l.failf(key, "%s applies to the rows of a data file, and there is no data (data: FILE)", key[len(p)+1:])
+	case order == "random" && !hasSeed:
+		l.failf(p+".data_order", "data_order random needs data_seed, a nonzero integer, so that the run can be repeated")
+	case order == "random" && l.ok(p+".data_seed") && seed == 0:
+		l.failf(p+".data_seed", "expected a nonzero integer, found 0")
+	case hasSeed && order != "random" && l.ok(p+".data_order"):
+		l.failf(p+".data_seed", "data_seed seeds data_order: random; the order here is %s", order)
+	case hasSeed && !hasOrder:
+		l.failf(p+".data_seed", "data_seed seeds data_order: random, and data_order is not given (default rows)")
 	}
 }
 
@@ -346,6 +387,18 @@ func (l *loader) validateHTTP(h *HTTP, t Target) {
 		l.failf(p+".success", "empty rule; leave success out to use the default (a successful status)")
 	}
 	l.checkHeaders(p, h.Headers)
+	if l.ok(p+".data") && strings.TrimSpace(h.Data) == "" {
+		l.failf(p+".data", "empty; leave data out for no data file")
+	}
+	l.checkDataOrder(p, h.DataOrder, h.DataSeed)
+	if h.Cookies {
+		l.refuseCookieHeader(p, h.Headers)
+		for i, f := range h.Flows {
+			for j, st := range f.Steps {
+				l.refuseCookieHeader(index(index(p+".flows", i)+".steps", j), st.Headers)
+			}
+		}
+	}
 	if h.Flows != nil || l.has(p+".flows") {
 		l.validateFlows(h)
 	}
@@ -685,6 +738,10 @@ func serverCounter(m string) (string, bool) {
 		}
 	}
 	switch {
+	case m == "fetches":
+		// The runner's own fetches inside the counters' deltas: without
+		// a fetch there are none to subtract.
+		return m, true
 	case m == "server":
 		return "server.<counter>", true
 	case strings.HasPrefix(m, "server.") || strings.HasPrefix(m, "server["):
@@ -744,6 +801,15 @@ func isToken(s string) bool {
 func fillDefaults(s *Scenario) {
 	if s.Repeats == 0 {
 		s.Repeats = 1
+	}
+	if h := s.Driver.HTTP; h != nil && h.Data != "" {
+		h.DataOrder = cmp.Or(h.DataOrder, "rows")
+	}
+	if w := s.Driver.WebSocket; w != nil && w.Data != "" {
+		w.DataOrder = cmp.Or(w.DataOrder, "rows")
+	}
+	if f := s.Driver.Frame; f != nil && f.Data != "" {
+		f.DataOrder = cmp.Or(f.DataOrder, "rows")
 	}
 	if h := s.Driver.HTTP; h != nil {
 		if len(h.Flows) == 0 {

@@ -98,6 +98,8 @@ func TestExplicitZero(t *testing.T) {
 			"s.yaml:3:28: driver.http.body_size: expected a positive size, found 0B"},
 		{"frame timeout 0s", "version: 1\ntarget: {url: \"tcp://127.0.0.1:9\"}\ndriver: {frame: {preset: lkdf, timeout: 0s}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
 			"s.yaml:3:41: driver.frame.timeout: expected a positive duration, found 0s"},
+		{"data_seed 0", "version: 1\ntarget: {serve: http}\ndriver: {http: {data: u.csv, data_order: random, data_seed: 0}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
+			"s.yaml:3:61: driver.http.data_seed: expected a nonzero integer, found 0"},
 		{"pid 0", "version: 1\ntarget: {url: \"http://x:1\", pid: 0}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
 			"s.yaml:2:34: target.pid: expected a process id ≥ 1, found 0"},
 	}

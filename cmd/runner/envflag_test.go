@@ -120,6 +120,12 @@ func TestOverrides(t *testing.T) {
 		{[]string{"--set", "phases.nosuch.duration=1s"}, `no item "nosuch"`},
 		{[]string{"--set", "repeats"}, "want PATH=VALUE"},
 		{[]string{"--rate", "fast"}, "rate"},
+		// A flag's bad value is named as the flag's, not as the line of
+		// the file it replaces (the fresh user's --duration 30 said
+		// "s.yaml:10:66: phases[0].duration").
+		{[]string{"--duration", "30"}, "--duration 30: expected a duration with unit"},
+		{[]string{"--rate", "100"}, "--rate 100: expected a rate with unit"},
+		{[]string{"--connections", "0"}, "--connections 0: expected a whole number"},
 		{[]string{"--set", "phases.steady.duration=30"}, "duration"},
 		{[]string{"--set", "repeats.x=1"}, "is a value, not a mapping"},
 	} {

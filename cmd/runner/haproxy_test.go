@@ -153,3 +153,29 @@ func TestReconcileHAProxy(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeHAProxyConfig: the configuration the README's "Reconciling
+// with HAProxy" shows is one haproxy accepts without a warning (a fresh
+// user's copy of it once lacked `mode http`: haproxy ignored the
+// exporter's rule, and the scrape read nothing).
+func TestReadmeHAProxyConfig(t *testing.T) {
+	bin := findExternal(t, "haproxy", "haproxy")
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(readme), "\n## Reconciling with HAProxy\n")
+	_, block, ok2 := strings.Cut(sec, "\n```\n")
+	block, _, ok3 := strings.Cut(block, "\n```\n")
+	if !ok || !ok2 || !ok3 || !strings.Contains(block, "prometheus-exporter") {
+		t.Fatal("README.md: no haproxy configuration block under \"## Reconciling with HAProxy\"")
+	}
+	cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(cfg, []byte(block+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-c", "-f", cfg).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "WARNING") || strings.Contains(string(out), "ALERT") {
+		t.Fatalf("haproxy -c on the README's configuration: %v\n%s", err, out)
+	}
+}

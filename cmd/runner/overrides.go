@@ -60,6 +60,12 @@ func (o overrides) apply(src []byte) ([]byte, error) {
 		if c.value == "" {
 			continue
 		}
+		// The value is the flag's: an error in it names the flag, not
+		// the line of the file it replaces. (The loader still checks the
+		// result, e.g. a value beyond a limit.)
+		if err := checkOverride(c.flag, c.value); err != nil {
+			return nil, err
+		}
 		n := 0
 		for _, ph := range items(lookup(root, "phases")) {
 			if w := lookup(ph, "warmup"); w != nil && w.Value == "true" {
@@ -93,6 +99,30 @@ func (o overrides) apply(src []byte) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// checkOverride reads the value of --duration, --rate or --connections
+// in the scenario's own syntax: a duration with its unit, a rate N/s or
+// N/m, a whole number of connections of at least 1.
+func checkOverride(flag, value string) error {
+	var err error
+	switch flag {
+	case "--duration":
+		var d schema.Duration
+		if d, err = schema.ParseDuration(value); err == nil && d <= 0 {
+			err = fmt.Errorf("expected a positive duration")
+		}
+	case "--rate":
+		_, err = schema.ParseRate(value)
+	case "--connections":
+		if n, e := strconv.Atoi(value); e != nil || n < 1 {
+			err = fmt.Errorf("expected a whole number of connections of at least 1")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %v", flag, value, err)
+	}
+	return nil
 }
 
 // lookup is the value of key in mapping m; nil when m is not a mapping

@@ -56,12 +56,16 @@ It prints "listening on URL" once ready and stops on SIGINT/SIGTERM.`,
 			return exitError(exitInvalid)
 		},
 	}
-	add(kind(stdout, stderr, "http [--listen ADDR] [--delay D] [--workers 1] [--stall-every P --stall-for D] [--slow-for D --slow-delay D] [--delay-per-seq D] [--error-every N] [--error-status S] [--close-after N] [--reset-after-conns K]",
-		"HTTP/1.1 reference target: GET /healthz, GET /stats (JSON counters), every other path counted",
+	add(kind(stdout, stderr, "http [--listen ADDR] [--delay D] [--workers 1] [--stall-every P --stall-for D] [--slow-for D --slow-delay D] [--delay-per-seq D] [--delay-path PATH=D,...] [--error-every N] [--error-status S] [--close-after N] [--reset-after-conns K] [--users FILE] [--max-sessions N]",
+		"HTTP/1.1 reference target: GET /healthz, GET /stats (JSON counters), a shop for flows (/login, /items, /items/{id}, /logout), every other path counted",
 		`The http reference target answers every request except /healthz and /stats
 with 200 "ok" after a fixed delay; its knobs make it misbehave in known ways.
+Its shop, for HTTP flows, answers POST /login (JSON or form user, password;
+users from --users FILE, else password pw-USER) with a bearer token and a
+session cookie, which GET /items, GET /items/{id} and POST /logout require.
 GET /stats returns its counters as a flat JSON object (requests, ok,
-status_NNN, connections, ...), which reconcile.fetch reads.`,
+status_NNN, connections, login, login_200, items_401, item_404, ...), which
+reconcile.fetch reads.`,
 		"http", httptarget.ParseArgs, httptarget.Usage, httptarget.Serve))
 	add(kind(stdout, stderr, "ws-gateway [--listen ADDR] [--bucket N] [--refill R] [--service D] [--jitter D] [--seed S] [--serial-service D] [--close-after N [--close-abrupt]] [--never-answer] [--reorder K] [--duplicate-every N] [--unknown-id-every N] [--slow-every N --slow-delay D]",
 		"WebSocket reference target: a message gateway with a per-connection token bucket, /serial mode, GET /healthz and GET /stats",

@@ -398,7 +398,7 @@ func TestActionScripts(t *testing.T) {
 				if !bytes.Contains(sum, []byte(c.scenario)) || !bytes.Contains(sum, []byte(strings.ToUpper(c.verdict))) {
 					t.Errorf("step summary has no %s report for %s:\n%s", strings.ToUpper(c.verdict), c.scenario, sum)
 				}
-				for _, f := range []string{c.scenario + ".json", c.scenario + ".md", c.scenario + ".html", "junit.xml"} {
+				for _, f := range []string{c.scenario + ".json", c.scenario + ".md", c.scenario + ".html", "junit.xml", "results.tsv"} {
 					if _, err := os.Stat(filepath.Join(work, results, f)); err != nil {
 						t.Errorf("no report %s: %v", f, err)
 					}
@@ -417,5 +417,36 @@ func TestActionScripts(t *testing.T) {
 				t.Errorf("the last step's annotation: %q", out)
 			}
 		})
+	}
+}
+
+// TestActionResultsInputCannotInject, from the breaker: a results input
+// with a line break wrote lines of its own into $GITHUB_OUTPUT
+// ("exit-code=0" after the real code), which could turn a failed run into
+// a passing job. The run step refuses it and records exit code 2 alone.
+func TestActionResultsInputCannotInject(t *testing.T) {
+	bash := cirun.Shell(t, "bash")
+	_, steps := loadAction(t)
+	var runStep compositeStep
+	for _, s := range steps {
+		if s.ID == "run" {
+			runStep = s
+		}
+	}
+	work := t.TempDir()
+	output := filepath.Join(t.TempDir(), "output")
+	cmd := exec.Command(bash, "--noprofile", "--norc", "-eo", "pipefail", "-c", runStep.Run)
+	// No runner on PATH: the step must stop before it would run one.
+	cmd.Dir, cmd.Env = work, []string{"PATH=/usr/bin:/bin", "GITHUB_OUTPUT=" + output,
+		"SCENARIO=s.yaml", "RESULTS=rr\nverdict=pass\nexit-code=0"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the run step failed: %v\n%s", err, out)
+	}
+	got, err := os.ReadFile(output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "exit-code=2\n" {
+		t.Errorf("GITHUB_OUTPUT %q, want only exit-code=2", got)
 	}
 }

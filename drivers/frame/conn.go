@@ -120,7 +120,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 	dl := relink.StartDeadline(ctx, r.Deadline)
 	defer dl.Stop()
 	id := r.Seq & c.d.layout.IDMask()
-	bp := c.render(r.Seq, id)
+	bp := c.render(r.Seq, r.Slot, id)
 	defer release(bp)
 	buf := *bp
 	var l *link
@@ -287,14 +287,15 @@ func (c *conn) fail(l *link, out drivers.Outcome, ours bool) {
 var frameBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // render builds the whole request frame, header and payload, in a pooled
-// buffer; put it back with release once written.
-func (c *conn) render(seq, id uint64) *[]byte {
+// buffer; put it back with release once written. slot is the request's
+// connection slot (data_order: connection).
+func (c *conn) render(seq uint64, slot int, id uint64) *[]byte {
 	d := c.d
 	bp := frameBufs.Get().(*[]byte)
 	h := d.layout.HeaderLen()
 	b := append((*bp)[:0], make([]byte, h)...)
 	if d.payload != nil {
-		b = d.payload.Render(b, seq)
+		b = d.payload.Render(b, seq, slot)
 	} else {
 		b = append(b, d.fixed...)
 	}

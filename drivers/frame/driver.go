@@ -52,8 +52,9 @@ var (
 // Every problem is reported at once (errors.Join of drivers.ConfigError
 // keyed under the driver): a bad URL, no or an unknown preset, a layout
 // that does not compile (see Compile), a payload template it does not
-// know, an unreadable payload or data file, a payload larger than the
-// layout's length field can declare.
+// know, an unreadable payload or data file, a data_order or data_seed
+// template.SetOrder refuses, a payload larger than the layout's length
+// field can declare.
 func New(cfg schema.Frame, baseURL, dir string) (*Driver, error) {
 	var errs []error
 	bad := func(key string, err error) { errs = append(errs, &drivers.ConfigError{Key: key, Err: err}) }
@@ -99,6 +100,11 @@ func New(cfg schema.Frame, baseURL, dir string) (*Driver, error) {
 			bad("data", err)
 		}
 	}
+	if cfg.Data == "" || data != nil { // else the data file's error says it
+		if err := template.SetOrder(data, cfg.DataOrder, cfg.DataSeed); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	switch {
 	case cfg.PayloadFile != "":
 		b, err := drivers.ReadFile(abs(cfg.PayloadFile), drivers.MaxFile)
@@ -128,7 +134,7 @@ func New(cfg schema.Frame, baseURL, dir string) (*Driver, error) {
 // with a template: only {{seq}} and {{data}} vary in length).
 func (d *Driver) payloadSize() int64 {
 	if d.payload != nil {
-		return int64(len(d.payload.Render(nil, 1<<63)))
+		return int64(len(d.payload.Render(nil, 1<<63, 0)))
 	}
 	return int64(len(d.fixed))
 }

@@ -10,11 +10,14 @@ import (
 	"io"
 	"net"
 	nethttp "net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/expr-lang/expr/vm"
+	"golang.org/x/net/publicsuffix"
 
 	"github.com/runner-dev/runner/drivers"
 )
@@ -60,6 +63,12 @@ type conn struct {
 	body bytes.Buffer // response body, kept only when the rule reads it
 	vm   vm.VM        // runs the success rule (one response at a time)
 	env  ruleEnv      // the success rule's variables
+
+	// jar holds this virtual user's cookies (nil with cookies off); it
+	// lives as long as the conn, through re-dials. tbuf renders the
+	// request target for its URL.
+	jar  *cookiejar.Jar
+	tbuf []byte
 }
 
 var (
@@ -73,6 +82,11 @@ func newConn(d *Driver) *conn {
 		wbuf: make([]byte, 0, 512),
 	}
 	c.br = bufio.NewReaderSize(&c.cr, 16<<10)
+	if d.cookies {
+		// cookiejar.New returns no error (its signature keeps one for
+		// later options).
+		c.jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+	}
 	return c
 }
 
@@ -198,10 +212,19 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 	// Write the whole request: head (+ Content-Length) + body.
 	seq := r.Seq
 	d := c.d
-	w := d.head.render(c.wbuf[:0], seq)
+	var row []string // the request's data row
+	if d.data != nil {
+		row = d.data.Row(seq, r.Slot)
+	}
+	w := d.head.render(c.wbuf[:0], seq, row)
+	var jarURL *url.URL
+	if c.jar != nil {
+		jarURL = c.requestURL(seq, row)
+		w = appendCookie(w, c.jar.Cookies(jarURL))
+	}
 	bodyLen := len(d.filler)
 	if d.filler == nil {
-		bodyLen = d.body.size(seq)
+		bodyLen = d.body.size(seq, row)
 	}
 	if d.sendLen {
 		w = append(w, "Content-Length: "...)
@@ -210,7 +233,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 	}
 	w = append(w, '\r', '\n')
 	if d.filler == nil {
-		w = d.body.render(w, seq)
+		w = d.body.render(w, seq, row)
 	}
 	c.wbuf = w
 	var err error
@@ -248,8 +271,12 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 		return c.failed(ctx, "read response body", err, out)
 	}
 
-	// The exchange is complete: the connection is in sync.
+	// The exchange is complete: the connection is in sync, and the
+	// response's cookies count whatever the status and the rule say.
 	out.Responded = true
+	if c.jar != nil && len(c.resp.cookies) > 0 {
+		c.storeCookies(jarURL)
+	}
 	out.Class, out.Code, out.Err = c.judge()
 
 	// Keep the connection only if both sides want it and nothing is left
@@ -264,9 +291,15 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 // skipping 1xx interim responses (100 Continue, 103 Early Hints), which
 // have no body.
 func (c *conn) readResponse() error {
-	wantHeaders := c.d.rule != nil && c.d.rule.needHeaders
+	var want keep
+	if c.d.rule != nil && c.d.rule.needHeaders {
+		want |= keepHeaders
+	}
+	if c.jar != nil {
+		want |= keepCookies
+	}
 	for {
-		if err := readResponseHead(c.br, &c.resp, wantHeaders); err != nil {
+		if err := readResponseHead(c.br, &c.resp, want); err != nil {
 			return err
 		}
 		if s := c.resp.status; s >= 100 && s < 200 && s != nethttp.StatusSwitchingProtocols {
@@ -274,6 +307,50 @@ func (c *conn) readResponse() error {
 		}
 		return nil
 	}
+}
+
+// requestURL is the URL the cookie jar files request seq under: the
+// target's scheme and host, and the request target rendered for seq and
+// row (its query included; a target that is not a URL path, as "*",
+// counts as "/").
+func (c *conn) requestURL(seq uint64, row []string) *url.URL {
+	c.tbuf = c.d.target.render(c.tbuf[:0], seq, row)
+	u, err := url.ParseRequestURI(string(c.tbuf))
+	if err != nil {
+		u = &url.URL{Path: "/"}
+	}
+	u.Scheme, u.Host = c.d.scheme, c.d.jarHost
+	return u
+}
+
+// appendCookie appends the request's Cookie header field, "Cookie: a=1;
+// b=2", with cookies in the jar's order (RFC 6265 §5.4: longer paths
+// first, then earlier creation); nothing when there are none.
+func appendCookie(w []byte, cookies []*nethttp.Cookie) []byte {
+	if len(cookies) == 0 {
+		return w
+	}
+	w = append(w, "Cookie: "...)
+	for i, ck := range cookies {
+		if i > 0 {
+			w = append(w, "; "...)
+		}
+		w = append(w, ck.String()...)
+	}
+	return append(w, '\r', '\n')
+}
+
+// storeCookies files the response's Set-Cookie values in the jar under
+// u, the request's URL. A value that does not parse is ignored (RFC 6265
+// §5.2); the jar applies Domain, Path, Secure, Max-Age and Expires.
+func (c *conn) storeCookies(u *url.URL) {
+	cookies := make([]*nethttp.Cookie, 0, len(c.resp.cookies))
+	for _, line := range c.resp.cookies {
+		if ck, err := nethttp.ParseSetCookie(line); err == nil {
+			cookies = append(cookies, ck)
+		}
+	}
+	c.jar.SetCookies(u, cookies)
 }
 
 // readBody reads the body to its end (HEAD, 1xx, 204 and 304 have none,

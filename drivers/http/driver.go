@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/internal/template"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -53,11 +55,19 @@ type Driver struct {
 	dialer   net.Dialer
 
 	method    string
-	head      template // request line and headers, without Content-Length and the blank line
-	body      template // body text; unused when filler is set
-	filler    []byte   // body_size filler bytes, sent as is
-	sendLen   bool     // send Content-Length (a body, or a method that expects one)
-	keepAlive bool     // ask to keep the connection open
+	head      tmpl           // request line and headers, without Content-Length and the blank line
+	body      tmpl           // body text; unused when filler is set
+	data      *template.Data // rows {{data.NAME}} reads; nil without a data file
+	filler    []byte         // body_size filler bytes, sent as is
+	sendLen   bool           // send Content-Length (a body, or a method that expects one)
+	keepAlive bool           // ask to keep the connection open
+
+	// cookies gives every connection (virtual user) a cookie jar; the
+	// jar's URL of a request is scheme://jarHost + target rendered.
+	cookies bool
+	scheme  string
+	jarHost string
+	target  tmpl // the request target: the URL's path prefix, then cfg.Path
 
 	rule *rule // nil: success is 2xx
 
@@ -67,7 +77,9 @@ type Driver struct {
 var _ drivers.Driver = (*Driver)(nil)
 
 // New builds a driver for cfg against baseURL (http:// or https://, with
-// an optional path prefix that is put before cfg.Path). Zero fields of
+// an optional path prefix that is put before cfg.Path). dir is the
+// directory a relative data file name is read from (the scenario's).
+// Zero fields of
 // cfg mean the documented defaults (GET, "/", HTTP/1.1, keep-alive,
 // 10 s). Templates are split and the success rule is compiled here, so
 // no request is ever parsed at run time. Without a success rule a
@@ -78,14 +90,34 @@ var _ drivers.Driver = (*Driver)(nil)
 // Connection when keep-alive differs from the version's default, and
 // Content-Length when there is a body (or for POST, PUT and PATCH).
 // Connection, Content-Length and Transfer-Encoding belong to the driver
-// and are rejected in cfg.Headers.
+// and are rejected in cfg.Headers, as is Cookie with cfg.Cookies.
+//
+// With cfg.Cookies every Conn (one virtual user) keeps a cookie jar of
+// its own, RFC 6265 (net/http/cookiejar with the public suffix list of
+// golang.org/x/net/publicsuffix; an IP host, as 127.0.0.1, takes only
+// host-only cookies or a Domain equal to it): the Set-Cookie fields of
+// every complete response are stored, ok or not (a non-2xx status and a
+// failed success rule included; a response cut short stores nothing),
+// and each request carries one Cookie header with what the jar holds
+// for its URL: the target URL's scheme and host (not a Host header the
+// scenario sets) and the request's path. The jar outlives the re-dials
+// of its Conn, so with keep-alive off a virtual user keeps its cookies
+// from one connection to the next. Without cfg.Cookies nothing is
+// stored and no Cookie is sent, and a request allocates nothing.
+//
+// Path, header values and body are templates of {{seq}} and
+// {{data.NAME}}, a column of the request's row of cfg.Data picked as
+// cfg.DataOrder says (template.Order); every value a path or header reads
+// from the data file is checked at New as the literal text is.
 //
 // New reports every problem it finds at once (errors.Join): a bad URL or
-// scheme, an unknown HTTP version, a malformed method, path or header, a
-// template action other than {{seq}}, a success rule that does not
-// compile to a bool (the message quotes the rule), and an unreadable or
-// empty tls.ca_file.
-func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
+// scheme, an unknown HTTP version, a malformed method, path or header
+// (literal or from the data file), a template action other than {{seq}}
+// and {{data.NAME}}, an unreadable data file or one without the column
+// named, a data_order or data_seed template.SetOrder refuses, a success
+// rule that does not compile to a bool (the message quotes the rule),
+// and an unreadable or empty tls.ca_file.
+func New(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 	if len(cfg.Flows) > 0 {
 		// The format and the engine know flows; this driver does not run
 		// them yet: refuse before any traffic rather than send something
@@ -94,6 +126,7 @@ func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
 	}
 	var errs []error
 	d := &Driver{
+		cookies:   cfg.Cookies,
 		method:    cfg.Method,
 		timeout:   time.Duration(cfg.Timeout),
 		keepAlive: cfg.KeepAlive == nil || *cfg.KeepAlive,
@@ -121,6 +154,7 @@ func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
 		errs = append(errs, bad("target.url", fmt.Errorf("target url %q: user info is not supported; send an Authorization header", baseURL)))
 	default:
 		host = u.Host
+		d.scheme, d.jarHost = u.Scheme, u.Host
 		port := u.Port()
 		if port == "" {
 			port = "80"
@@ -151,22 +185,50 @@ func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
 		errs = append(errs, bad("method", fmt.Errorf("method %q: not an HTTP token", d.method)))
 	}
 
+	// Data: a template that reads it and finds none is the data file's
+	// problem when it could not be read, so said once.
+	dataOK := true
+	if cfg.Data != "" {
+		p := cfg.Data
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if d.data, err = template.LoadData(p); err != nil {
+			errs = append(errs, bad("data", err))
+			dataOK = false
+		}
+	}
+	if dataOK {
+		if err := template.SetOrder(d.data, cfg.DataOrder, cfg.DataSeed); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	parse := func(key, what, s string) (tmpl, bool) {
+		t, err := parseTemplate(s, d.data)
+		if err != nil && dataOK {
+			errs = append(errs, bad(key, fmt.Errorf("%s: %w", what, err)))
+		}
+		return t, err == nil
+	}
+
 	path := cfg.Path
 	if path == "" {
 		path = DefaultPath
 	}
-	pathT, err := parseTemplate(path)
-	if err != nil {
-		errs = append(errs, bad("path", fmt.Errorf("path: %w", err)))
-	} else if !strings.HasPrefix(path, "/") && !(path == "*" && prefix == "") {
+	pathT, ok := parse("path", "path", path)
+	if ok && !strings.HasPrefix(path, "/") && !(path == "*" && prefix == "") {
 		errs = append(errs, bad("path", fmt.Errorf("path %q: must start with /", path)))
-	} else if err := pathT.each(checkPath); err != nil {
-		errs = append(errs, bad("path", fmt.Errorf("path %q: %w", path, err)))
+	} else if ok {
+		if err := pathT.each(checkPath, d.data); err != nil {
+			errs = append(errs, bad("path", fmt.Errorf("path %q: %w", path, err)))
+		}
 	}
 
 	// Request line and Host.
 	d.head = literal(d.method + " " + prefix)
 	d.head.concat(pathT)
+	d.target = literal(prefix)
+	d.target.concat(pathT)
 	d.head.concat(literal(" HTTP/" + version + "\r\n"))
 	if _, ok := headerKey(cfg.Headers, "Host"); !ok {
 		d.head.concat(literal("Host: " + host + "\r\n"))
@@ -194,13 +256,15 @@ func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
 		case strings.EqualFold(name, "Content-Length") || strings.EqualFold(name, "Transfer-Encoding"):
 			errs = append(errs, bad("headers."+name, fmt.Errorf("header %q: set by the driver from body or body_size", name)))
 			continue
-		}
-		vt, err := parseTemplate(value)
-		if err != nil {
-			errs = append(errs, bad("headers."+name, fmt.Errorf("header %s: %w", name, err)))
+		case cfg.Cookies && strings.EqualFold(name, "Cookie"):
+			errs = append(errs, bad("headers."+name, fmt.Errorf("header %q: set by the driver from its cookie jar when cookies is true", name)))
 			continue
 		}
-		if err := vt.each(checkHeaderValue); err != nil {
+		vt, ok := parse("headers."+name, "header "+name, value)
+		if !ok {
+			continue
+		}
+		if err := vt.each(checkHeaderValue, d.data); err != nil {
 			errs = append(errs, bad("headers."+name, fmt.Errorf("header %s: %w", name, err)))
 			continue
 		}
@@ -229,11 +293,7 @@ func New(cfg schema.HTTP, baseURL string) (*Driver, error) {
 		}
 		d.sendLen = true
 	case cfg.Body != "":
-		bt, err := parseTemplate(cfg.Body)
-		if err != nil {
-			errs = append(errs, bad("body", fmt.Errorf("body: %w", err)))
-		}
-		d.body = bt
+		d.body, _ = parse("body", "body", cfg.Body)
 		d.sendLen = true
 	default:
 		d.body = literal("")

@@ -116,7 +116,7 @@ func readHead(br *bufio.Reader) (string, error) {
 
 func newDriver(t testing.TB, cfg schema.HTTP, url string) *Driver {
 	t.Helper()
-	d, err := New(cfg, url)
+	d, err := New(cfg, url, t.TempDir())
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/internal/template"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -30,33 +31,49 @@ func okHandler(w nethttp.ResponseWriter, r *nethttp.Request) {
 }
 
 func TestTemplate(t *testing.T) {
+	data := &template.Data{File: "users.csv", Columns: []string{"user", "token"}, Rows: [][]string{{"ann", "t-1"}, {"bob", ""}}}
 	tests := []struct {
 		src  string
 		seq  uint64
+		row  []string
 		want string
 	}{
 		// No hole: the text itself.
-		{"/", 7, "/"},
+		{"/", 7, nil, "/"},
 		// One hole.
-		{"/item/{{seq}}", 42, "/item/42"},
+		{"/item/{{seq}}", 42, nil, "/item/42"},
 		// Spaces inside the braces, holes at both ends.
-		{"{{ seq }}-{{seq}}", 1234567890, "1234567890-1234567890"},
+		{"{{ seq }}-{{seq}}", 1234567890, nil, "1234567890-1234567890"},
 		// Empty template.
-		{"", 1, ""},
+		{"", 1, nil, ""},
+		// Data columns in any order, next to {{seq}}.
+		{"/u/{{data.user}}?t={{ data.token }}&n={{seq}}", 9, data.Rows[0], "/u/ann?t=t-1&n=9"},
+		// An empty value renders as nothing.
+		{"[{{data.token}}]{{data.user}}", 2, data.Rows[1], "[]bob"},
 	}
 	for _, tt := range tests {
-		tm, err := parseTemplate(tt.src)
+		tm, err := parseTemplate(tt.src, data)
 		if err != nil {
 			t.Fatalf("parseTemplate(%q): %v", tt.src, err)
 		}
-		got := string(tm.render(nil, tt.seq))
-		if got != tt.want || tm.size(tt.seq) != len(tt.want) {
-			t.Errorf("render(%q, %d) = %q (size %d), want %q", tt.src, tt.seq, got, tm.size(tt.seq), tt.want)
+		got := string(tm.render([]byte("x"), tt.seq, tt.row))
+		if got != "x"+tt.want || tm.size(tt.seq, tt.row) != len(tt.want) {
+			t.Errorf("render(%q, %d) = %q (size %d), want %q", tt.src, tt.seq, got, tm.size(tt.seq, tt.row), tt.want)
 		}
 	}
-	for _, bad := range []string{"/{{seqq}}", "/{{bytes 4}}", "/{{seq"} {
-		if _, err := parseTemplate(bad); err == nil {
-			t.Errorf("parseTemplate(%q): want error", bad)
+	for _, tc := range []struct {
+		src  string
+		data *template.Data
+		want string
+	}{
+		{"/{{seqq}}", data, `unknown template action "{{seqq}}"`},
+		{"/{{bytes 4}}", data, `unknown template action "{{bytes 4}}"`},
+		{"/{{seq", data, "unterminated"},
+		{"/{{data.nope}}", data, `the data file users.csv has no column "nope"; columns: user, token`},
+		{"/{{data.user}}", nil, "no data file"},
+	} {
+		if _, err := parseTemplate(tc.src, tc.data); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseTemplate(%q) = %v, want an error containing %q", tc.src, err, tc.want)
 		}
 	}
 }
@@ -86,7 +103,7 @@ func TestNew_Errors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := New(tt.cfg, tt.url)
+			_, err := New(tt.cfg, tt.url, "")
 			if err == nil {
 				t.Fatal("want error")
 			}
@@ -570,7 +587,7 @@ func TestTLS(t *testing.T) {
 	}
 	empty := filepath.Join(t.TempDir(), "empty.pem")
 	os.WriteFile(empty, []byte("not a certificate\n"), 0o600)
-	if _, err := New(schema.HTTP{TLS: &schema.TLS{CAFile: empty}}, s.URL); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
+	if _, err := New(schema.HTTP{TLS: &schema.TLS{CAFile: empty}}, s.URL, ""); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
 		t.Errorf("ca_file without certificates: %v", err)
 	}
 
@@ -776,12 +793,22 @@ func BenchmarkDo(b *testing.B) {
 			}
 		}
 	})
+	users := filepath.Join(b.TempDir(), "users.csv")
+	if err := os.WriteFile(users, []byte("user,token\nann,t1\nbob,t2\ncy,t3\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
 	for _, bc := range []struct {
 		name string
 		cfg  schema.HTTP
 	}{
 		{"get", schema.HTTP{Path: "/item/{{seq}}", Headers: map[string]string{"X-Seq": "{{seq}}"}}},
 		{"post-rule", schema.HTTP{Method: "POST", Path: "/item/{{seq}}", Body: `{"id":{{seq}}}`, Success: `status == 200 && body == "ok\n"`}},
+		// Data columns in path, header and body: rendered by appending,
+		// so no more allocation than get.
+		{"post-data", schema.HTTP{Method: "POST", Path: "/u/{{data.user}}", Headers: map[string]string{"X-Token": "{{data.token}}"},
+			Body: `{"user":"{{data.user}}","n":{{seq}}}`, Data: users, DataOrder: "random", DataSeed: 1}},
+		// A cookie jar looked up for every request (the stub sets none).
+		{"get-cookies", schema.HTTP{Path: "/item/{{seq}}", Cookies: true}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			d := newDriver(b, bc.cfg, "http://"+s.addr)

@@ -36,8 +36,9 @@ func malformed(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errMalformed, fmt.Sprintf(format, a...))
 }
 
-// response is the head of one response: what framing and the success
-// rule need. A conn reuses one; headers is filled only when wanted.
+// response is the head of one response: what framing, the success rule
+// and the cookie jar need. A conn reuses one; headers and cookies are
+// filled only when wanted.
 type response struct {
 	status  int
 	http10  bool  // HTTP/1.0: close unless "Connection: keep-alive"
@@ -46,7 +47,20 @@ type response struct {
 	chunked bool  // Transfer-Encoding ends in chunked
 	encoded bool  // some other Transfer-Encoding: the body runs to close
 	headers map[string]string
+	cookies []string // the values of every Set-Cookie field, in order
 }
+
+// keep says what readResponseHead keeps beyond what framing needs.
+type keep uint8
+
+const (
+	// keepHeaders fills response.headers: the first value of every
+	// field by canonical name (the success rule reads headers).
+	keepHeaders keep = 1 << iota
+	// keepCookies fills response.cookies: every Set-Cookie value, which
+	// RFC 6265 §3 says is not folded into one (cookies: true).
+	keepCookies
+)
 
 // noBody reports whether the response has no body whatever its headers
 // say (RFC 9112 §6.3): HEAD, 1xx, 204 and 304.
@@ -55,11 +69,13 @@ func (r *response) noBody(head bool) bool {
 }
 
 // readResponseHead reads one response head from br into r: the status line and
-// the header fields up to the empty line. wantHeaders fills r.headers
-// (first value per canonical name). A connection closed before the first
-// byte is io.EOF; after it, io.ErrUnexpectedEOF.
-func readResponseHead(br *bufio.Reader, r *response, wantHeaders bool) error {
-	*r = response{length: -1, headers: r.headers}
+// the header fields up to the empty line. want says what it keeps besides
+// framing: keepHeaders fills r.headers (first value per canonical name),
+// keepCookies r.cookies (every Set-Cookie value). A connection closed
+// before the first byte is io.EOF; after it, io.ErrUnexpectedEOF.
+func readResponseHead(br *bufio.Reader, r *response, want keep) error {
+	wantHeaders := want&keepHeaders != 0
+	*r = response{length: -1, headers: r.headers, cookies: r.cookies[:0]}
 	if wantHeaders {
 		if r.headers == nil {
 			r.headers = make(map[string]string)
@@ -86,7 +102,7 @@ func readResponseHead(br *bufio.Reader, r *response, wantHeaders bool) error {
 		line, err := readLine(br, MaxHeaderBytes)
 		kept := true
 		if err == errLongLine {
-			line, kept, err = longField(br, line, wantHeaders)
+			line, kept, err = longField(br, line, want)
 		}
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
@@ -135,6 +151,9 @@ func readResponseHead(br *bufio.Reader, r *response, wantHeaders bool) error {
 					connKeepAlive = true
 				}
 			}
+		}
+		if want&keepCookies != 0 && asciiEqualFold(name, "Set-Cookie") {
+			r.cookies = append(r.cookies, string(value))
 		}
 		if wantHeaders {
 			key := textproto.CanonicalMIMEHeaderKey(string(name))
@@ -285,15 +304,17 @@ func skipLine(br *bufio.Reader, name bool, budget int) (int, error) {
 // prefix (readLine's errLongLine) is the first bufferful. The line is
 // read whole (up to the head's limit) only when something reads its
 // value: Content-Length, Transfer-Encoding and Connection for framing,
-// any field when the success rule reads headers; kept says so. Any
-// other is skipped, checked only as a field line (a name, a ':').
-func longField(br *bufio.Reader, prefix []byte, wantHeaders bool) (line []byte, kept bool, err error) {
+// any field when the success rule reads headers, Set-Cookie for the
+// cookie jar; kept says so. Any other is skipped, checked only as a
+// field line (a name, a ':').
+func longField(br *bufio.Reader, prefix []byte, want keep) (line []byte, kept bool, err error) {
 	if prefix[0] == ' ' || prefix[0] == '\t' {
 		return nil, false, malformed("obsolete line folding in header %q", clip(prefix))
 	}
 	name, _, ok := bytes.Cut(prefix, []byte{':'})
-	if wantHeaders || ok && (asciiEqualFold(name, "Content-Length") ||
-		asciiEqualFold(name, "Transfer-Encoding") || asciiEqualFold(name, "Connection")) {
+	if want&keepHeaders != 0 || ok && (asciiEqualFold(name, "Content-Length") ||
+		asciiEqualFold(name, "Transfer-Encoding") || asciiEqualFold(name, "Connection") ||
+		want&keepCookies != 0 && asciiEqualFold(name, "Set-Cookie")) {
 		line, err = wholeLine(br, prefix, MaxHeaderBytes)
 		return line, true, err
 	}

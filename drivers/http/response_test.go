@@ -27,7 +27,11 @@ func parseOurs(raw string, head, wantHeaders bool) (p parsed, headers map[string
 	br := bufio.NewReaderSize(strings.NewReader(raw), 64)
 	var r response
 	for {
-		if p.err = readResponseHead(br, &r, wantHeaders); p.err != nil {
+		want := keep(0)
+		if wantHeaders {
+			want = keepHeaders
+		}
+		if p.err = readResponseHead(br, &r, want); p.err != nil {
 			return p, nil
 		}
 		if r.status >= 200 || r.status == 101 {
@@ -179,7 +183,7 @@ func TestResponse_Headers(t *testing.T) {
 	br := bufio.NewReader(strings.NewReader("HTTP/1.1 200 OK\r\nX-A: 1\r\n\r\nHTTP/1.1 200 OK\r\nX-B: 2\r\n\r\n"))
 	r := response{}
 	for _, want := range []string{"X-A", "X-B"} {
-		if err := readResponseHead(br, &r, true); err != nil {
+		if err := readResponseHead(br, &r, keepHeaders); err != nil {
 			t.Fatal(err)
 		}
 		if len(r.headers) != 1 || r.headers[want] == "" {
@@ -259,5 +263,34 @@ func TestIssue12_ClipOnCharacterBoundary(t *testing.T) {
 		if !utf8.ValidString(body) || len(body) > 64 || len(body) < 64-utf8.UTFMax+1 || !strings.HasPrefix(string(line), body) {
 			t.Errorf("pad %d: clip = %q: want a prefix of at most 64 bytes ending on a character boundary", pad, got)
 		}
+	}
+}
+
+// With keepCookies the reader keeps every Set-Cookie value in order (RFC
+// 6265 §3: never folded into one), case-insensitively, each head its
+// own; without it none.
+func TestSetCookieKept(t *testing.T) {
+	raw := "HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Path=/\r\nX-A: 1\r\nset-cookie:  b=2 \r\nContent-Length: 0\r\n\r\n" +
+		"HTTP/1.1 204 No Content\r\nX-B: 2\r\n\r\n"
+	br := bufio.NewReader(strings.NewReader(raw))
+	var r response
+	if err := readResponseHead(br, &r, keepCookies); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(r.cookies, "|") != "a=1; Path=/|b=2" || r.headers != nil {
+		t.Errorf("cookies %q, headers %v; want a=1; Path=/ and b=2, no headers", r.cookies, r.headers)
+	}
+	if err := readResponseHead(br, &r, keepCookies); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.cookies) != 0 {
+		t.Errorf("second response: cookies %q, want none", r.cookies)
+	}
+	br = bufio.NewReader(strings.NewReader(raw))
+	if err := readResponseHead(br, &r, keepHeaders); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.cookies) != 0 || r.headers["Set-Cookie"] != "a=1; Path=/" {
+		t.Errorf("without keepCookies: cookies %q, headers %v", r.cookies, r.headers)
 	}
 }

@@ -4,20 +4,29 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/runner-dev/runner/drivers/internal/template"
 )
 
-// template is text split once, at New, around its `{{seq}}` holes:
-// lits[0] seq lits[1] seq … lits[n]. Rendering appends to a caller's
-// buffer and never parses or allocates.
-type template struct {
+// seqHole marks a `{{seq}}` hole; any other hole is a data column index.
+const seqHole = -1
+
+// tmpl is text split once, at New, around its holes: lits[0] hole[0]
+// lits[1] hole[1] … lits[n], each hole `{{seq}}` or `{{data.NAME}}` (a
+// column of the data file). Rendering appends to a caller's buffer and
+// never parses or allocates.
+type tmpl struct {
 	lits   []string
-	litLen int // total length of lits
+	holes  []int // seqHole, or a column index of the data file
+	litLen int   // total length of lits
 }
 
-// parseTemplate splits s around `{{seq}}` (spaces inside the braces are
-// allowed). Any other `{{…}}` action, or an unterminated `{{`, is an error.
-func parseTemplate(s string) (template, error) {
-	var t template
+// parseTemplate splits s around `{{seq}}` and `{{data.NAME}}` (spaces
+// inside the braces are allowed); data holds the columns NAME may name
+// and is nil without a data file. Any other `{{…}}` action, a column the
+// data file lacks, or an unterminated `{{` is an error.
+func parseTemplate(s string, data *template.Data) (tmpl, error) {
+	var t tmpl
 	rest := s
 	for {
 		i := strings.Index(rest, "{{")
@@ -27,31 +36,43 @@ func parseTemplate(s string) (template, error) {
 		}
 		j := strings.Index(rest[i+2:], "}}")
 		if j < 0 {
-			return template{}, fmt.Errorf("unterminated %q in %q", "{{", s)
+			return tmpl{}, fmt.Errorf("unterminated %q in %q", "{{", s)
 		}
-		action := rest[i+2 : i+2+j]
-		if strings.TrimSpace(action) != "seq" {
-			return template{}, fmt.Errorf("unknown template action %q in %q: only {{seq}} is supported", "{{"+action+"}}", s)
+		raw := rest[i : i+2+j+2]
+		action := strings.TrimSpace(rest[i+2 : i+2+j])
+		hole := seqHole
+		switch name, isData := strings.CutPrefix(action, "data."); {
+		case action == "seq":
+		case isData && data == nil:
+			return tmpl{}, fmt.Errorf("%s in %q: no data file (driver.http.data: FILE)", raw, s)
+		case isData:
+			hole = data.Column(name)
+			if hole < 0 {
+				return tmpl{}, fmt.Errorf("%s in %q: the data file %s has no column %q; columns: %s", raw, s, data.File, name, strings.Join(data.Columns, ", "))
+			}
+		default:
+			return tmpl{}, fmt.Errorf("unknown template action %q in %q: expected {{seq}} or {{data.NAME}}", raw, s)
 		}
 		t.addLit(rest[:i])
+		t.holes = append(t.holes, hole)
 		rest = rest[i+2+j+2:]
 	}
 }
 
 // literal returns a template without holes.
-func literal(s string) template {
-	var t template
+func literal(s string) tmpl {
+	var t tmpl
 	t.addLit(s)
 	return t
 }
 
-func (t *template) addLit(s string) {
+func (t *tmpl) addLit(s string) {
 	t.lits = append(t.lits, s)
 	t.litLen += len(s)
 }
 
 // concat appends u to t: the last literal of t joins the first of u.
-func (t *template) concat(u template) {
+func (t *tmpl) concat(u tmpl) {
 	if len(u.lits) == 0 {
 		return
 	}
@@ -61,38 +82,57 @@ func (t *template) concat(u template) {
 	last := len(t.lits) - 1
 	t.lits[last] += u.lits[0]
 	t.lits = append(t.lits, u.lits[1:]...)
+	t.holes = append(t.holes, u.holes...)
 	t.litLen += u.litLen
 }
 
-// holes is the number of `{{seq}}` in t.
-func (t *template) holes() int {
-	if len(t.lits) == 0 {
-		return 0
+// size is the rendered length of t for seq and the data row row (nil
+// without a data file).
+func (t *tmpl) size(seq uint64, row []string) int {
+	n := t.litLen
+	for _, h := range t.holes {
+		if h == seqHole {
+			n += digits(seq)
+		} else {
+			n += len(row[h])
+		}
 	}
-	return len(t.lits) - 1
+	return n
 }
 
-// size is the rendered length of t for seq.
-func (t *template) size(seq uint64) int {
-	return t.litLen + t.holes()*digits(seq)
-}
-
-// render appends t with every hole replaced by seq in decimal.
-func (t *template) render(dst []byte, seq uint64) []byte {
+// render appends t with every hole filled: `{{seq}}` with seq in decimal,
+// a column with its value in row.
+func (t *tmpl) render(dst []byte, seq uint64, row []string) []byte {
 	for i, l := range t.lits {
 		if i > 0 {
-			dst = strconv.AppendUint(dst, seq, 10)
+			if h := t.holes[i-1]; h == seqHole {
+				dst = strconv.AppendUint(dst, seq, 10)
+			} else {
+				dst = append(dst, row[h]...)
+			}
 		}
 		dst = append(dst, l...)
 	}
 	return dst
 }
 
-// each calls f on every literal part of t, for validation.
-func (t *template) each(f func(string) error) error {
+// each calls f on every literal part of t and on every value of the data
+// columns its holes read (every row of data), for validation; the error
+// of a value names its row and column.
+func (t *tmpl) each(f func(string) error, data *template.Data) error {
 	for _, l := range t.lits {
 		if err := f(l); err != nil {
 			return err
+		}
+	}
+	for _, h := range t.holes {
+		if h == seqHole {
+			continue
+		}
+		for i, row := range data.Rows {
+			if err := f(row[h]); err != nil {
+				return fmt.Errorf("the data file %s, row %d, column %q: %w", data.File, i+1, data.Columns[h], err)
+			}
 		}
 	}
 	return nil

@@ -127,7 +127,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 	defer dl.Stop()
 	id := r.Seq
 	bp := msgBufs.Get().(*[]byte)
-	msg := c.d.msg.Render((*bp)[:0], r.Seq)
+	msg := c.d.msg.Render((*bp)[:0], r.Seq, r.Slot)
 	*bp = msg
 	defer releaseMsg(bp)
 	var l *link

@@ -143,6 +143,11 @@ func New(cfg schema.WebSocket, baseURL, dir string) (*Driver, error) {
 			errs = append(errs, bad("data", err))
 		}
 	}
+	if cfg.Data == "" || data != nil { // else the data file's error says it
+		if err := template.SetOrder(data, cfg.DataOrder, cfg.DataSeed); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if cfg.Message == "" {
 		errs = append(errs, bad("message", errors.New("message: empty; expected a template such as '{\"id\": {{seq}}}'")))
 	} else if t, err := template.Parse(cfg.Message, data); err != nil {
@@ -188,7 +193,7 @@ func New(cfg schema.WebSocket, baseURL, dir string) (*Driver, error) {
 func (d *Driver) checkCorrelate(cfg schema.WebSocket) error {
 	for _, seq := range []uint64{1, 42} {
 		var v any
-		if err := json.Unmarshal(d.msg.Render(nil, seq), &v); err != nil {
+		if err := json.Unmarshal(d.msg.Render(nil, seq, 0), &v); err != nil {
 			return fmt.Errorf("correlate %s: the message is not JSON (%v), so it has no id field to pair replies by", cfg.Correlate, err)
 		}
 		id, ok := field(v, d.correlate)

@@ -359,7 +359,7 @@ func TestConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(d.msg.Render(nil, 3)); got != `{"u": "ann", "meta": {"rid": "3"}}` {
+	if got := string(d.msg.Render(nil, 3, 0)); got != `{"u": "ann", "meta": {"rid": "3"}}` {
 		t.Errorf("rendered %s", got)
 	}
 }

@@ -58,7 +58,7 @@ func latency(d *Dist, tsv map[string]string, across map[string]bool, compare map
 		out = append(out, Def{
 			Name: name, JSON: json, TSV: tsv[st.name], Missing: "n/a", Across: acrossKey,
 			Compare: compare[st.name], Judged: true,
-			Unit: Duration, Worse: HigherIsWorse, Need: Samples, Dist: d, P: st.p,
+			Unit: Duration, Worse: HigherIsWorse, Need: Samples, Dist: d, P: st.p, Step: d.Step && name != "",
 			Read: func(p *Phase) (float64, bool) {
 				x := of(p)
 				if x == nil {
@@ -106,26 +106,27 @@ func builtin() []Def {
 		map[string]string{"p50": "p50", "p95": "p95", "p99": "p99", "p90": "p90", "p999": "p999", "max": "max", "mean": "mean"},
 		map[string]bool{"p50": true, "p90": true, "p95": true, "p99": true, "p999": true, "max": true, "mean": true},
 		map[string]int{"p50": 2, "p90": 3, "p99": 4, "p999": 5, "mean": 6})...)
+	perStep := func(d Def) Def { d.Step = true; return d }
 	t = append(t,
-		with(count("requests", LowerIsWorse, func(s *measure.Summary) int64 { return s.Requests }), func(d *Def) { d.TSV = "requests" }),
-		with(count("ok", LowerIsWorse, func(s *measure.Summary) int64 { return s.OK }), func(d *Def) { d.TSV = "ok" }),
-		with(count("errors", HigherIsWorse, func(s *measure.Summary) int64 { return s.Errors }), func(d *Def) { d.TSV, d.Across = "errors", "errors" }),
-		Def{Name: "error_rate", JSON: "error_rate", TSV: "error_rate", Missing: "n/a", Across: "error_rate", Compare: 7, Judged: true,
+		perStep(with(count("requests", LowerIsWorse, func(s *measure.Summary) int64 { return s.Requests }), func(d *Def) { d.TSV = "requests" })),
+		perStep(with(count("ok", LowerIsWorse, func(s *measure.Summary) int64 { return s.OK }), func(d *Def) { d.TSV = "ok" })),
+		perStep(with(count("errors", HigherIsWorse, func(s *measure.Summary) int64 { return s.Errors }), func(d *Def) { d.TSV, d.Across = "errors", "errors" })),
+		perStep(Def{Name: "error_rate", JSON: "error_rate", TSV: "error_rate", Missing: "n/a", Across: "error_rate", Compare: 7, Judged: true,
 			Unit: Fraction, Worse: HigherIsWorse, Need: Requests,
 			// errors / requests.
-			Read: func(p *Phase) (float64, bool) { return p.summary().ErrorRate() }},
-		count("timeouts", HigherIsWorse, func(s *measure.Summary) int64 { return s.Timeouts }),
-		count("late", HigherIsWorse, func(s *measure.Summary) int64 { return s.Late }),
+			Read: func(p *Phase) (float64, bool) { return p.summary().ErrorRate() }}),
+		perStep(count("timeouts", HigherIsWorse, func(s *measure.Summary) int64 { return s.Timeouts })),
+		perStep(count("late", HigherIsWorse, func(s *measure.Summary) int64 { return s.Late })),
 		count("unknown_id", HigherIsWorse, func(s *measure.Summary) int64 { return s.UnknownID }),
 		count("duplicate_id", HigherIsWorse, func(s *measure.Summary) int64 { return s.DuplicateID }),
 		with(count("dropped", HigherIsWorse, func(s *measure.Summary) int64 { return s.Dropped }), func(d *Def) { d.TSV, d.Across = "dropped", "dropped" }),
-		with(count("arrivals", Neutral, func(s *measure.Summary) int64 { return s.Arrivals }), func(d *Def) { d.TSV = "arrivals" }),
-		with(count("cancelled", HigherIsWorse, func(s *measure.Summary) int64 { return s.Cancelled }), func(d *Def) { d.TSV = "cancelled" }),
-		count("left_over", HigherIsWorse, (*measure.Summary).LeftOver),
+		perStep(with(count("arrivals", Neutral, func(s *measure.Summary) int64 { return s.Arrivals }), func(d *Def) { d.TSV = "arrivals" })),
+		perStep(with(count("cancelled", HigherIsWorse, func(s *measure.Summary) int64 { return s.Cancelled }), func(d *Def) { d.TSV = "cancelled" })),
+		perStep(count("left_over", HigherIsWorse, (*measure.Summary).LeftOver)),
 		// OK / CompletionWindow.
-		with(rate("throughput", "throughput", LowerIsWorse, (*measure.Summary).Throughput), func(d *Def) { d.TSV, d.Across, d.Compare = "throughput", "throughput", 1 }),
+		perStep(with(rate("throughput", "throughput", LowerIsWorse, (*measure.Summary).Throughput), func(d *Def) { d.TSV, d.Across, d.Compare = "throughput", "throughput", 1 })),
 		// Responded / CompletionWindow: λ of Little's law.
-		rate("completed_rate", "completed_rate", LowerIsWorse, (*measure.Summary).CompletedRate),
+		perStep(rate("completed_rate", "completed_rate", LowerIsWorse, (*measure.Summary).CompletedRate)),
 		Def{Name: "offered_rate", JSON: "offered_rate", TSV: "offered_rate", Missing: "-", Unit: PerSecond, Need: OpenModel,
 			Read: func(p *Phase) (float64, bool) {
 				if p.OfferedRate == nil {
@@ -134,12 +135,12 @@ func builtin() []Def {
 				return *p.OfferedRate, true
 			}},
 		// Requests / SendWindow.
-		with(rate("achieved_rate", "achieved_rate", LowerIsWorse, (*measure.Summary).AchievedRate), func(d *Def) {
+		perStep(with(rate("achieved_rate", "achieved_rate", LowerIsWorse, (*measure.Summary).AchievedRate), func(d *Def) {
 			d.TSV, d.Across, d.Compare = "achieved_rate", "achieved_rate", 8
-		}),
+		})),
 		Def{Name: "duration", Unit: Duration, Read: func(p *Phase) (float64, bool) { return float64(p.summary().Elapsed), true }},
-		Def{Name: "samples", JSON: Response.JSON + ".samples", TSV: "samples", Unit: Count, Worse: LowerIsWorse,
-			Read: func(p *Phase) (float64, bool) { return float64(p.summary().Response.Count()), true }},
+		perStep(Def{Name: "samples", JSON: Response.JSON + ".samples", TSV: "samples", Unit: Count, Worse: LowerIsWorse,
+			Read: func(p *Phase) (float64, bool) { return float64(p.summary().Response.Count()), true }}),
 		Def{Name: "connections", TSV: "connections", Unit: Count, Read: func(p *Phase) (float64, bool) { return float64(p.Connections), true }},
 		with(count("connections_opened", HigherIsWorse, func(s *measure.Summary) int64 { return s.ConnectionsOpened }), func(d *Def) { d.TSV = "connections_opened" }),
 		Def{Name: "connections_established", Unit: Count, Worse: LowerIsWorse,
@@ -148,12 +149,12 @@ func builtin() []Def {
 		// The runner's own counter fetches inside the phase's counter
 		// deltas (Phase.Fetches): what a target that counts its scrapes
 		// counted of ours.
-		Def{Name: "fetches", Unit: Count, Read: func(p *Phase) (float64, bool) { return float64(p.Fetches), true }},
+		Def{Name: "fetches", Unit: Count, Need: CountersFetched, Read: func(p *Phase) (float64, bool) { return float64(p.Fetches), p.Fetches > 0 }},
 		// InflightSum / CompletionWindow.
-		with(rate("inflight_mean", "inflight_mean", HigherIsWorse, (*measure.Summary).InflightMean), func(d *Def) { d.Unit, d.TSV = Mean, "inflight_mean" }),
+		perStep(with(rate("inflight_mean", "inflight_mean", HigherIsWorse, (*measure.Summary).InflightMean), func(d *Def) { d.Unit, d.TSV = Mean, "inflight_mean" })),
 		// Little's law L = λW = ResponseSum / CompletionWindow.
-		Def{Name: "littleL", JSON: "little_l", TSV: "littleL", Across: "little_l", Compare: 9, Unit: Mean, Worse: HigherIsWorse, Need: Responses,
-			Read: func(p *Phase) (float64, bool) { return p.summary().LittleL(), true }},
+		perStep(Def{Name: "littleL", JSON: "little_l", TSV: "littleL", Across: "little_l", Compare: 9, Unit: Mean, Worse: HigherIsWorse, Need: Responses,
+			Read: func(p *Phase) (float64, bool) { return p.summary().LittleL(), true }}),
 	)
 	t = append(t, latency(Service, map[string]string{"p99": "service_p99"}, nil, nil)...)
 	t = append(t, latency(Failed, nil, nil, nil)...)

@@ -93,6 +93,9 @@ const (
 	ClientMeasured
 	// TargetMeasured: the target process's resource use was measured.
 	TargetMeasured
+	// CountersFetched: the target's counters were read before and after
+	// the phase (fetches).
+	CountersFetched
 )
 
 // Client is the load generator's own resource use in a phase.
@@ -145,6 +148,11 @@ func (p *Phase) summary() *measure.Summary {
 	return p.Summary
 }
 
+// StepPhase is what the metrics of one flow step are read from: a Phase
+// with only the step's Summary (nil reads as empty). Only metrics with
+// Def.Step read anything meaningful from it.
+func StepPhase(s *measure.Summary) *Phase { return &Phase{Summary: s} }
+
 // Dist is one latency distribution of a phase.
 type Dist struct {
 	// Group is its group in rules ("" for the response time, whose
@@ -154,6 +162,9 @@ type Dist struct {
 	Rules bool
 	// JSON is its object's key in the JSON metrics block ("" none).
 	JSON string
+	// Step is true when a flow step has this distribution of its own
+	// (its statistics are then read per step: step.NAME.service.p99).
+	Step bool
 	// Of returns the distribution; nil when the phase has none (then
 	// every statistic is unavailable and it is left out of the JSON).
 	Of func(*Phase) *measure.Dist
@@ -162,11 +173,11 @@ type Dist struct {
 // The latency distributions of a phase.
 var (
 	// Response is the response time of ok requests.
-	Response = &Dist{Group: "", Rules: true, JSON: "response_time", Of: func(p *Phase) *measure.Dist { return &p.summary().Response }}
+	Response = &Dist{Group: "", Rules: true, JSON: "response_time", Step: true, Of: func(p *Phase) *measure.Dist { return &p.summary().Response }}
 	// Service is the service time of ok requests (from the send).
-	Service = &Dist{Group: "service", Rules: true, JSON: "service_time", Of: func(p *Phase) *measure.Dist { return &p.summary().Service }}
+	Service = &Dist{Group: "service", Rules: true, JSON: "service_time", Step: true, Of: func(p *Phase) *measure.Dist { return &p.summary().Service }}
 	// Failed is the response time of failed requests, every class merged.
-	Failed = &Dist{Group: "failed", Rules: true, Of: func(p *Phase) *measure.Dist {
+	Failed = &Dist{Group: "failed", Rules: true, Step: true, Of: func(p *Phase) *measure.Dist {
 		if p.failed == nil {
 			p.failed = p.summary().FailedAll()
 		}
@@ -207,6 +218,17 @@ type Def struct {
 	Worse Direction
 	// Need is what its value must rest on for a verdict.
 	Need Need
+	// Step is true when rules read it per flow step too, as
+	// step.NAME.<Name>, from a Phase that holds only the step's Summary
+	// (StepPhase): the metrics of a step's own requests (latencies,
+	// counts, rates, errors, error_rate). It is false for what a step
+	// does not have of its own: connections, the phase's duration, the
+	// arrival process (dropped, offered_rate), the correlation of
+	// replies (unknown_id, duplicate_id), the counter fetches and the
+	// client's and target's resources; a rule that reads one of those
+	// per step is a compile error. Metrics added with Add are not read
+	// per step unless they set it.
+	Step bool
 	// Dist is the distribution a latency statistic is of (nil
 	// otherwise); P its percentile (0 for min, max, mean, stddev and
 	// non-percentiles).

@@ -1,6 +1,12 @@
 package metric
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/engine/measure"
+)
 
 // Every name, JSON key, TSV column and repeat-summary key is declared
 // once, and every metric can be read.
@@ -47,5 +53,55 @@ func TestAddRemove(t *testing.T) {
 	remove()
 	if len(All()) != n || ByName("x") != nil {
 		t.Fatal("not removed")
+	}
+}
+
+// A per-step metric is read from the step's Summary alone: what a
+// StepPhase lacks (connections, offered rate, resources, fetches) never
+// changes its value; and the metrics that are not per step are exactly
+// those about connections, the arrival process, correlation, fetches,
+// the phase's duration and resources.
+func TestStepMetricsReadTheSummaryAlone(t *testing.T) {
+	rec := measure.NewRecorder(1, measure.Options{})
+	for i := range 30 {
+		out := drivers.Outcome{Class: drivers.OK, Responded: true}
+		if i%10 == 0 {
+			out = drivers.Outcome{Class: drivers.Status, Code: "503", Responded: true}
+		}
+		rec.AddArrivals(1)
+		rec.Record(0, &measure.Result{Sent: time.Millisecond, Done: time.Duration(i+2) * time.Millisecond, Outcome: out})
+	}
+	s := rec.Summary(time.Second)
+	rate := 7.0
+	full := &Phase{Summary: s, Connections: 3, ConnectionsEstablished: 3, OfferedRate: &rate,
+		Client: &Client{CPU: 1, Cores: 2}, Target: &Target{CPU: 0.5}, Fetches: 4}
+	notPerStep := map[string]bool{}
+	for _, d := range All() {
+		if d.Name == "" {
+			continue
+		}
+		if !d.Step {
+			notPerStep[d.Name] = true
+			continue
+		}
+		a, aok := d.Read(StepPhase(s))
+		b, bok := d.Read(full)
+		if a != b || aok != bok {
+			t.Errorf("%s: %v,%v from the step's summary, %v,%v with the phase's extras", d.Name, a, aok, b, bok)
+		}
+	}
+	for _, name := range []string{"connections", "connections_established", "connections_opened", "reconnects",
+		"dropped", "offered_rate", "duration", "unknown_id", "duplicate_id", "fetches",
+		"client.cpu", "client.gc_pause_max", "target.cpu", "target.cpu_max_thread", "target.rss",
+		"corrected.p99", "corrected.max"} {
+		if !notPerStep[name] {
+			t.Errorf("%s is read per step", name)
+		}
+	}
+	for _, name := range []string{"p99", "p50", "max", "stddev", "requests", "ok", "errors", "error_rate", "throughput",
+		"achieved_rate", "samples", "littleL", "service.p99", "failed.p99"} {
+		if notPerStep[name] || ByName(name) == nil {
+			t.Errorf("%s is not read per step", name)
+		}
 	}
 }

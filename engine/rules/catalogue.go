@@ -87,6 +87,10 @@ type metrics struct {
 	Server    map[string]float64 `expr:"server"`
 	Client    clientVars         `expr:"client"`
 	Target    targetVars         `expr:"target"`
+	// Steps are the metrics of each flow step of the phase, by step name
+	// (`step.NAME.p99`); only the per-step metrics (metric.Def.Step) are
+	// filled in them. A step the phase did not run is absent.
+	Steps map[string]*metrics `expr:"step"`
 
 	// Ints, Floats and Durs hold the catalogue's top-level metrics that
 	// have no field here (metric.Add), by the Go type of their value; the
@@ -153,6 +157,7 @@ const (
 	offeredNeed      // offered_rate: an open model
 	clientNeed       // client.*: measured
 	targetNeed       // target.*: measured
+	fetchedNeed      // fetches: the target's counters were read
 	serverNeed       // server.X: fetched
 )
 
@@ -162,10 +167,16 @@ type metricDef struct {
 	dir  direction
 	need need
 	p    float64 // the percentile of a latency statistic, 0 otherwise
+	// step is true when the metric is read per flow step too
+	// (metric.Def.Step): step.NAME.p99.
+	step bool
 }
 
 // groups are the names that hold members: `service.p99`, `errors_by["503"]`.
-var groups = []string{"service", "failed", "corrected", "errors_by", "closes_by", "server", "client", "target", "baseline"}
+var groups = []string{"service", "failed", "corrected", "errors_by", "closes_by", "server", "client", "target", "step", "baseline"}
+
+// stepGroup is the group that holds the flow steps: step.NAME.METRIC.
+const stepGroup = "step"
 
 var (
 	// topLevel maps each top-level metric to its definition.
@@ -177,6 +188,9 @@ var (
 	members map[string]map[string]metricDef
 	// memberNames are a group's member names in display order.
 	memberNames map[string][]string
+	// stepNames are the metrics read per flow step (after step.NAME.),
+	// in display order: p99, requests, service.p99.
+	stepNames []string
 	// extUnits are the top-level metrics of the catalogue without a field
 	// in metrics: a rule reads them from the map of their unit (extField).
 	extUnits map[string]metric.Unit
@@ -198,12 +212,15 @@ func derive() {
 		return
 	}
 	top, mem, memNames, ext := map[string]metricDef{}, map[string]map[string]metricDef{}, map[string][]string{}, map[string]metric.Unit{}
-	var names []string
+	var names, steps []string
 	for _, d := range metric.All() {
 		if d.Name == "" {
 			continue
 		}
-		def := metricDef{unit: numberUnit, dir: directionOf(d.Worse), need: needOf(d.Need), p: d.P}
+		def := metricDef{unit: numberUnit, dir: directionOf(d.Worse), need: needOf(d.Need), p: d.P, step: d.Step}
+		if d.Step {
+			steps = append(steps, d.Name)
+		}
 		if d.Unit == metric.Duration {
 			def.unit = durationUnit
 		}
@@ -222,7 +239,7 @@ func derive() {
 		mem[g][m] = def
 		memNames[g] = append(memNames[g], m)
 	}
-	topLevel, topNames, members, memberNames, extUnits, derivedFrom = top, names, mem, memNames, ext, v
+	topLevel, topNames, members, memberNames, extUnits, stepNames, derivedFrom = top, names, mem, memNames, ext, steps, v
 }
 
 func directionOf(w metric.Direction) direction {
@@ -239,7 +256,7 @@ func needOf(n metric.Need) need {
 	return map[metric.Need]need{
 		metric.Always: always, metric.Samples: dist, metric.Requests: anyRequest, metric.Elapsed: someElapsed,
 		metric.Responses: littleNeed, metric.OpenModel: offeredNeed, metric.ClientMeasured: clientNeed,
-		metric.TargetMeasured: targetNeed,
+		metric.TargetMeasured: targetNeed, metric.CountersFetched: fetchedNeed,
 	}[n]
 }
 
@@ -295,15 +312,29 @@ func unitOfType(t reflect.Type) unit {
 
 // ref is one metric a rule reads.
 type ref struct {
-	view  string // "", viewMedian, viewWorst or "baseline"
+	view string // "", viewMedian, viewWorst or "baseline"
+	// step is the flow step whose metric it is (step.login.p99), "" for
+	// the phase's own.
+	step  string
 	group string // "", "service", "failed", "corrected", "errors_by", "closes_by", "server", "client", "target"
 	name  string // metric or member; "" for a map group read with a computed key
+}
+
+// stepPrefix is how a rule names flow step name: "step.login", or
+// `step["log-in"]` for a name that cannot follow a dot.
+func stepPrefix(name string) string {
+	if isIdent(name) {
+		return stepGroup + "." + name
+	}
+	return stepGroup + "[" + quote(name) + "]"
 }
 
 // String renders r as a rule would write it.
 func (r ref) String() string {
 	var s string
 	switch {
+	case r.step != "" && r.group == "" && r.name == "":
+		s = stepPrefix(r.step) // the step itself, in messages
 	case r.group == "":
 		s = displayName(r.name)
 	case isLatencyGroup(r.group):
@@ -314,6 +345,9 @@ func (r ref) String() string {
 		s = r.group + "[" + quote(r.name) + "]"
 	default:
 		s = r.group + "." + r.name
+	}
+	if r.step != "" && (r.group != "" || r.name != "") {
+		s = stepPrefix(r.step) + "." + s
 	}
 	switch r.view {
 	case viewMedian, viewWorst:
@@ -445,10 +479,18 @@ func percentileHint(name string) string {
 }
 
 // base is r without its view.
-func (r ref) base() ref { return ref{group: r.group, name: r.name} }
+func (r ref) base() ref { return ref{step: r.step, group: r.group, name: r.name} }
 
-// get reads r's value (without its view) from m.
+// get reads r's value (without its view) from m: a flow step's from its
+// metrics in m.Steps (zero values when m has no such step).
 func (r ref) get(m *metrics) any {
+	if r.step != "" {
+		sub := m.Steps[r.step]
+		if sub == nil {
+			sub = &metrics{}
+		}
+		return ref{group: r.group, name: r.name}.get(sub)
+	}
 	switch r.group {
 	case "":
 		if q, ok := extraPercentile(r.name); ok {
@@ -491,8 +533,21 @@ func extraGet(l *latency, d *measure.Dist, name string, q float64) time.Duration
 	return v
 }
 
-// set writes v as r's value (without its view) into m.
+// set writes v as r's value (without its view) into m: a flow step's
+// into its metrics in m.Steps, made when m has none.
 func (r ref) set(m *metrics, v any) {
+	if r.step != "" {
+		if m.Steps == nil {
+			m.Steps = map[string]*metrics{}
+		}
+		sub := m.Steps[r.step]
+		if sub == nil {
+			sub = &metrics{}
+			m.Steps[r.step] = sub
+		}
+		ref{group: r.group, name: r.name}.set(sub, v)
+		return
+	}
 	if _, ok := extraPercentile(r.name); ok && (r.group == "" || isLatencyGroup(r.group)) {
 		l := &m.latency
 		if r.group != "" {

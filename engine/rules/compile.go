@@ -27,6 +27,9 @@ type Rule struct {
 	prog *vm.Program
 	top  *clause
 	refs []ref // every metric the rule reads, in order of first appearance
+	// steps are the flow steps the rule names, in order of first
+	// appearance, each with its first text offset (for CheckSteps).
+	steps []stepUse
 	// ops are the rule's arithmetic operations by text offset, to say
 	// which one had no defined value at run time.
 	ops map[int]opText
@@ -253,7 +256,84 @@ func compile(src string) (*Rule, *CompileError) {
 		return nil, rw.exprError(err)
 	}
 	r.refs = readRefs(&checked.Node)
+	sv := &stepVisitor{lets: c.lets}
+	ast.Walk(&tree.Node, sv)
+	r.steps = sv.uses
 	return r, nil
+}
+
+// stepUse is a flow step a rule names and where it first does.
+type stepUse struct {
+	name string
+	at   int // text offset of the name
+}
+
+// stepVisitor collects the flow steps a parsed (unpatched) tree names:
+// the NAME of every step.NAME (also inside median(), worst() and after
+// baseline.).
+type stepVisitor struct {
+	lets map[string]bool
+	uses []stepUse
+}
+
+// Visit implements ast.Visitor.
+func (v *stepVisitor) Visit(node *ast.Node) {
+	m, ok := (*node).(*ast.MemberNode)
+	if !ok || m.Method {
+		return
+	}
+	p, ok := path(m)
+	if !ok || v.lets[p[0]] || !(len(p) == 2 || len(p) == 3 && p[0] == "baseline") || p[len(p)-2] != stepGroup {
+		return
+	}
+	name := p[len(p)-1]
+	for _, u := range v.uses {
+		if u.name == name {
+			return
+		}
+	}
+	v.uses = append(v.uses, stepUse{name: name, at: m.Property.Location().From})
+}
+
+// Steps returns the names of the flow steps the rule reads
+// (step.NAME.*), in order of first appearance; nil when it reads none.
+func (r *Rule) Steps() []string {
+	if r == nil {
+		return nil
+	}
+	var out []string
+	for _, u := range r.steps {
+		out = append(out, u.name)
+	}
+	return out
+}
+
+// CheckSteps checks the flow steps the rule reads against known, the
+// names of the steps of the plan's flows (engine.Plan.FlowSteps): a
+// rule is compiled before the plan is built, so Compile accepts any step
+// name and the plan checks them here, before any traffic. The error, a
+// *CompileError at the first unknown step's name, says what is known:
+// the nearest names ("did you mean login?") and every step, or, when
+// known is empty, that the scenario has no flows. A rule that reads no
+// step passes.
+func (r *Rule) CheckSteps(known []string) error {
+	if r == nil {
+		return nil
+	}
+	for _, u := range r.steps {
+		if slices.Contains(known, u.name) {
+			continue
+		}
+		if len(known) == 0 {
+			return r.rw.errorAtText(u.at, "%s: the scenario has no flows, so there is no step to read (step.NAME.* reads a step of driver.http.flows)", stepPrefix(u.name))
+		}
+		msg := fmt.Sprintf("unknown step %q", u.name)
+		if s := suggest(u.name, known); len(s) > 0 {
+			msg += "; did you mean " + orList(s) + "?"
+		}
+		return r.rw.errorAtText(u.at, "%s (the flows' steps: %s)", msg, strings.Join(known, " "))
+	}
+	return nil
 }
 
 // exprError converts an error of expr's parser, checker or compiler into
@@ -458,9 +538,10 @@ func (p patcher) Visit(node *ast.Node) {
 		}
 		// service.p75 → service.p().p75.
 		if s, ok := n.Property.(*ast.StringNode); ok && !n.Method {
-			// baseline.x → baseline.f().x: a catalogue metric without a field.
+			// baseline.x → baseline.f().x, step.login.x → step.login.f().x:
+			// a catalogue metric without a field.
 			if f := extField(s.Value); f != "" {
-				if bp, ok := path(n.Node); ok && len(bp) == 1 && bp[0] == "baseline" {
+				if bp, ok := path(n.Node); ok && (len(bp) == 1 && bp[0] == "baseline" || isStepPath(bp)) {
 					prop := &ast.StringNode{Value: f}
 					prop.SetLocation(n.Location())
 					inner := &ast.MemberNode{Node: n.Node, Property: prop}
@@ -469,7 +550,7 @@ func (p patcher) Visit(node *ast.Node) {
 				}
 			}
 			if _, ok := extraPercentile(s.Value); ok {
-				if bp, ok := path(n.Node); ok && len(bp) > 0 && (isLatencyGroup(bp[len(bp)-1]) || bp[len(bp)-1] == "baseline") {
+				if bp, ok := path(n.Node); ok && len(bp) > 0 && (isLatencyGroup(bp[len(bp)-1]) || bp[len(bp)-1] == "baseline" || isStepPath(bp)) {
 					prop := &ast.StringNode{Value: pctsField}
 					prop.SetLocation(n.Location())
 					inner := &ast.MemberNode{Node: n.Node, Property: prop}
@@ -488,6 +569,13 @@ func (p patcher) Visit(node *ast.Node) {
 			}
 		}
 	}
+}
+
+// isStepPath reports whether a member chain's path names one flow step
+// (step.login, median().step.login, baseline.step.login), whose members
+// are metrics.
+func isStepPath(p []string) bool {
+	return len(p) >= 2 && p[len(p)-2] == stepGroup
 }
 
 // pctsRead is the read of percentile name from the Pcts map base.

@@ -41,6 +41,28 @@
 // (percentileIdent), and the patcher a read of a percentile without a
 // field of its own into a read of latency.Pcts, filled when judged.
 //
+// # Flow steps
+//
+// A phase whose driver runs flows has figures per step besides its own
+// (per iteration): step.NAME.METRIC reads METRIC of flow step NAME
+// (step.login.p99, step.items.errors, step.login.service.p99, and for a
+// name that cannot follow a dot step["log-in"].p99), from the step's
+// own summary through the same catalogue readers, with the same units,
+// directions and sample guards as the phase's: a step.login.p99 from
+// fewer than 1000 samples is INCONCLUSIVE, and the reason names it
+// ("step.login.p99: 998 samples, needs ≥ 1000"). median(step.login.p99)
+// and worst(step.login.p99) are taken across repeats as for any metric.
+// A step has only the metrics of its own requests (metric.Def.Step): the
+// response-time statistics and any percentile, service.* and failed.*,
+// requests ok errors error_rate timeouts late arrivals cancelled
+// left_over throughput completed_rate achieved_rate samples inflight_mean
+// littleL; reading any other per step (connections, duration, dropped,
+// offered_rate, corrected.*, errors_by, server.*, client.*, target.*) is
+// a compile error. Compile accepts any step name, as the steps are the
+// plan's; the plan checks them with Rule.CheckSteps ("unknown step
+// "logn"; did you mean login?"), and a rule that reads a step of a
+// scenario without flows does not compile into a plan.
+//
 // # Every rule that compiles evaluates
 //
 // Compile rejects what could not be judged deterministically and
@@ -76,7 +98,8 @@
 //     higher is better: requests, ok, samples, throughput, completed_rate,
 //     achieved_rate, connections_established;
 //     no direction (worst(x) is a compile error): arrivals, offered_rate,
-//     duration, connections, fetches, server.*.
+//     duration, connections, fetches, server.*;
+//     step.NAME.x: as x.
 //   - median(x) is the middle value; with an even number of repeats the
 //     worse of the two middle values (the higher for metrics without a
 //     direction). It is always a measured value, never an average of
@@ -98,7 +121,8 @@
 //     phase of no duration, offered_rate in the closed model;
 //   - server.X that was not fetched, client.* and target.* not measured,
 //     baseline.* without a baseline;
-//   - median(x) or worst(x) when x is unavailable in any repeat.
+//   - median(x) or worst(x) when x is unavailable in any repeat;
+//   - step.NAME.* of a phase that did not run that step.
 //
 // The metrics a rule reads are found by walking its syntax tree. Rules are
 // judged in three-valued logic over and/or/not, so a rule that is false

@@ -152,12 +152,18 @@ type Env struct {
 	// uncertain server counters: delta known only within ± the value
 	// (a merge of segments whose readings a dial-in came between)
 	uncertain map[string]float64
-	requests  int64
-	answered  int64
-	elapsed   time.Duration
-	client    bool
-	target    bool
-	baseline  *Env
+	// unknown server counters: read, but their delta cannot be known
+	// (engine.PhaseResult.ServerUnknown), with why
+	unknown  map[string]string
+	requests int64
+	answered int64
+	elapsed  time.Duration
+	client   bool
+	target   bool
+	baseline *Env
+	// steps are the environments of the phase's flow steps, by name
+	// (step.NAME.*); each is read only for the per-step metrics.
+	steps map[string]*Env
 }
 
 // NewEnv builds the rule environment of a phase from its Summary (nil
@@ -237,6 +243,15 @@ func (e Env) Uncertain(u map[string]float64) Env {
 	return e
 }
 
+// Unknown marks server counters that were read but whose delta cannot be
+// known, with why (engine.PhaseResult.ServerUnknown: a counter that went
+// backwards, one not a finite number …): a rule that needs one is
+// inconclusive, saying why. It returns e.
+func (e Env) Unknown(u map[string]string) Env {
+	e.unknown = u
+	return e
+}
+
 // fill sets every metric of the catalogue (metric.All) that rules read
 // to its value in ph (0 when it has none), and the distributions behind
 // the latency groups, for their sample counts and other percentiles.
@@ -259,6 +274,27 @@ func (e *Env) fill(ph *metric.Phase) {
 	}
 }
 
+// WithSteps returns e with the flow steps of its phase, by step name:
+// each step's metrics (`step.NAME.p99`) are read from its Phase
+// (metric.StepPhase of the step's summary) with the same catalogue
+// readers and sample guards as the phase's own. nil means a phase without
+// flows: a rule that reads a step there is INCONCLUSIVE ("no step NAME
+// in this phase"); the plan rejects such rules before any traffic
+// (Rule.CheckSteps).
+func (e Env) WithSteps(steps map[string]*metric.Phase) Env {
+	e.steps, e.m.Steps = nil, nil
+	if len(steps) == 0 {
+		return e
+	}
+	e.steps, e.m.Steps = map[string]*Env{}, map[string]*metrics{}
+	for name, ph := range steps {
+		sub := EnvOf(ph, nil, nil)
+		e.steps[name] = &sub
+		e.m.Steps[name] = &sub.m
+	}
+	return e
+}
+
 // WithBaseline returns e with b as its baseline (`baseline.<metric>`);
 // b nil means none.
 func (e Env) WithBaseline(b *Env) Env {
@@ -274,6 +310,13 @@ func availability(env *Env, r ref) (ok bool, note string) {
 			return false, "no baseline"
 		}
 		return availability(env.baseline, r.base())
+	}
+	if r.step != "" {
+		sub := env.steps[r.step]
+		if sub == nil {
+			return false, "no step " + quote(r.step) + " in this phase"
+		}
+		return availability(sub, ref{group: r.group, name: r.name})
 	}
 	def := r.def()
 	switch def.need {
@@ -305,6 +348,10 @@ func availability(env *Env, r ref) (ok bool, note string) {
 		if !env.client {
 			return false, "not measured"
 		}
+	case fetchedNeed:
+		if len(env.fetched) == 0 && len(env.unknown) == 0 {
+			return false, "the target's counters were not fetched"
+		}
 	case targetNeed:
 		if !env.target {
 			return false, "not measured"
@@ -314,6 +361,8 @@ func availability(env *Env, r ref) (ok bool, note string) {
 			if len(env.m.Server) == 0 {
 				return false, "not fetched"
 			}
+		} else if why, ok := env.unknown[r.name]; ok && !env.fetched[r.name] {
+			return false, "its change over the phase is unknown: " + why
 		} else if u, ok := env.uncertain[r.name]; ok && env.fetched[r.name] {
 			return false, fmt.Sprintf("known only within ±%g: the segments' readings of it differed around a dial-in", u)
 		} else if !env.fetched[r.name] {
@@ -528,6 +577,7 @@ func (r *Rule) eval(env *Env, views map[ref]viewValue) (v Verdict) {
 		}
 	}()
 	in := root{metrics: env.m, Median: &metrics{}, Worst: &metrics{}, Baseline: &metrics{}}
+	in.Steps = ownSteps(env.m.Steps)
 	if in.ErrorsBy == nil {
 		in.ErrorsBy = map[string]int64{}
 	}
@@ -539,6 +589,7 @@ func (r *Rule) eval(env *Env, views map[ref]viewValue) (v Verdict) {
 	}
 	if env.baseline != nil {
 		b := env.baseline.m // a copy: percentiles without a field are set into it
+		b.Steps = ownSteps(b.Steps)
 		in.Baseline = &b
 	}
 	missing := map[ref]string{}
@@ -626,6 +677,21 @@ func (r *Rule) eval(env *Env, views map[ref]viewValue) (v Verdict) {
 		v.Reason = strings.Join(notes, "; ")
 	}
 	return v
+}
+
+// ownSteps copies the flow steps' metrics for one evaluation, which sets
+// percentiles without a field into them (setExtra): nothing is shared
+// between evaluations.
+func ownSteps(steps map[string]*metrics) map[string]*metrics {
+	if steps == nil {
+		return nil
+	}
+	out := make(map[string]*metrics, len(steps))
+	for k, m := range steps {
+		c := *m
+		out[k] = &c
+	}
+	return out
 }
 
 // setExtra stores a percentile without a field of its own (p75), computed

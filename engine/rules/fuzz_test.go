@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/runner-dev/runner/engine/metric"
 )
 
 // FuzzCompile feeds arbitrary text to the rewriting front end and expr:
@@ -18,10 +20,13 @@ func FuzzCompile(f *testing.F) {
 		"10ms < p50 < 3s", "let x = p99; x < 5ms", `"≈" ≈ '20ms'`, "-5ms < p99 / p50", "0x1Fms", "1e3ms",
 		"p99 * p50", "baseline.service.p99 > 0s", "p99 < 250µs", "/* 3ms", `"unterminated`, "≈≈≈", "",
 		"p99.Hours() < 1", "median(p99).Seconds() > 1", "p99 ≈≈ 1ms", "p99 <≈ 1ms", "1ms.x", "errors ?? 1 ≈ 2",
+		"step.login.p99 < 50ms", "median(step.login.p75) < 1s", `step["a b"].errors == 0`, "baseline.step.login.p99 > 0s",
+		"step.login.service.p99.99 < 1s", "step.login", "step.login.step.login.p99", "step[x].p99", "server.login == step.login.requests",
 	} {
 		f.Add(s)
 	}
-	env := NewEnv(b19Summary(), Extras{Connections: 8, OfferedRate: 100, Server: map[string]float64{"x": 1}})
+	env := NewEnv(b19Summary(), Extras{Connections: 8, OfferedRate: 100, Server: map[string]float64{"x": 1}}).
+		WithSteps(map[string]*metric.Phase{"login": metric.StepPhase(b19Summary()), "a b": metric.StepPhase(nil)})
 	thin := NewEnv(uniformSummary(10, time.Second, time.Second), Extras{})
 	f.Fuzz(func(t *testing.T, src string) {
 		r, err := compile(src)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/metric"
 )
 
 // ruleGen builds random rules from a small grammar over the metric names,
@@ -16,8 +17,8 @@ import (
 type ruleGen struct{ r *rand.Rand }
 
 var (
-	genNumbers   = []string{"requests", "ok", "errors", "error_rate", "timeouts", "dropped", "throughput", "samples", "littleL", `errors_by["503"]`, "server.x", "client.cpu", "target.rss", "median(ok)", "worst(errors)", "baseline.errors", "0", "1", "-1", "2.5", "1e300", "9223372036854775807", "len(errors_by)"}
-	genDurations = []string{"p50", "p75", "p99", "p999", "p99.99", "p(80)", "max", "min", "mean", "stddev", "duration", "service.p99", "failed.p75", "corrected.p50", "median(p99)", "worst(p99.9)", "baseline.p99", "0s", "1ms", "20ms", "1h", "2562047h"}
+	genNumbers   = []string{"requests", "ok", "errors", "error_rate", "timeouts", "dropped", "throughput", "samples", "littleL", `errors_by["503"]`, "server.x", "client.cpu", "target.rss", "median(ok)", "worst(errors)", "baseline.errors", "step.login.errors", "step.login.error_rate", "median(step.login.ok)", "0", "1", "-1", "2.5", "1e300", "9223372036854775807", "len(errors_by)"}
+	genDurations = []string{"p50", "p75", "p99", "p999", "p99.99", "p(80)", "max", "min", "mean", "stddev", "duration", "service.p99", "failed.p75", "corrected.p50", "median(p99)", "worst(p99.9)", "baseline.p99", "step.login.p99", "step.login.p75", "step.empty.service.p99", "worst(step.login.p99)", "0s", "1ms", "20ms", "1h", "2562047h"}
 	genArith     = []string{"+", "-", "*", "/", "%", "**"}
 	genCompare   = []string{"<", "<=", ">", ">=", "==", "!=", "≈"}
 )
@@ -96,7 +97,10 @@ func propertyEnvs() []Env {
 	}
 	busy := NewEnv(rec.Summary(3*time.Second), Extras{Connections: 4, OfferedRate: 1000,
 		Server: map[string]float64{"x": 3000}, Client: &ClientUsage{CPU: 0.5}, Target: &TargetUsage{RSS: 1 << 20}})
-	base := NewEnv(b19Summary(), Extras{})
+	// Flow steps: login with samples and errors, empty with none, and
+	// (in the other phases) neither.
+	busy = busy.WithSteps(map[string]*metric.Phase{"login": metric.StepPhase(b19Summary()), "empty": metric.StepPhase(nil)})
+	base := NewEnv(b19Summary(), Extras{}).WithSteps(map[string]*metric.Phase{"login": metric.StepPhase(nil)})
 	busy = busy.WithBaseline(&base)
 	return []Env{
 		NewEnv(nil, Extras{}),

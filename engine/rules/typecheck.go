@@ -124,13 +124,16 @@ func resolveAt(p []string) (r ref, res resolution, msg string, at int) {
 		r.name = head
 		return r, isMetric, "", 0
 	}
+	if head == stepGroup {
+		return resolveStep(r, p, off)
+	}
 	if !slices.Contains(groups, head) || head == "baseline" {
 		known := append(slices.Clone(topNames), groups...)
 		if hint := percentileHint(head); hint != "" {
 			return r, notFound, fmt.Sprintf("unknown metric %q: %s", head, hint), off
 		}
 		return r, notFound, unknownMsg(head, known, "known metrics: "+strings.Join(topNames, " ")+
-			"; groups: service.* failed.* corrected.* errors_by[code] closes_by[code] server.* client.* target.* baseline.*"), off
+			"; groups: service.* failed.* corrected.* errors_by[code] closes_by[code] server.* client.* target.* step.NAME.* baseline.*"), off
 	}
 	r.group = head
 	if len(p) == 1 {
@@ -151,6 +154,91 @@ func resolveAt(p []string) (r ref, res resolution, msg string, at int) {
 		}
 	}
 	return r, isMetric, "", 0
+}
+
+// resolveStep resolves a path into the flow steps, p = [step NAME rest…]
+// (off segments of a view before it): step alone and step.NAME are
+// groups; step.NAME.METRIC reads one of the per-step metrics
+// (metricDef.step), step.NAME.service.p99 and step.NAME.failed.p99 one
+// of the step's latency groups. Which steps exist is known only to the
+// plan (Rule.CheckSteps).
+func resolveStep(r ref, p []string, off int) (ref, resolution, string, int) {
+	if len(p) == 1 {
+		r.group = stepGroup
+		return r, isGroup, "", 0
+	}
+	r.step = p[1]
+	if len(p) == 2 {
+		return r, isGroup, "", 0
+	}
+	head, prefix := p[2], stepPrefix(r.step)+"."
+	def, known := topLevel[head]
+	if _, ok := extraPercentile(head); ok {
+		def, known = metricDef{step: true}, true
+	}
+	switch {
+	case known && !def.step:
+		return r, notFound, fmt.Sprintf("%s is not measured per step: a step has no %s of its own (%s)", prefix+head, head, stepList()), off + 2
+	case known && len(p) > 3:
+		return r, notFound, fmt.Sprintf("%s is a metric, it has no member %q", prefix+head, p[3]), off + 3
+	case known:
+		r.name = head
+		return r, isMetric, "", 0
+	case slices.Contains(groups, head) && !stepHasGroup(head):
+		return r, notFound, fmt.Sprintf("%s.* is not measured per step (%s)", prefix+head, stepList()), off + 2
+	case slices.Contains(groups, head):
+		r.group = head
+		if len(p) == 3 {
+			return r, isGroup, "", 0
+		}
+		r.name = p[3]
+		if len(p) > 4 {
+			return r, notFound, fmt.Sprintf("%s has no member %q", r, p[4]), off + 4
+		}
+		_, extra := extraPercentile(r.name)
+		if d, ok := members[head][r.name]; !(ok && d.step) && !extra {
+			if hint := percentileHint(r.name); hint != "" {
+				return r, notFound, fmt.Sprintf("unknown metric %q: %s", prefix+head+"."+r.name, hint), off + 3
+			}
+			return r, notFound, unknownMsg(prefix+head+"."+r.name, prefixed(prefix+head, memberNames[head]),
+				head+".* has "+strings.Join(memberNames[head], " ")), off + 3
+		}
+		return r, isMetric, "", 0
+	}
+	if hint := percentileHint(head); hint != "" {
+		return r, notFound, fmt.Sprintf("unknown metric %q: %s", prefix+head, hint), off + 2
+	}
+	msg := fmt.Sprintf("unknown metric %q", prefix+head)
+	if s := suggest(head, stepNames); len(s) > 0 {
+		msg += "; did you mean " + orList(prefixed(strings.TrimSuffix(prefix, "."), s)) + "?"
+	}
+	return r, notFound, msg + " (" + stepList() + ")", off + 2
+}
+
+// stepHasGroup reports whether a flow step has latency group g of its
+// own (service, failed; not corrected).
+func stepHasGroup(g string) bool {
+	for _, d := range members[g] {
+		if d.step {
+			return true
+		}
+	}
+	return false
+}
+
+// stepList lists the metrics read per flow step, for messages: the
+// top-level ones, then the groups as service.*.
+func stepList() string {
+	var out []string
+	for _, n := range stepNames {
+		if g, _, ok := strings.Cut(n, "."); ok {
+			n = g + ".*"
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return "step metrics: " + strings.Join(out, " ")
 }
 
 // segment returns the node of a member chain n (of count segments) that
@@ -196,6 +284,21 @@ func orList(s []string) string {
 var groupExample = map[string]string{
 	"service": "service.p99", "failed": "failed.p99", "corrected": "corrected.p99", "errors_by": `errors_by["503"]`, "closes_by": `closes_by["1006"]`,
 	"server": "server.<counter>", "client": "client.cpu", "target": "target.cpu", "baseline": "baseline.p99",
+	"step": "step.login.p99",
+}
+
+// exampleOf shows how a metric of group reference r is read: service.p99,
+// step.login.p99, step.login.service.p99.
+func exampleOf(r ref) string {
+	switch {
+	case r.step != "" && r.group == "":
+		return stepPrefix(r.step) + ".p99"
+	case r.step != "":
+		return stepPrefix(r.step) + "." + groupExample[r.group]
+	case r.group == "":
+		return groupExample["baseline"]
+	}
+	return groupExample[r.group]
 }
 
 // usesName reports whether the identifier name occurs in n.
@@ -403,7 +506,9 @@ func (c *checkState) checkRef(n ast.Node) (unit, *CompileError) {
 		}
 		// A group read with a computed name or a method call.
 		group, ex := r.group, groupExample[r.group]
-		if group == "" { // baseline alone
+		if r.step != "" {
+			group, ex = r.String(), exampleOf(r)
+		} else if group == "" { // baseline alone
 			group, ex = r.view, groupExample[r.view]
 		} else if r.view == "baseline" {
 			group, ex = "baseline."+group, "baseline."+ex
@@ -418,11 +523,11 @@ func (c *checkState) checkRef(n ast.Node) (unit, *CompileError) {
 		if r.view == viewMedian || r.view == viewWorst {
 			return 0, c.errAt(n, "unknown metric %q", strings.Join(p, "."))
 		}
-		ex := groupExample[r.group]
-		if r.group == "" {
-			ex = groupExample["baseline"]
+		what := "a group"
+		if r.step != "" && r.group == "" {
+			what = "a flow step"
 		}
-		return 0, c.errAt(n, "%s is a group, not a metric: write e.g. %s", strings.Join(p, "."), ex)
+		return 0, c.errAt(n, "%s is %s, not a metric: write e.g. %s", strings.Join(p, "."), what, exampleOf(r))
 	}
 	if r.view == "baseline" && r.group == "baseline" {
 		return 0, c.errAt(n, "baseline.baseline is not a metric")
@@ -824,7 +929,7 @@ func (c *checkState) checkView(n ast.Node, name string, args []ast.Node) (unit, 
 	case r.view != "":
 		return 0, c.errAtStart(args[0], "%s takes a metric of this run, not %s", name, strings.Join(p, "."))
 	case res == isGroup:
-		return 0, c.errAtStart(args[0], "%s is a group, not a metric: write e.g. %s(%s)", strings.Join(p, "."), name, groupExample[r.group])
+		return 0, c.errAtStart(args[0], "%s is a group, not a metric: write e.g. %s(%s)", strings.Join(p, "."), name, exampleOf(r))
 	case r.name == "":
 		return 0, c.errAtStart(args[0], "%s needs a constant name", r.group)
 	}

@@ -25,6 +25,20 @@ import (
 // MaxSize bounds a reading: 1 MiB.
 const MaxSize = 1 << 20
 
+// ReadAll reads a reading of at most MaxSize bytes. Error: a longer one
+// (cut, it would lose the series past the cut, or end mid-line), or the
+// reader's error.
+func ReadAll(r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, MaxSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxSize {
+		return nil, fmt.Errorf("the reading is larger than %d MiB, the most runner reads", MaxSize>>20)
+	}
+	return b, nil
+}
+
 // JSON reads the counters of a JSON reply: the object at field (a dot
 // path; "" for the whole reply). Numbers are counters; nested objects
 // flatten with dots (`{"a": {"b": 1}}` is a.b); other values are ignored.
@@ -101,7 +115,11 @@ func flatten(prefix string, v map[string]any, out map[string]float64) error {
 // sessions) would otherwise fill the report. Errors: a malformed
 // exposition, with its line; a series given twice.
 func Prometheus(r io.Reader, gauge func(name string) bool) (map[string]float64, error) {
-	fams, err := families(io.LimitReader(r, MaxSize))
+	b, err := ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	fams, err := families(bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}

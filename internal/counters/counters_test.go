@@ -169,3 +169,19 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+// TestReadingTooLarge, from the breaker: a Prometheus body over 1 MiB was
+// cut silently, its later series "not fetched" without a word of the
+// size, or a parse error mid-line. A reading larger than MaxSize is an
+// error that says so; one of exactly MaxSize is read.
+func TestReadingTooLarge(t *testing.T) {
+	line := "x_total 1\n"
+	big := strings.Repeat("# filler comment line\n", MaxSize/22+1) + line
+	if _, err := Prometheus(strings.NewReader(big), nil); err == nil || !strings.Contains(err.Error(), "larger than 1 MiB") {
+		t.Errorf("a %d-byte exposition: %v, want an error naming the size", len(big), err)
+	}
+	exact := strings.Repeat("#", MaxSize-len(line)-1) + "\n" + line
+	if m, err := Prometheus(strings.NewReader(exact), nil); err != nil || m["x_total"] != 1 {
+		t.Errorf("an exposition of exactly %d bytes: %v %v, want x_total 1", len(exact), m, err)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -101,7 +100,7 @@ func fetchCounters(base string, f schema.Fetch, d drivers.Driver, tlsConf *tls.C
 			}
 			return m, nil
 		}
-		b, err := io.ReadAll(io.LimitReader(resp.Body, counters.MaxSize))
+		b, err := counters.ReadAll(resp.Body)
 		if err != nil {
 			return nil, fmt.Errorf("GET %s: %w", path, err)
 		}

@@ -49,7 +49,7 @@ var kinds = []struct {
 }{
 	{"driver.http", func(sc *schema.Scenario) bool { return sc.Driver.HTTP != nil }, "http://127.0.0.1:1",
 		func(sc *schema.Scenario, base string) (*Driver, error) {
-			d, err := httpdriver.New(*sc.Driver.HTTP, base)
+			d, err := httpdriver.New(*sc.Driver.HTTP, base, filepath.Dir(sc.File))
 			if err != nil {
 				return nil, err
 			}

@@ -12,12 +12,16 @@ import (
 )
 
 // delay is how long the counted request r waits before it is answered:
-// SlowDelay if it arrived within SlowFor of the start, else Delay; plus
+// SlowDelay if it arrived within SlowFor of the start, else the DelayPath
+// delay of its path if one matches, else Delay; plus
 // n × DelayPerSeq when the last segment of its path is the integer n.
 // The arrival is read here, before any waiting, so a request that arrives
 // at 4.99 s of a 5 s slow start is slow even though it ends after 5 s.
 func (t *target) delay(r *nethttp.Request) time.Duration {
 	d := t.cfg.Delay
+	if pd, ok := t.cfg.DelayPath.lookup(r.URL.Path); ok {
+		d = pd
+	}
 	if t.cfg.SlowFor > 0 && time.Since(t.start) < t.cfg.SlowFor {
 		d = t.cfg.SlowDelay
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	nethttp "net/http"
 	"net/http/httptest"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -114,5 +116,95 @@ func TestWait(t *testing.T) {
 	wait(ctx, time.Minute) // already cancelled
 	if el := time.Since(t0); el > 10*time.Second {
 		t.Errorf("a wait with a cancelled context returned after %s", el)
+	}
+}
+
+// TestParseArgs_DelayPath: --delay-path takes a comma list, repeats, and
+// refuses what cannot work, naming it.
+func TestParseArgs_DelayPath(t *testing.T) {
+	ms := time.Millisecond
+	cfg, err := ParseArgs([]string{"--delay-path", "/login=5ms, /items=2ms", "--delay-path=/items/=3ms", "--delay", "1ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := PathDelays{"/login": 5 * ms, "/items": 2 * ms, "/items/": 3 * ms}
+	if !reflect.DeepEqual(cfg.DelayPath, want) || cfg.Delay != ms {
+		t.Errorf("DelayPath %v, Delay %s; want %v and 1ms", cfg.DelayPath, cfg.Delay, want)
+	}
+	for _, c := range []struct {
+		args []string
+		want string // in the error
+	}{
+		{[]string{"--delay-path", "/login"}, "want PATH=DURATION"},
+		{[]string{"--delay-path", "/login=5"}, "needs a unit"},
+		{[]string{"--delay-path", "/login=-5ms"}, "must not be negative"},
+		{[]string{"--delay-path", "login=5ms"}, "starts with /"},
+		{[]string{"--delay-path", "/stats=5ms"}, "never delayed"},
+		{[]string{"--delay-path", "/a=1ms", "--delay-path", "/a=2ms"}, "given twice"},
+		{[]string{"--delay-path", "/a=1ms,/a=1ms"}, "given twice"},
+		{[]string{"--max-sessions", "-1"}, "max-sessions"},
+	} {
+		if _, err := ParseArgs(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseArgs(%q): %v, want an error with %q", c.args, err, c.want)
+		}
+	}
+	if u := Usage(); !strings.Contains(u, "-delay-path") || !strings.Contains(u, "-users") {
+		t.Errorf("Usage() lacks -delay-path or -users:\n%s", u)
+	}
+}
+
+// TestDelay_DelayPath: which delay a path gets from --delay-path, and how
+// it combines with the other knobs.
+func TestDelay_DelayPath(t *testing.T) {
+	ms := time.Millisecond
+	pd := PathDelays{"/login": 5 * ms, "/items": 2 * ms, "/items/": 3 * ms, "/a/": 7 * ms, "/a/b/": 9 * ms}
+	cases := []struct {
+		cfg  Config
+		path string
+		want time.Duration
+	}{
+		// an exact key
+		{Config{Delay: ms, DelayPath: pd}, "/login", 5 * ms},
+		// an exact key does not cover what is under it
+		{Config{Delay: ms, DelayPath: pd}, "/login/x", ms},
+		// "/items" is exact, "/items/" the subtree
+		{Config{Delay: ms, DelayPath: pd}, "/items", 2 * ms},
+		{Config{Delay: ms, DelayPath: pd}, "/items/42", 3 * ms},
+		{Config{Delay: ms, DelayPath: pd}, "/items/", 3 * ms},
+		// the longest subtree wins
+		{Config{DelayPath: pd}, "/a/b/c", 9 * ms},
+		{Config{DelayPath: pd}, "/a/c", 7 * ms},
+		// no key: the plain delay
+		{Config{Delay: ms, DelayPath: pd}, "/other", ms},
+		// a 0 key replaces the plain delay too
+		{Config{Delay: ms, DelayPath: PathDelays{"/z": 0}}, "/z", 0},
+		// the slow start still wins
+		{Config{DelayPath: pd, SlowFor: time.Hour, SlowDelay: 100 * ms}, "/login", 100 * ms},
+		// delay-per-seq adds to the path's delay: 3 + 4 × 1 ms
+		{Config{DelayPath: pd, DelayPerSeq: ms}, "/items/4", 7 * ms},
+	}
+	for _, c := range cases {
+		tg := &target{cfg: c.cfg, start: time.Now()}
+		r := httptest.NewRequest(nethttp.MethodGet, c.path, nil)
+		if got := tg.delay(r); got != c.want {
+			t.Errorf("%v, %s: delay %s, want %s", c.cfg.DelayPath, c.path, got, c.want)
+		}
+	}
+}
+
+// TestDelayPath_Served: through Serve, a path with a per-path delay waits
+// at least that long (a lower bound: waits never end early), whatever the
+// method.
+func TestDelayPath_Served(t *testing.T) {
+	base := start(t, Config{DelayPath: PathDelays{"/slow": 60 * time.Millisecond}})
+	c := client(t)
+	t0 := time.Now()
+	resp, err := c.Post(base+"/slow", "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if el := time.Since(t0); el < 60*time.Millisecond || resp.StatusCode != 200 {
+		t.Errorf("POST /slow: %d after %v, want 200 after ≥ 60ms", resp.StatusCode, el)
 	}
 }

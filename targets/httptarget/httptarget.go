@@ -58,6 +58,19 @@ type Config struct {
 	// (/d/17 → 17 × DelayPerSeq); a path ending otherwise gets nothing
 	// extra. 0 means off.
 	DelayPerSeq time.Duration
+	// DelayPath replaces Delay for the counted requests to the paths it
+	// names (see PathDelays for matching): a known service time per path,
+	// e.g. {"/login": 5ms, "/items": 2ms}. SlowDelay still replaces it
+	// during SlowFor, and DelayPerSeq still adds to it. nil: Delay for all.
+	DelayPath PathDelays
+	// Users is the shop's users file (shop.go): CSV with a header naming
+	// the columns user and password. "" means the built-in rule: any
+	// non-empty user whose password is "pw-" + user. Serve reads the file
+	// before it listens.
+	Users string
+	// MaxSessions bounds the shop's live sessions; a login beyond it
+	// evicts the oldest. 0 means DefaultMaxSessions.
+	MaxSessions int
 	// Truth knobs (truth.go). Workers 1 serves counted requests one at a
 	// time, FIFO in arrival order, each taking its delay as service time;
 	// 0 serves them all at once. StallEvery P and StallFor D hold every
@@ -81,6 +94,9 @@ func (cfg *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.ResetAfterConns, "reset-after-conns", cfg.ResetAfterConns, "accept, then reset at once (RST) every connection made while K load connections are counted; 0 = never")
 	fs.DurationVar(&cfg.SlowFor, "slow-for", cfg.SlowFor, "slow start: for this long after the target starts listening, delay counted requests by --slow-delay instead of --delay (e.g. 5s); 0 = off")
 	fs.DurationVar(&cfg.SlowDelay, "slow-delay", cfg.SlowDelay, "the delay of counted requests during --slow-for (e.g. 300ms)")
+	fs.Var(pathDelaysFlag{&cfg.DelayPath}, "delay-path", "for each pair of `PATH=D[,...]`, counted requests to PATH wait D instead of --delay (PATH exact, or ending in / for the paths under it); repeatable (e.g. /login=5ms,/items=2ms)")
+	fs.StringVar(&cfg.Users, "users", cfg.Users, "CSV `FILE` of the shop's users (header user,password); default: any user whose password is pw-USER")
+	fs.IntVar(&cfg.MaxSessions, "max-sessions", cfg.MaxSessions, "most live shop sessions; a login beyond it evicts the oldest (0 = 100000)")
 	fs.DurationVar(&cfg.DelayPerSeq, "delay-per-seq", cfg.DelayPerSeq, "add n times this to the delay, n the number that ends the path (/d/17: 17 × it; e.g. 4ms); 0 = off")
 	cfg.truthFlags(fs)
 }
@@ -92,7 +108,10 @@ func defaults() Config {
 // ParseArgs parses the target's command line (the words of `target.args`
 // in a scenario), e.g. ["--delay", "5ms", "--error-every", "4"]. Flags
 // may start with - or --. An unknown flag, a malformed or out-of-range
-// value, or a positional argument is an error.
+// value, or a positional argument is an error; so is a users file
+// (--users) that LoadUsers refuses, read here too so that a scenario's
+// check finds it before anything runs (a relative path is read from the
+// working directory, as the spawned target reads it).
 func ParseArgs(args []string) (Config, error) {
 	cfg := defaults()
 	if err := targets.ParseFlags("http", args, cfg.flags); err != nil {
@@ -100,6 +119,11 @@ func ParseArgs(args []string) (Config, error) {
 	}
 	if err := cfg.validate(); err != nil {
 		return Config{}, err
+	}
+	if cfg.Users != "" {
+		if _, err := LoadUsers(cfg.Users); err != nil {
+			return Config{}, err
+		}
 	}
 	return cfg, nil
 }
@@ -141,6 +165,10 @@ func (cfg Config) validate() error {
 	if cfg.SlowFor < 0 || cfg.SlowDelay < 0 || cfg.DelayPerSeq < 0 {
 		errs = append(errs, fmt.Errorf("slow-for %s, slow-delay %s, delay-per-seq %s: must not be negative", cfg.SlowFor, cfg.SlowDelay, cfg.DelayPerSeq))
 	}
+	if cfg.MaxSessions < 0 {
+		errs = append(errs, fmt.Errorf("max-sessions %d: must not be negative", cfg.MaxSessions))
+	}
+	errs = append(errs, validatePathDelays(cfg.DelayPath)...)
 	errs = append(errs, cfg.validateTruth()...)
 	return errors.Join(errs...)
 }
@@ -155,8 +183,12 @@ func (cfg Config) validate() error {
 //   - GET /healthz: 200 "ok\n", not counted.
 //   - GET /stats: the counters as a flat JSON object of integers, not counted.
 //   - any other method or path: a counted request, answered 200 "ok\n"
-//     after its delay (Delay, or SlowDelay during SlowFor, plus
-//     DelayPerSeq × n), or ErrorStatus with an empty body (ErrorEvery).
+//     after its delay (Delay, or its path's DelayPath, or SlowDelay
+//     during SlowFor; plus DelayPerSeq × n), or ErrorStatus with an empty
+//     body (ErrorEvery).
+//   - POST /login, POST /logout, GET /items, GET /items/{id}: the shop
+//     (shop.go), counted requests too, answered by the shop after the
+//     delay unless ErrorEvery fails them.
 //
 // Counters (/stats): requests (counted requests received), ok (2xx
 // answers), status_NNN per status answered (status_200 and the error
@@ -171,17 +203,32 @@ func (cfg Config) validate() error {
 // µs), late_max_us (the most any counted response was written after the
 // instant it was due, in µs: the target's own wake-up and write delay,
 // the part of a measured response time that is neither the scheduled
-// service time nor the client's). Counters are atomic and start at zero.
+// service time nor the client's). The shop's: login, logout, items and
+// item (requests to /login, /logout, /items and /items/{id}), each with
+// ENDPOINT_NNN per status answered (200, 400, 401, 403, 404, 405 and the
+// error status always present, e.g. login_200, items_401, item_404),
+// sessions (live logins now, not a counter) and sessions_evicted (logins
+// evicted at MaxSessions). Counters are atomic and start at zero.
+//
+// With Users set, Serve reads the users file (LoadUsers) before it
+// listens; a bad file is its error.
 func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return err
 	}
+	var users map[string]string
+	if cfg.Users != "" {
+		var err error
+		if users, err = LoadUsers(cfg.Users); err != nil {
+			return err
+		}
+	}
 	ln, err := targets.Listen(cfg.Listen)
 	if err != nil {
 		return err
 	}
-	t := &target{cfg: cfg, start: time.Now()}
+	t := &target{cfg: cfg, start: time.Now(), shop: newShop(users, cfg.MaxSessions)}
 	srv := &nethttp.Server{
 		Handler:           t,
 		ConnContext:       t.connContext,
@@ -224,6 +271,7 @@ type target struct {
 	cfg   Config
 	start time.Time // when the target began listening (SlowFor)
 	truth truthState
+	shop  *shop
 
 	requests           atomic.Int64
 	ok                 atomic.Int64
@@ -321,18 +369,33 @@ func (t *target) serveMalformed(w nethttp.ResponseWriter, r *nethttp.Request) {
 // whatever the concurrency.
 func (t *target) serveCounted(w nethttp.ResponseWriter, r *nethttp.Request, ci *connInfo) {
 	n := t.requests.Add(1)
+	ep := endpointOf(r.URL.Path)
+	if ep != epNone {
+		t.shop.arrived(ep)
+	}
 	if ci != nil && t.cfg.CloseAfter > 0 && ci.counted.Add(1) == int64(t.cfg.CloseAfter) {
 		w.Header().Set("Connection", "close")
 		t.closedByServer.Add(1)
 	}
+	var body []byte
+	tooLarge := false
+	if ep == epLogin {
+		body, _ = io.ReadAll(io.LimitReader(r.Body, maxLoginBody+1))
+		tooLarge = len(body) > maxLoginBody
+	}
 	io.Copy(io.Discard, r.Body)
 	due := t.hold(r.Context(), t.delay(r))
 	status := nethttp.StatusOK
+	failed := false
 	if e := t.cfg.ErrorEvery; e > 0 && n%int64(e) == 0 {
-		status = t.cfg.ErrorStatus
+		status, failed = t.cfg.ErrorStatus, true
 	}
 	h := w.Header()
-	if status == nethttp.StatusOK {
+	if ep != epNone && !failed {
+		// The shop decides once the delay is over, so a login's session
+		// exists from the moment its answer leaves.
+		status = t.shop.serve(w, r, ep, body, tooLarge)
+	} else if status == nethttp.StatusOK {
 		h.Set("Content-Type", "text/plain; charset=utf-8")
 		h.Set("Content-Length", "3")
 		w.WriteHeader(status)
@@ -342,6 +405,9 @@ func (t *target) serveCounted(w nethttp.ResponseWriter, r *nethttp.Request, ci *
 		w.WriteHeader(status)
 	}
 	t.recordLate(due)
+	if ep != epNone {
+		t.shop.answered(ep, status)
+	}
 	t.status[status].Add(1)
 	if status >= 200 && status <= 299 {
 		t.ok.Add(1)
@@ -364,6 +430,7 @@ func (t *target) stats() []byte {
 		m["worker_idle_us"] = t.truth.idle.Microseconds()
 		t.truth.mu.Unlock()
 	}
+	t.shop.stats(m, t.cfg.ErrorStatus)
 	for code := range t.status {
 		if v := t.status[code].Load(); v != 0 || code == nethttp.StatusOK || code == t.cfg.ErrorStatus {
 			m["status_"+strconv.Itoa(code)] = v

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	nethttp "net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,11 +74,11 @@ func TestParseArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Listen: "127.0.0.1:9", Delay: 5 * time.Millisecond, ErrorEvery: 4, ErrorStatus: 500, CloseAfter: 10}
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("ParseArgs = %+v, want %+v", cfg, want)
 	}
 	cfg, err = ParseArgs(nil)
-	if err != nil || cfg != (Config{Listen: DefaultListen, ErrorStatus: 503}) {
+	if err != nil || !reflect.DeepEqual(cfg, Config{Listen: DefaultListen, ErrorStatus: 503}) {
 		t.Errorf("ParseArgs(nil) = %+v, %v", cfg, err)
 	}
 	for _, args := range [][]string{
@@ -270,13 +271,12 @@ func TestServe_Errors(t *testing.T) {
 	}
 }
 
-// TestReconcile_WithDriver: the HTTP driver's counts and the target's
-// counters agree exactly: connections opened with keep-alive off equal
-// requests, and the 503s the driver classed equal the target's.
-func TestReconcile_WithDriver(t *testing.T) {
-	base := start(t, Config{ErrorEvery: 4})
-	before := stats(t, base)
-	d, err := httpdriver.New(schema.HTTP{KeepAlive: new(false)}, base)
+// drive sends n requests (Seq 1…n) one after another through runner's
+// HTTP driver configured by h, and returns the driver and its outcomes by
+// class; every status outcome must be a 503.
+func drive(t *testing.T, base string, h schema.HTTP, n int) (*httpdriver.Driver, map[drivers.Class]int) {
+	t.Helper()
+	d, err := httpdriver.New(h, base, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,13 +288,23 @@ func TestReconcile_WithDriver(t *testing.T) {
 	}
 	defer c.Close()
 	byClass := map[drivers.Class]int{}
-	for i := 1; i <= 40; i++ {
+	for i := 1; i <= n; i++ {
 		out := c.Do(ctx, drivers.Request{Seq: uint64(i)})
 		byClass[out.Class]++
 		if out.Class == drivers.Status && out.Code != "503" {
 			t.Errorf("code %q", out.Code)
 		}
 	}
+	return d, byClass
+}
+
+// TestReconcile_WithDriver: the HTTP driver's counts and the target's
+// counters agree exactly: connections opened with keep-alive off equal
+// requests, and the 503s the driver classed equal the target's.
+func TestReconcile_WithDriver(t *testing.T) {
+	base := start(t, Config{ErrorEvery: 4})
+	before := stats(t, base)
+	d, byClass := drive(t, base, schema.HTTP{KeepAlive: new(false)}, 40)
 	after := stats(t, base)
 	delta := func(k string) int64 { return after[k] - before[k] }
 	if byClass[drivers.OK] != 30 || byClass[drivers.Status] != 10 {

@@ -6,17 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/runner-dev/runner/internal/regularfile"
+	"math/bits"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/internal/regularfile"
 )
 
 // MaxDataFile bounds a data file's size: 64 MiB.
 const MaxDataFile = 64 << 20
 
-// Data is a table of values that {{data.NAME}} reads: request seq takes
-// row (seq − 1) mod len(Rows), so rows cycle in order.
+// Data is a table of values that {{data.NAME}} reads, one row per
+// request as Order says. It is read-only once set up, so safe for
+// concurrent use.
 type Data struct {
 	// File is the path it was read from, for messages.
 	File string
@@ -24,15 +28,122 @@ type Data struct {
 	Columns []string
 	// Rows hold one value per column, as text.
 	Rows [][]string
+	// Order picks a request's row; the zero value is ByRow.
+	Order Order
+	// Seed seeds the Random order's draw; unused by the others.
+	Seed uint64
 }
 
-func (d *Data) column(name string) int { return slices.Index(d.Columns, name) }
+// Order is how requests pick their data row (data_order). With n rows:
+//
+//	ByRow         request seq reads row (seq − 1) mod n: rows in turn (the default)
+//	ByConnection  the request on connection slot s reads row s mod n: a
+//	              virtual user keeps its row for the whole run
+//	Random        row ⌊h·n / 2⁶⁴⌋ with h = mix(Seed, seq): a draw that
+//	              depends only on the seed and seq, so a run repeats
+//	              with the same seed and goroutines share no state
+//
+// In a flow seq is the iteration's, so every step of an iteration reads
+// the same row.
+type Order uint8
 
-func (d *Data) row(seq uint64) []string {
+// The data orders.
+const (
+	ByRow Order = iota
+	ByConnection
+	Random
+)
+
+// orderNames are the data_order values, indexed by Order.
+var orderNames = []string{"rows", "connection", "random"}
+
+// String returns the order's data_order value.
+func (o Order) String() string {
+	if int(o) < len(orderNames) {
+		return orderNames[o]
+	}
+	return fmt.Sprintf("Order(%d)", o)
+}
+
+// OrderNames returns the data_order values in the order messages list
+// them; a new slice on every call.
+func OrderNames() []string { return slices.Clone(orderNames) }
+
+// SetOrder applies a driver's data_order and data_seed to d, which is
+// nil when the driver has no data file. order "" means rows. Errors are
+// *drivers.ConfigError keyed data_order or data_seed, joined: an unknown
+// order; random without data_seed, or with 0; data_seed with another
+// order; either key without a data file. There is no default seed: a
+// random order names its seed, so the run can be repeated.
+func SetOrder(d *Data, order string, seed int64) error {
+	var errs []error
+	bad := func(key, format string, a ...any) {
+		errs = append(errs, &drivers.ConfigError{Key: key, Err: fmt.Errorf(format, a...)})
+	}
+	o := ByRow
+	if order != "" {
+		i := slices.Index(orderNames, order)
+		if i < 0 {
+			bad("data_order", "data_order %q: expected %s", order, strings.Join(orderNames, ", "))
+		} else {
+			o = Order(i)
+		}
+	}
+	switch {
+	case o == Random && seed == 0:
+		bad("data_seed", "data_order random needs a data_seed, a nonzero integer, so that the run can be repeated")
+	case o != Random && seed != 0:
+		bad("data_seed", "data_seed seeds data_order: random; the order here is %s", o)
+	}
+	if d == nil && (order != "" || seed != 0) {
+		key := "data_order"
+		if order == "" {
+			key = "data_seed"
+		}
+		bad(key, "%s applies to a data file, and there is none (data: FILE)", key)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if d != nil {
+		d.Order, d.Seed = o, uint64(seed)
+	}
+	return nil
+}
+
+// Column returns the index of the column named name, or -1.
+func (d *Data) Column(name string) int { return slices.Index(d.Columns, name) }
+
+// Row returns the row that the request with sequence number seq, sent on
+// connection slot slot, reads (see Order). seq 0 reads as seq 1, and a
+// negative slot as 0.
+func (d *Data) Row(seq uint64, slot int) []string {
+	n := uint64(len(d.Rows))
 	if seq == 0 {
 		seq = 1
 	}
-	return d.Rows[(seq-1)%uint64(len(d.Rows))]
+	switch d.Order {
+	case ByConnection:
+		return d.Rows[uint64(max(slot, 0))%n]
+	case Random:
+		// Lemire's multiply-shift maps the 64-bit hash onto [0, n)
+		// without a division.
+		i, _ := bits.Mul64(mix(d.Seed, seq), n)
+		return d.Rows[i]
+	default:
+		return d.Rows[(seq-1)%n]
+	}
+}
+
+// mix hashes (seed, seq) to 64 bits: SplitMix64's finalizer (Steele,
+// Lea and Flood, "Fast splittable pseudorandom number generators",
+// 2014) over seed + seq·γ, γ the golden-ratio increment, so consecutive
+// seqs land far apart.
+func mix(seed, seq uint64) uint64 {
+	z := seed + seq*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }
 
 // LoadData reads a data file by its extension:

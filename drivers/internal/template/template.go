@@ -10,7 +10,8 @@
 //	{{seq}}        the request's sequence number in decimal (1-based, unique in the run)
 //	{{bytes N}}    N filler bytes from [a-z0-9], N a size (256, 1KiB, 1MiB);
 //	               pseudo-random (fixed seed) and different from one seq to the next
-//	{{data.NAME}}  column NAME of the data file's row (seq − 1) mod rows
+//	{{data.NAME}}  column NAME of the request's data row (Data.Row: by
+//	               default row (seq − 1) mod rows; see Order)
 //
 // Any other action, an unterminated `{{`, or a column the data file lacks
 // is an error naming the action.
@@ -85,7 +86,7 @@ func Parse(s string, data *Data) (*Template, error) {
 			if data == nil {
 				return nil, fmt.Errorf("%s: no data file (driver data: FILE)", raw)
 			}
-			c := data.column(name)
+			c := data.Column(name)
 			if c < 0 {
 				return nil, fmt.Errorf("%s: the data file %s has no column %q; columns: %s", raw, data.File, name, strings.Join(data.Columns, ", "))
 			}
@@ -116,8 +117,10 @@ func (t *Template) addLit(s string) {
 	t.parts = append(t.parts, part{kind: lit, text: s})
 }
 
-// Render appends the template rendered for seq to dst.
-func (t *Template) Render(dst []byte, seqNo uint64) []byte {
+// Render appends the template rendered for the request with sequence
+// number seqNo on connection slot slot (drivers.Request's Seq and Slot;
+// the slot matters only to data_order: connection) to dst.
+func (t *Template) Render(dst []byte, seqNo uint64, slot int) []byte {
 	for _, p := range t.parts {
 		switch p.kind {
 		case lit:
@@ -128,7 +131,7 @@ func (t *Template) Render(dst []byte, seqNo uint64) []byte {
 			o := int(seqNo % uint64(len(t.pool)/2))
 			dst = append(dst, t.pool[o:o+p.n]...)
 		case column:
-			dst = append(dst, t.data.row(seqNo)[p.n]...)
+			dst = append(dst, t.data.Row(seqNo, slot)[p.n]...)
 		}
 	}
 	return dst

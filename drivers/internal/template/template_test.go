@@ -12,13 +12,13 @@ func TestRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(tp.Render(nil, 17)); got != `{"id": 17, "n": "17"}` {
+	if got := string(tp.Render(nil, 17, 0)); got != `{"id": 17, "n": "17"}` {
 		t.Errorf("got %s", got)
 	}
 	if !tp.HasSeq() {
 		t.Error("HasSeq false")
 	}
-	if got := string(tp.Render([]byte("x"), 18446744073709551615)); got != `x{"id": 18446744073709551615, "n": "18446744073709551615"}` {
+	if got := string(tp.Render([]byte("x"), 18446744073709551615, 0)); got != `x{"id": 18446744073709551615, "n": "18446744073709551615"}` {
 		t.Errorf("max seq: %s", got)
 	}
 }
@@ -28,7 +28,7 @@ func TestBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := tp.Render(nil, 1), tp.Render(nil, 2)
+	a, b := tp.Render(nil, 1, 0), tp.Render(nil, 2, 0)
 	if len(a) != 1024+3+3 || len(b) != len(a) {
 		t.Fatalf("lengths %d %d, want %d", len(a), len(b), 1030)
 	}
@@ -40,7 +40,7 @@ func TestBytes(t *testing.T) {
 			t.Fatalf("filler byte %q outside [a-z0-9]", c)
 		}
 	}
-	if string(tp.Render(nil, 1)) != string(a) {
+	if string(tp.Render(nil, 1, 0)) != string(a) {
 		t.Error("not deterministic")
 	}
 	if tp.HasSeq() {
@@ -77,7 +77,7 @@ func TestData(t *testing.T) {
 		t.Fatal(err)
 	}
 	for seq, want := range map[uint64]string{1: "ann:a,1", 2: "bob:b2", 3: "ann:a,1", 0: "ann:a,1"} {
-		if got := string(tp.Render(nil, seq)); got != want {
+		if got := string(tp.Render(nil, seq, 0)); got != want {
 			t.Errorf("seq %d: %q, want %q", seq, got, want)
 		}
 	}
@@ -95,7 +95,7 @@ func TestData(t *testing.T) {
 		t.Errorf("columns %v", d.Columns)
 	}
 	tp, _ = Parse(`{{data.user}}|{{data.n}}|{{data.extra}}`, d)
-	if got := string(tp.Render(nil, 2)); got != `|{"a":[1]}|true` {
+	if got := string(tp.Render(nil, 2, 0)); got != `|{"a":[1]}|true` {
 		t.Errorf("row 2: %q", got)
 	}
 
@@ -127,7 +127,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		out := tp.Render(nil, 42)
+		out := tp.Render(nil, 42, 0)
 		if !strings.Contains(s, "{{") && string(out) != s {
 			t.Fatalf("a template without actions rendered %q as %q", s, out)
 		}
