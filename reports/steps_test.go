@@ -351,7 +351,9 @@ func TestTSVSteps(t *testing.T) {
 		{1, "requests", "50"}, {1, "ok", "50"}, {1, "errors", "0"}, {1, "arrivals", "50"},
 		{1, "p50", "5.000"}, {1, "p95", "9.600"}, {1, "p99", "10.000"}, {1, "max", "10.000"}, {1, "samples", "50"},
 		{1, "throughput", "5.0"}, {1, "service_p99", "10.000"},
-		{1, "connections", "-"}, {1, "cpu", "-"}, {1, "gcPause", "-"}, {1, "littleL", "-"}, {1, "offered_rate", "-"},
+		// Little's law of the step: Σ response time / 10 s = (255 ms − 50 ns) / 10 s.
+		{1, "littleL", "0.025"},
+		{1, "connections", "-"}, {1, "cpu", "-"}, {1, "gcPause", "-"}, {1, "offered_rate", "-"}, {1, "connections_opened", "-"},
 		{1, "dropped", "-"}, {1, "verdict", "-"}, {1, "target_rss", "-"},
 		{2, "step", "pay"}, {2, "ok", "45"}, {2, "errors", "5"}, {2, "error_rate", "0.1000"}, {2, "throughput", "4.5"}, {2, "p99", "3.000"},
 		{3, "step", "look"}, {3, "note", "flow=peek"}, {3, "requests", "25"}, {3, "throughput", "2.5"},

@@ -34,15 +34,6 @@ var tsvLayout = []string{
 // stepColumn is the column that names a row's flow step.
 const stepColumn = "step"
 
-// stepMetrics are the columns a flow step's row fills from the step's own
-// summary; its other metric columns are "-" (connections, dropped
-// arrivals, Little's law, client and target usage belong to the phase).
-var stepMetrics = map[string]bool{
-	"requests": true, "ok": true, "errors": true, "error_rate": true, "cancelled": true, "cancelled_unsent": true,
-	"arrivals": true, "throughput": true, "achieved_rate": true, "samples": true,
-	"p50": true, "p90": true, "p95": true, "p99": true, "p999": true, "max": true, "mean": true, "service_p99": true,
-}
-
 // tsvCells are the columns that are no metric: cells of the run, of the
 // phase's plan and of its verdict.
 var tsvCells = map[string]func(r *Run, pr *engine.PhaseResult) string{
@@ -116,8 +107,10 @@ var TSVColumns = Columns()
 // flows its figures are the iterations', and its note says
 // "iterations"), then one row per flow step in mix order (step the
 // step's name, note "flow=NAME"), whose metric columns are the step's
-// own (stepMetrics: counts, rates, and latencies from when the step came
-// due), "-" in the others and in verdict. Cells: timestamps ISO-8601 UTC; each metric in its unit
+// own where a step has the metric (metric.Def.Step: counts, rates,
+// Little's law, latencies from when the step came due), "-" in the
+// others (the phase's: connections, dropped, offered rate, client and
+// target usage) and in verdict. Cells: timestamps ISO-8601 UTC; each metric in its unit
 // (tsvCell): latencies in ms with 3 decimals, rates in 1/s with 1
 // decimal, cpu in percent of one core, gcPause the longest GC pause in
 // ms; target_cpu the spawned target's CPU in percent of the machine,
@@ -137,7 +130,7 @@ func (r *Run) Rows(pr *engine.PhaseResult) [][]string {
 				return r.noteOf(pr, st.Summary, "flow="+st.Flow), true
 			case c.name == "verdict":
 				return "-", true
-			case c.cell == nil && !stepMetrics[c.name]:
+			case c.cell == nil && !c.def.Step:
 				return "-", true
 			}
 			return "", false
