@@ -396,7 +396,11 @@ func (m *mdWriter) steps() {
 	}
 	m.f("### Flow steps\n\n%s Percentiles marked \\* rest on fewer samples than they need to mean much (10 beyond them: 1000 for p99).\n\n", stepsNote)
 	for _, name := range order {
-		m.f("#### %s\n\n| Repeat | Flow | Step |", m.t(name))
+		title := m.t(name)
+		if by[name][0].Phase.Warmup {
+			title += " (warmup)"
+		}
+		m.f("#### %s\n\n| Repeat | Flow | Step |", title)
 		for _, f := range stepFigures {
 			title := f.title
 			if f.unit == metric.PerSecond {

@@ -185,6 +185,13 @@ func TestMarkdownSteps(t *testing.T) {
 		"| 2 | peek | look | 25 | 25 | 0 | 2.000ms | 2.000ms\\* | 2.000ms\\* | 2.000ms | 2.5 |\n",
 		"| median [min – max] of 2 | buy | pay | 50 | 40 [40 – 45] | 10 [5 – 10] | 4.000ms [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.0 [4.0 – 4.5] |\n",
 	)
+	// A warmup phase's steps say so.
+	r.Plan.Phases[0].Warmup = true
+	b.Reset()
+	if err := Markdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	mustHold(t, "markdown of a warmup", b.String(), "#### shop (warmup)\n", "| shop (iterations) (warmup) | 1 |")
 	b.Reset()
 	if err := Markdown(&b, fixture(t)); err != nil {
 		t.Fatal(err)
