@@ -30,6 +30,8 @@ const (
 	kindLatency    = "latency-time" // mean and max response time per second
 	kindErrors     = "errors"       // errors per second
 	kindInSystem   = "in-system"    // λ·W per second against the mean in-flight
+	// kindStepPercentile is the flow steps' response times by percentile.
+	kindStepPercentile = "step-percentile"
 )
 
 // Series colours: response time and errors red, service time and means
@@ -190,7 +192,45 @@ func percentileChart(title string, s *measure.Summary, bs []budget) chart {
 	if n == 0 {
 		c.Title += " (no ok responses)"
 	}
-	// Beyond 1/(1−p) = n every percentile is the maximum.
+	c.percentileAxis(n)
+	c.Series = []series{
+		{Label: "response time", Color: colorResp, Y: c.curve(&s.Response)},
+		{Label: "service time", Color: colorServ, Y: c.curve(&s.Service)},
+	}
+	c.Budgets = latencyBudgets(bs, func(b budget) bool { return true })
+	return c
+}
+
+// stepColors colour the flow steps of a chart, in mix order, round.
+var stepColors = []string{colorResp, colorServ, colorOK, colorMax, colorP90, "#8c564b", "#e377c2", "#17becf"}
+
+// stepsChart plots the response time of each flow step (from when the
+// step came due, ok responses) against the percentile, as
+// percentileChart does, one series per step.
+func stepsChart(title string, steps []engine.StepResult) chart {
+	c := chart{Title: title + ": flow steps' response time by percentile (from when each step came due)", Kind: kindStepPercentile, Log: true,
+		XLabel: "percentile (log scale of 1/(1−p))", YLabel: "response time (ms)"}
+	var n int64
+	for _, st := range steps {
+		if st.Summary != nil {
+			n = max(n, st.Summary.Response.Count())
+		}
+	}
+	c.percentileAxis(n)
+	for i, st := range steps {
+		var d *measure.Dist
+		if st.Summary != nil {
+			d = &st.Summary.Response
+		}
+		c.Series = append(c.Series, series{Label: st.Name, Color: stepColors[i%len(stepColors)], Dash: i >= len(stepColors), Y: c.curve(d)})
+	}
+	return c
+}
+
+// percentileAxis sets c's x axis, 1/(1−p), from 1 to the sample count n
+// (at least 10, at most 10⁶: beyond 1/(1−p) = n every percentile is the
+// maximum), with its percentile ticks.
+func (c *chart) percentileAxis(n int64) {
 	xmax := math.Max(10, math.Min(float64(n), 1e6))
 	for _, t := range percentileTicks {
 		if t.V <= xmax*1.0001 {
@@ -201,23 +241,20 @@ func percentileChart(title string, s *measure.Summary, bs []budget) chart {
 	for i := 0; i <= steps; i++ {
 		c.X = append(c.X, math.Pow(xmax, float64(i)/steps))
 	}
-	curve := func(d *measure.Dist) nums {
-		ys := make(nums, len(c.X))
-		for i, x := range c.X {
-			v, ok := d.Percentile(math.Min(100*(1-1/x), 100))
-			ys[i] = math.NaN()
-			if ok {
-				ys[i] = msf(v)
-			}
+}
+
+// curve is d's percentile at each x of c (p = 100·(1 − 1/x)), in ms; NaN
+// where d has none.
+func (c *chart) curve(d *measure.Dist) nums {
+	ys := make(nums, len(c.X))
+	for i, x := range c.X {
+		v, ok := d.Percentile(math.Min(100*(1-1/x), 100))
+		ys[i] = math.NaN()
+		if ok {
+			ys[i] = msf(v)
 		}
-		return ys
 	}
-	c.Series = []series{
-		{Label: "response time", Color: colorResp, Y: curve(&s.Response)},
-		{Label: "service time", Color: colorServ, Y: curve(&s.Service)},
-	}
-	c.Budgets = latencyBudgets(bs, func(b budget) bool { return true })
-	return c
+	return ys
 }
 
 // pctTimeChart plots the response time's p50, p90 and p99 of each interval
@@ -415,6 +452,9 @@ func phaseCharts(prs []*engine.PhaseResult, bs []budget, red func(string) string
 			cs = append(cs, pctTimeChart(title, pts, s.Elapsed, bs))
 		}
 		cs = append(cs, throughputChart(title, s, bs), latencyTimeChart(title, s, bs), errorsChart(title, s), inSystemChart(title, s))
+		if isFlow(pr) {
+			cs = append(cs, stepsChart(title, pr.Steps))
+		}
 		for j := range cs {
 			for k := range cs[j].Budgets {
 				cs[j].Budgets[k].Label = red(cs[j].Budgets[k].Label)

@@ -18,10 +18,13 @@ import (
 
 // Console writes the human summary of a run: per (repeat, phase) the load,
 // throughput, latency (response and service time with sample counts),
-// errors by class and code, connections, Little's law and client usage;
-// then the spread across repeats, each rule with its observed value per
-// repeat, the warnings and the verdict. With detail false only the rules,
-// warnings and verdict are written.
+// errors by class and code, connections, Little's law and client usage,
+// and for a phase that ran flows (whose figures then count iterations)
+// a table of its steps (requests, ok, errors, p50, p95, p99, max of the
+// response time from when the step came due, throughput); then the
+// spread across repeats (each flow step's under its phase's), each rule
+// with its observed value per repeat, the warnings and the verdict. With
+// detail false only the rules, warnings and verdict are written.
 func Console(w io.Writer, r *Run, detail bool) {
 	cw := &consoleWriter{w: w, r: r}
 	cw.header()
@@ -114,6 +117,9 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 		title += " · INTERRUPTED"
 	}
 	c.f("\n%s\n", title)
+	if isFlow(pr) {
+		c.f("  flow          figures per iteration (an arrival runs one flow: intended start to the last step's completion, think times included); per step below\n")
+	}
 	switch p.Model {
 	case engine.Open:
 		unsent := ""
@@ -222,6 +228,29 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	} else if pr.ServerErr != "" {
 		c.f("  server Δ      unavailable: %s\n", pr.ServerErr)
 	}
+	c.steps(pr)
+}
+
+// steps prints the per-step table of a phase that ran flows: per step
+// its requests, ok, errors, response time percentiles and max (from when
+// the step came due, "*" as distLine marks them) and throughput.
+func (c *consoleWriter) steps(pr *engine.PhaseResult) {
+	if !isFlow(pr) {
+		return
+	}
+	c.f("  steps         response time from when the step came due (ok responses)\n")
+	c.f("    %-16s %-12s", "step", "flow")
+	for _, f := range stepFigures {
+		c.f(" %10s", f.title)
+	}
+	c.f("\n")
+	for _, st := range pr.Steps {
+		c.f("    %-16s %-12s", st.Name, st.Flow)
+		for _, f := range stepFigures {
+			c.f(" %10s", f.cell(st.Summary))
+		}
+		c.f("\n")
+	}
 }
 
 // distLine renders a distribution: sample count, nearest-rank percentiles,
@@ -312,7 +341,8 @@ func counts(m map[string]int64) string {
 }
 
 // acrossRepeats prints, per phase run more than once, the median and range
-// of the key metrics (engine.Across). Percentiles are never averaged.
+// of the key metrics (engine.Across), and of each flow step's under it
+// (iterations above, steps below). Percentiles are never averaged.
 func (c *consoleWriter) acrossRepeats() {
 	if c.r.Plan == nil || c.r.Plan.Repeats < 2 {
 		return
@@ -341,6 +371,28 @@ func (c *consoleWriter) acrossRepeats() {
 		c.f("  %-12s n=%d  throughput %s/s  p50 %s  p99 %s  errors %s\n", ps.Phase, len(ps.Repeats),
 			show("throughput", rate), show("p50_ms", ms), show("p99_ms", ms),
 			show("errors", func(v float64) string { return fmt.Sprintf("%g", v) }))
+		c.stepsAcross(ps.Phase)
+	}
+}
+
+// stepsAcross prints, under a phase's line across repeats, one line per
+// flow step of it: median [min – max] of its figures over the repeats
+// (stepsAcross); nothing for a phase without flows.
+func (c *consoleWriter) stepsAcross(phase string) {
+	for _, ps := range stepsAcross(c.r.Result) {
+		if ps.Phase != phase || len(ps.Repeats) < 2 {
+			continue
+		}
+		for _, st := range ps.Steps {
+			c.f("    step %-12s n=%d", st.Name, len(ps.Repeats))
+			for i, f := range stepFigures {
+				if f.title == "ok" || f.title == "max" {
+					continue // the phase's line shows neither
+				}
+				c.f("  %s %s", f.title, f.spreadCell(st.Figures[i]))
+			}
+			c.f("\n")
+		}
 	}
 }
 

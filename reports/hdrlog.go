@@ -24,7 +24,11 @@ var tagUnsafe = regexp.MustCompile(`[,\s]+`)
 // end of its drain; then one line per interval of the phase's response
 // times (measure.Summary.Intervals: 1 s for phases up to 10 minutes, by
 // completion time), tagged `r<repeat>/<phase>/response/interval`, so that
-// percentiles over time can be derived (HistogramLogProcessor -tag …).
+// percentiles over time can be derived (HistogramLogProcessor -tag …);
+// then, for a phase that ran flows (whose own lines are its iterations),
+// each step's response time (from when the step came due) and service
+// time over the phase, tagged `r<repeat>/<phase>/step/<name>/response`
+// and `…/service`.
 // Timestamps are seconds from the log's StartTime (the run's start), to
 // the millisecond. Values are microseconds; the log's max column is
 // therefore in seconds (the library divides by 10^6), which the log's
@@ -58,22 +62,42 @@ func HDRLog(w io.Writer, r *Run) error {
 		if pr.Summary == nil || pr.Phase == nil {
 			continue
 		}
-		for _, d := range []struct {
-			kind string
-			dist *measure.Dist
-		}{{"response", &pr.Summary.Response}, {"service", &pr.Summary.Service}} {
-			h := d.dist.Histogram()
-			if h == nil {
+		prefix := fmt.Sprintf("r%d/%s/", pr.Repeat, tagUnsafe.ReplaceAllString(r.redact(pr.Phase.Name), "_"))
+		if err := hdrPhase(lw, pr, prefix, pr.Summary); err != nil {
+			return err
+		}
+		if err := hdrIntervals(lw, pr, prefix+"response/interval"); err != nil {
+			return err
+		}
+		for _, st := range pr.Steps {
+			if st.Summary == nil {
 				continue
 			}
-			h.SetTag(fmt.Sprintf("r%d/%s/%s", pr.Repeat, tagUnsafe.ReplaceAllString(r.redact(pr.Phase.Name), "_"), d.kind))
-			h.SetStartTimeMs(pr.Start.UnixMilli())
-			h.SetEndTimeMs(pr.Start.Add(pr.Wall).UnixMilli())
-			if err := lw.OutputIntervalHistogram(h); err != nil {
+			if err := hdrPhase(lw, pr, prefix+"step/"+tagUnsafe.ReplaceAllString(r.redact(st.Name), "_")+"/", st.Summary); err != nil {
 				return err
 			}
 		}
-		if err := hdrIntervals(lw, pr, fmt.Sprintf("r%d/%s/response/interval", pr.Repeat, tagUnsafe.ReplaceAllString(r.redact(pr.Phase.Name), "_"))); err != nil {
+	}
+	return nil
+}
+
+// hdrPhase writes the response and service times of s, one of pr's
+// summaries (its own or a flow step's), as one interval each over pr's
+// wall time, tagged prefix + "response" and prefix + "service"; an empty
+// distribution is left out.
+func hdrPhase(lw *hdr.HistogramLogWriter, pr *engine.PhaseResult, prefix string, s *measure.Summary) error {
+	for _, d := range []struct {
+		kind string
+		dist *measure.Dist
+	}{{"response", &s.Response}, {"service", &s.Service}} {
+		h := d.dist.Histogram()
+		if h == nil {
+			continue
+		}
+		h.SetTag(prefix + d.kind)
+		h.SetStartTimeMs(pr.Start.UnixMilli())
+		h.SetEndTimeMs(pr.Start.Add(pr.Wall).UnixMilli())
+		if err := lw.OutputIntervalHistogram(h); err != nil {
 			return err
 		}
 	}

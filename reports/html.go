@@ -106,6 +106,19 @@ type phaseSection struct {
 	Rows     []metricRow
 	Examples []kv
 	Charts   []repeatCharts
+	// StepColumns head the flow steps' table (stepFigures' titles) and
+	// StepRows fill it: per (repeat, step), then the spread across
+	// repeats; both empty for a phase without flows.
+	StepColumns []string
+	StepRows    []stepRowHTML
+	StepsNote   string
+}
+
+// stepRowHTML is one row of a phase's flow steps table: a value per
+// figure, with under it the range across repeats in a row of medians.
+type stepRowHTML struct {
+	Repeat, Flow, Name string
+	Cells              []headCell
 }
 
 // repeatCharts are the charts of one (phase, repeat).
@@ -309,11 +322,18 @@ func phaseSections(red func(string) string, phases []*engine.PhaseResult, across
 		}
 		by[pr.Phase.Name] = append(by[pr.Phase.Name], pr)
 	}
+	stepsByPhase := map[string]phaseSteps{}
+	for _, ps := range stepsAcross(&engine.Result{Phases: phases}) {
+		stepsByPhase[ps.Phase] = ps
+	}
 	var out []phaseSection
 	for _, name := range order {
 		prs := by[name]
 		p := prs[0].Phase
 		sec := phaseSection{Name: red(name), Meta: phaseMeta(p), Warmup: p.Warmup}
+		if slices.ContainsFunc(prs, isFlow) {
+			sec.Meta += " · flows: the figures below count iterations, each step's are in the flow steps table"
+		}
 		var spread *engine.PhaseSpread
 		for i := range across {
 			if across[i].Phase == name {
@@ -341,6 +361,7 @@ func phaseSections(red func(string) string, phases []*engine.PhaseResult, across
 				sec.Rows[i].Cells[j] = red(sec.Rows[i].Cells[j])
 			}
 		}
+		sec.stepTable(red, prs, stepsByPhase)
 		seen := map[string]bool{}
 		for _, pr := range prs {
 			for _, code := range slices.Sorted(maps.Keys(pr.Summary.ErrorExamples)) {
@@ -358,6 +379,49 @@ func phaseSections(red func(string) string, phases []*engine.PhaseResult, across
 		out = append(out, sec)
 	}
 	return out
+}
+
+// stepTable fills sec's flow steps table from the phase's repeats prs:
+// one row per (repeat, step) with stepFigures, then, when the phase
+// finished in several repeats (across), one row per step of median
+// [min – max]. Nothing for a phase without flows.
+func (sec *phaseSection) stepTable(red func(string) string, prs []*engine.PhaseResult, across map[string]phaseSteps) {
+	if !slices.ContainsFunc(prs, isFlow) {
+		return
+	}
+	sec.StepsNote = stepsNote
+	for _, f := range stepFigures {
+		title := f.title
+		if f.unit == metric.PerSecond {
+			title += " (ok /s)"
+		}
+		sec.StepColumns = append(sec.StepColumns, title)
+	}
+	for _, pr := range prs {
+		rep := fmt.Sprintf("repeat %d", pr.Repeat)
+		if pr.Interrupted {
+			rep += " (interrupted)"
+		}
+		for _, st := range pr.Steps {
+			row := stepRowHTML{Repeat: rep, Flow: red(st.Flow), Name: red(st.Name)}
+			for _, f := range stepFigures {
+				row.Cells = append(row.Cells, headCell{Value: f.cell(st.Summary)})
+			}
+			sec.StepRows = append(sec.StepRows, row)
+		}
+	}
+	ps, ok := across[prs[0].Phase.Name]
+	if !ok || len(ps.Repeats) < 2 {
+		return
+	}
+	for _, st := range ps.Steps {
+		row := stepRowHTML{Repeat: fmt.Sprintf("median [min – max] of %d", len(ps.Repeats)), Flow: red(st.Flow), Name: red(st.Name)}
+		for i, f := range stepFigures {
+			v, rng := f.spreadParts(st.Figures[i])
+			row.Cells = append(row.Cells, headCell{Value: v, Range: rng})
+		}
+		sec.StepRows = append(sec.StepRows, row)
+	}
 }
 
 // headlineOf is a judged phase's headline numbers from the summary of its
@@ -473,7 +537,11 @@ func phaseRows(prs []*engine.PhaseResult, spread *engine.PhaseSpread) []metricRo
 	row("ok of requests", "", nil, func(pr *engine.PhaseResult) string {
 		return fmt.Sprintf("%d of %d", pr.Summary.OK, pr.Summary.Requests)
 	})
-	group("response time (ok requests, nearest rank)")
+	if slices.ContainsFunc(prs, isFlow) {
+		group("response time of the iterations (ok ones; from the intended start to the last step's completion, think times included; nearest rank)")
+	} else {
+		group("response time (ok requests, nearest rank)")
+	}
 	for _, d := range responseStats() {
 		row(statTitle(d), d.Across, msv, func(pr *engine.PhaseResult) string { return statCell(d, pr.MetricPhase()) })
 	}
@@ -607,6 +675,7 @@ table{border-collapse:collapse;background:#fff;margin:4px 0 8px}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0;font-weight:600}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.steps td:first-child{white-space:nowrap}
 tr.group td{background:#f6f6f6;font-weight:600;color:#444}
 table.kv th{width:9em}
 .pass{color:#2e7d32;font-weight:600}.fail{color:#c62828;font-weight:600}.inconclusive{color:#ef6c00;font-weight:600}.none{color:#999}
@@ -688,9 +757,15 @@ footer{margin-top:30px;color:#888;font-size:12px}
 {{else}}<tr><td>{{.Label}}</td>{{range .Cells}}<td class="num">{{.}}</td>{{end}}{{if $across}}<td class="num">{{.Across}}</td>{{end}}</tr>
 {{end}}{{end}}</table>
 <div class="reason">* too few samples for this percentile to mean much (fewer than 10/(1−p)). Percentiles are never averaged across repeats; the median of an even count is the worse middle value.</div>
+{{if .StepRows}}<h3>flow steps</h3>
+<div class="caption">{{.StepsNote}}</div>
+<table class="steps">
+<tr><th>repeat</th><th>flow</th><th>step</th>{{range .StepColumns}}<th>{{.}}</th>{{end}}</tr>
+{{range .StepRows}}<tr><td>{{.Repeat}}</td><td>{{.Flow}}</td><td>{{.Name}}</td>{{range .Cells}}<td class="num">{{.Value}}{{with .Range}}<div class="reason">{{.}}</div>{{end}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
 {{with .Examples}}<h3>error examples</h3>
 <table>{{range .}}<tr><th><code>{{.K}}</code></th><td>{{.V}}</td></tr>{{end}}</table>{{end}}
-{{if .Charts}}<p class="caption">Per repeat: latency by percentile (nearest rank, x on a log scale of 1/(1−p); response time from the intended start, service time from the send, of the ok requests); the response time's p50, p90 and p99 per interval, when recorded; ok responses per second; the mean and max response time of each second (the per-second timeline records counts, the sum and the max of response times: no percentiles); errors per second; and the requests in the system per second estimated by Little's law from the timeline (Σ response time / 1 s of the ok responses completed in it; the timeline records no in-flight count) against the phase's exact mean in-flight. Seconds are by completion time; the dashed grey vertical line is the end of the phase's own length, completions after it came in the drain grace. Dashed red lines are the rules' limits. Charts of one kind share their y scale across repeats. Hover for values, drag to zoom, double-click to reset.</p>
+{{if .Charts}}<p class="caption">Per repeat: latency by percentile (nearest rank, x on a log scale of 1/(1−p); response time from the intended start, service time from the send, of the ok requests); the response time's p50, p90 and p99 per interval, when recorded; ok responses per second; the mean and max response time of each second (the per-second timeline records counts, the sum and the max of response times: no percentiles); errors per second; and the requests in the system per second estimated by Little's law from the timeline (Σ response time / 1 s of the ok responses completed in it; the timeline records no in-flight count) against the phase's exact mean in-flight; for a phase that ran flows, each step's response time by percentile (from when the step came due; the charts above are of its iterations). Seconds are by completion time; the dashed grey vertical line is the end of the phase's own length, completions after it came in the drain grace. Dashed red lines are the rules' limits. Charts of one kind share their y scale across repeats. Hover for values, drag to zoom, double-click to reset.</p>
 <noscript><p class="caption">The charts need JavaScript; the table above holds their numbers.</p></noscript>{{end}}
 {{range .Charts}}
 <h3>{{.Title}}</h3>

@@ -165,3 +165,22 @@ func TestHTMLScreenshot(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLStepsDrawn: in headless Chromium the page of a flow run draws
+// every chart, the flow steps' charts included.
+func TestHTMLStepsDrawn(t *testing.T) {
+	bin := findChromium(t)
+	doc := renderHTML(t, flowFixture(t))
+	page := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(page, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, ids := pageCharts(t, doc, func(u string) bool { return u == "http://127.0.0.1:8080" })
+	dom := string(headless(t, bin, page, "--dump-dom"))
+	if m := regexp.MustCompile(`data-charts-drawn="(\d+)"`).FindStringSubmatch(dom); m == nil || m[1] != fmt.Sprint(len(ids)) {
+		t.Errorf("data-charts-drawn %v, want %d: the page's script did not draw every chart", m, len(ids))
+	}
+	if strings.Contains(dom, `class="plot chart-error"`) {
+		t.Errorf("a chart was not drawn:\n%s", regexp.MustCompile(`chart not drawn: [^<]*`).FindAllString(dom, -1))
+	}
+}

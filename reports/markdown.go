@@ -12,6 +12,7 @@ import (
 
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/metric"
 	"github.com/runner-dev/runner/engine/rules"
 )
 
@@ -21,10 +22,12 @@ import (
 // the top; then come the verdict (every rule with its status, phase,
 // observed value per repeat and the rule as the budget), the load
 // (offered vs achieved) and throughput per repeat, latency per phase as
-// median [min – max] across repeats (never averaged), errors by class and
-// code, Little's law, reconciliation, warnings, the environment, and a
-// Mermaid chart of the mean response time per second. Secret values are
-// redacted; table cells are escaped.
+// median [min – max] across repeats (never averaged), for phases that ran
+// flows (whose rows say "(iterations)") a table of their steps per repeat
+// and across repeats, errors by class and code, Little's law,
+// reconciliation, warnings, the environment, and a Mermaid chart of the
+// mean response time per second. Secret values are redacted; table cells
+// are escaped.
 func Markdown(w io.Writer, r *Run) error {
 	m := &mdWriter{r: r}
 	m.header()
@@ -32,6 +35,7 @@ func Markdown(w io.Writer, r *Run) error {
 	if m.measured() {
 		m.load()
 		m.latency()
+		m.steps()
 		m.errors()
 		m.little()
 	}
@@ -275,6 +279,9 @@ func (m *mdWriter) observed(rr engine.RuleResult) string {
 // phaseLabel names a (repeat, phase) for the per-repeat tables.
 func (m *mdWriter) phaseLabel(pr *engine.PhaseResult) string {
 	s := m.t(pr.Phase.Name)
+	if isFlow(pr) {
+		s += " (iterations)"
+	}
 	if pr.Phase.Warmup {
 		s += " (warmup)"
 	}
@@ -329,19 +336,23 @@ func (m *mdWriter) latency() {
 	thin := false
 	for _, ps := range across {
 		var samples []string
-		warmup := false
+		warmup, flow := false, false
 		fewest := int64(-1)
 		for _, pr := range m.r.Result.Phases {
 			if pr.Phase.Name == ps.Phase && !pr.Interrupted {
 				n := pr.Summary.Response.Count()
 				samples = append(samples, strconv.FormatInt(n, 10))
 				warmup = pr.Phase.Warmup
+				flow = flow || isFlow(pr)
 				if fewest < 0 || n < fewest {
 					fewest = n
 				}
 			}
 		}
 		name := m.t(ps.Phase)
+		if flow {
+			name += " (iterations)"
+		}
 		if warmup {
 			name += " (warmup)"
 		}
@@ -359,6 +370,71 @@ func (m *mdWriter) latency() {
 	m.f("\n")
 	if thin {
 		m.f("\\* from fewer samples than the percentile needs to mean much (10 beyond it: 1000 for p99) in at least one repeat.\n\n")
+	}
+}
+
+// steps writes, for each phase that ran flows, a table of its steps: one
+// row per (repeat, step) with the step's requests, ok, errors, p50, p95,
+// p99 and max of its response time (from when the step came due) and
+// throughput, then with several repeats one row per step of median
+// [min – max] (stepsAcross). Nothing when no phase ran flows.
+func (m *mdWriter) steps() {
+	across := stepsAcross(m.r.Result)
+	var order []string
+	by := map[string][]*engine.PhaseResult{}
+	for _, pr := range m.r.Result.Phases {
+		if !isFlow(pr) {
+			continue
+		}
+		if _, ok := by[pr.Phase.Name]; !ok {
+			order = append(order, pr.Phase.Name)
+		}
+		by[pr.Phase.Name] = append(by[pr.Phase.Name], pr)
+	}
+	if len(order) == 0 {
+		return
+	}
+	m.f("### Flow steps\n\n%s Percentiles marked \\* rest on fewer samples than they need to mean much (10 beyond them: 1000 for p99).\n\n", stepsNote)
+	for _, name := range order {
+		title := m.t(name)
+		if by[name][0].Phase.Warmup {
+			title += " (warmup)"
+		}
+		m.f("#### %s\n\n| Repeat | Flow | Step |", title)
+		for _, f := range stepFigures {
+			title := f.title
+			if f.unit == metric.PerSecond {
+				title += " /s"
+			}
+			m.f(" %s |", title)
+		}
+		m.f("\n|---:|---|---|%s\n", strings.Repeat("---:|", len(stepFigures)))
+		for _, pr := range by[name] {
+			rep := strconv.Itoa(pr.Repeat)
+			if pr.Interrupted {
+				rep += " **INTERRUPTED**"
+			}
+			for _, st := range pr.Steps {
+				m.f("| %s | %s | %s |", rep, m.t(st.Flow), m.t(st.Name))
+				for _, f := range stepFigures {
+					m.f(" %s |", mdText(f.cell(st.Summary)))
+				}
+				m.f("\n")
+			}
+		}
+		for _, ps := range across {
+			if ps.Phase != name || len(ps.Repeats) < 2 {
+				continue
+			}
+			for _, st := range ps.Steps {
+				m.f("| median [min – max] of %d | %s | %s |", len(ps.Repeats), m.t(st.Flow), m.t(st.Name))
+				for i, f := range stepFigures {
+					m.f(" %s |", f.spreadCell(st.Figures[i]))
+				}
+				m.f("\n")
+			}
+		}
+		m.f("\n")
 	}
 }
 

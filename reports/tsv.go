@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/engine/measure"
 	"github.com/runner-dev/runner/engine/metric"
 )
 
@@ -20,13 +21,18 @@ import (
 // cell of the run or the phase (tsvCells) or, otherwise, the metric of
 // the catalogue (metric.All) whose TSV column it is. The first 13 columns
 // (through note) are fixed and never move (docs/design.md, "Outputs");
-// the rest may grow at the end.
+// the rest may grow at the end. step names the flow step a row is of
+// ("-" for a phase's own row); it came last, after target_rss, and a file
+// begun before it still takes rows (AppendTSV).
 var tsvLayout = []string{
 	"timestamp", "runId", "tool", "connections", "requests", "throughput", "p50", "p95", "p99", "errors", "cpu", "gcPause", "note",
 	"scenario", "phase", "repeat", "model", "warmup", "offered_rate", "achieved_rate", "ok", "error_rate", "dropped", "cancelled",
 	"p90", "p999", "max", "mean", "samples", "service_p99", "littleL", "inflight_mean", "connections_opened", "verdict",
-	"arrivals", "cancelled_unsent", "target_cpu", "target_cpu_max_thread", "target_rss",
+	"arrivals", "cancelled_unsent", "target_cpu", "target_cpu_max_thread", "target_rss", "step",
 }
+
+// stepColumn is the column that names a row's flow step.
+const stepColumn = "step"
 
 // tsvCells are the columns that are no metric: cells of the run, of the
 // phase's plan and of its verdict.
@@ -48,6 +54,7 @@ var tsvCells = map[string]func(r *Run, pr *engine.PhaseResult) string{
 		}
 		return "-"
 	},
+	stepColumn: func(*Run, *engine.PhaseResult) string { return "-" },
 }
 
 // tsvColumn is one column: its name and how its cell is made.
@@ -95,8 +102,15 @@ func Columns() []string {
 // columns.
 var TSVColumns = Columns()
 
-// Rows renders one finished (repeat, phase) as a TSV row, cells in
-// Columns order: timestamps ISO-8601 UTC; each metric in its unit
+// Rows renders one finished (repeat, phase) as TSV rows, cells in
+// Columns order: the phase's own row (step "-"; for a phase that ran
+// flows its figures are the iterations', and its note says
+// "iterations"), then one row per flow step in mix order (step the
+// step's name, note "flow=NAME"), whose metric columns are the step's
+// own where a step has the metric (metric.Def.Step: counts, rates,
+// Little's law, latencies from when the step came due), "-" in the
+// others (the phase's: connections, dropped, offered rate, client and
+// target usage) and in verdict. Cells: timestamps ISO-8601 UTC; each metric in its unit
 // (tsvCell): latencies in ms with 3 decimals, rates in 1/s with 1
 // decimal, cpu in percent of one core, gcPause the longest GC pause in
 // ms; target_cpu the spawned target's CPU in percent of the machine,
@@ -105,10 +119,36 @@ var TSVColumns = Columns()
 // target was not measured). A percentile without samples is "n/a".
 func (r *Run) Rows(pr *engine.PhaseResult) [][]string {
 	ph := pr.MetricPhase()
+	rows := [][]string{r.row(pr, ph, func(c tsvColumn) (string, bool) { return "", false })}
+	for _, st := range pr.Steps {
+		sph := &metric.Phase{Summary: st.Summary}
+		rows = append(rows, r.row(pr, sph, func(c tsvColumn) (string, bool) {
+			switch {
+			case c.name == stepColumn:
+				return st.Name, true
+			case c.name == "note":
+				return r.noteOf(pr, st.Summary, "flow="+st.Flow), true
+			case c.name == "verdict":
+				return "-", true
+			case c.cell == nil && !c.def.Step:
+				return "-", true
+			}
+			return "", false
+		}))
+	}
+	return rows
+}
+
+// row renders one row: each column's cell from over when it says so
+// (ok), else the column's own cell of the run and phase pr, else its
+// metric read from ph; tabs and newlines become spaces and secrets are
+// redacted.
+func (r *Run) row(pr *engine.PhaseResult, ph *metric.Phase, over func(c tsvColumn) (string, bool)) []string {
 	var row []string
 	for _, c := range columns() {
-		var cell string
+		cell, ok := over(c)
 		switch {
+		case ok:
 		case c.cell != nil:
 			cell = c.cell(r, pr)
 		case c.def.Read != nil:
@@ -118,7 +158,7 @@ func (r *Run) Rows(pr *engine.PhaseResult) [][]string {
 		}
 		row = append(row, strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(r.redact(cell)))
 	}
-	return [][]string{row}
+	return row
 }
 
 // tsvCell formats metric d of ph in its unit: counts and bytes whole,
@@ -144,12 +184,24 @@ func tsvCell(d metric.Def, ph *metric.Phase) string {
 	return fmt.Sprintf("%.3f", v)
 }
 
-// note is the TSV's note cell: what the row's figures leave out or rest
-// on (interrupted, warmup, cancelled and left-over arrivals, replies no
-// request waited for, an unverified TLS certificate), or "-".
+// note is the TSV's note cell of a phase's own row: what the row's
+// figures are or leave out or rest on ("iterations" for a phase that ran
+// flows; interrupted, warmup, cancelled and left-over arrivals, replies
+// no request waited for, an unverified TLS certificate), or "-".
 func (r *Run) note(pr *engine.PhaseResult) string {
-	s := pr.Summary
-	var notes []string
+	if isFlow(pr) {
+		return r.noteOf(pr, pr.Summary, "iterations")
+	}
+	return r.noteOf(pr, pr.Summary)
+}
+
+// noteOf is the note cell of a row of pr whose figures are s: first what
+// it is (what), then note's notes of pr and s.
+func (r *Run) noteOf(pr *engine.PhaseResult, s *measure.Summary, what ...string) string {
+	if s == nil {
+		s = &measure.Summary{}
+	}
+	notes := slices.Clone(what)
 	if pr.Interrupted {
 		notes = append(notes, "interrupted")
 	}
@@ -187,9 +239,12 @@ func rate(v float64) string { return fmt.Sprintf("%.1f", v) }
 // write(2) on an O_APPEND descriptor under an exclusive flock, so rows of
 // concurrent runs never interleave and the header is written once.
 //
-// An existing file must begin with exactly the TSVColumns header: a file
-// with other columns is refused (an error naming it) rather than mixed
-// with ours. When it does not end in a newline (a previous writer was
+// An existing file must begin with exactly the TSVColumns header, or with
+// the header from before the step column (TSVColumns without step): that
+// file keeps its header and takes each phase's own row without the step
+// cell, and no flow step's row (start a new file for those). A file with
+// other columns is refused (an error naming it) rather than mixed with
+// ours. When it does not end in a newline (a previous writer was
 // killed mid-row) the new rows start on a new line, so none is glued to
 // the partial one. Every error names path.
 func AppendTSV(path string, rows [][]string) error {
@@ -209,9 +264,12 @@ func AppendTSV(path string, rows [][]string) error {
 	}
 	defer unlock(f)
 	var b bytes.Buffer
-	fresh, partial, err := tsvState(f, path)
+	fresh, partial, legacy, err := tsvState(f, path)
 	if err != nil {
 		return err
+	}
+	if legacy {
+		rows = withoutSteps(rows)
 	}
 	if partial {
 		b.WriteByte('\n')
@@ -252,8 +310,29 @@ func CheckTSV(path string) error {
 		return err
 	}
 	defer f.Close()
-	_, _, err = tsvState(f, path)
+	_, _, _, err = tsvState(f, path)
 	return err
+}
+
+// withoutSteps is rows as a file begun before the step column takes
+// them: the rows of flow steps left out, the step cell cut from the
+// others.
+func withoutSteps(rows [][]string) [][]string {
+	i := slices.Index(Columns(), stepColumn)
+	var out [][]string
+	for _, r := range rows {
+		if r[i] != "-" {
+			continue
+		}
+		out = append(out, slices.Delete(slices.Clone(r), i, i+1))
+	}
+	return out
+}
+
+// legacyHeader is the TSV header from before the step column: Columns
+// without it.
+func legacyHeader() string {
+	return strings.Join(slices.DeleteFunc(Columns(), func(c string) bool { return c == stepColumn }), "\t")
 }
 
 // openTSV opens path for reading and appending, creating it and its
@@ -271,29 +350,31 @@ func openTSV(path string) (*os.File, error) {
 
 // tsvState reads what an append must know about the open TSV file f:
 // fresh when it is empty (or not a regular file, e.g. a pipe: the header
-// goes first), partial when its last line lacks its newline. A file whose
-// first line is not the TSVColumns header is an error.
-func tsvState(f *os.File, path string) (fresh, partial bool, err error) {
+// goes first), partial when its last line lacks its newline, legacy when
+// its header is the one from before the step column (legacyHeader). A
+// file whose first line is neither header is an error.
+func tsvState(f *os.File, path string) (fresh, partial, legacy bool, err error) {
 	st, err := f.Stat()
 	if err != nil {
-		return false, false, fmt.Errorf("tsv %s: %w", path, err)
+		return false, false, false, fmt.Errorf("tsv %s: %w", path, err)
 	}
 	size := st.Size()
 	if !st.Mode().IsRegular() || size == 0 {
-		return true, false, nil
+		return true, false, false, nil
 	}
 	header := strings.Join(Columns(), "\t")
 	first := make([]byte, min(size, int64(len(header))+1))
 	if _, err := f.ReadAt(first, 0); err != nil {
-		return false, false, fmt.Errorf("tsv %s: %w", path, err)
+		return false, false, false, fmt.Errorf("tsv %s: %w", path, err)
 	}
 	line, _, _ := bytes.Cut(first, []byte{'\n'})
-	if string(line) != header {
-		return false, false, fmt.Errorf("tsv %s: its first line is not runner's header (other columns); refusing to mix formats: choose another file", path)
+	legacy = string(line) == legacyHeader()
+	if string(line) != header && !legacy {
+		return false, false, false, fmt.Errorf("tsv %s: its first line is not runner's header (other columns); refusing to mix formats: choose another file", path)
 	}
 	last := make([]byte, 1)
 	if _, err := f.ReadAt(last, size-1); err != nil {
-		return false, false, fmt.Errorf("tsv %s: %w", path, err)
+		return false, false, false, fmt.Errorf("tsv %s: %w", path, err)
 	}
-	return false, last[0] != '\n', nil
+	return false, last[0] != '\n', legacy, nil
 }

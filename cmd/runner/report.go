@@ -34,8 +34,8 @@ func formats() []string {
 	return names
 }
 
-// writeTSV writes the header and one row per (repeat, phase), as the run
-// appended them.
+// writeTSV writes the header and the rows of each (repeat, phase), its
+// own and one per flow step (reports.Run.Rows), as the run appended them.
 func writeTSV(w io.Writer, r *reports.Run) error {
 	var b strings.Builder
 	b.WriteString(strings.Join(reports.TSVColumns, "\t") + "\n")

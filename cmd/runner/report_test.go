@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -200,5 +201,81 @@ phases:
 	}
 	if code, _, errOut := cli(t, "run", "--log-format", "xml", file); code != exitInvalid || !strings.Contains(errOut, "--log-format") {
 		t.Errorf("bad --log-format: exit %d %s", code, errOut)
+	}
+}
+
+// TestReportFlowSteps: a saved report whose phase has flow steps renders
+// them in every format. The steps are written into a real run's JSON by
+// hand: "login" with the phase's own summary, so its TSV row repeats the
+// phase row's requests, and "logout" with none sent.
+func TestReportFlowSteps(t *testing.T) {
+	dir := t.TempDir()
+	js := filepath.Join(dir, "r.json")
+	file := scenario(t, "s.yaml", `version: 1
+name: steps
+target: {serve: http, args: ["--delay", "1ms"]}
+driver: {http: {path: /x, timeout: 2s}}
+phases:
+  - {name: steady, open: {rate: 100/s, connections: 2}, duration: 500ms}
+`)
+	if code, out, errOut := cli(t, "run", "--log-level", "disabled", "--json", js, file); code != exitPass {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	phase := doc["result"].(map[string]any)["phases"].([]any)[0].(map[string]any)
+	empty := map[string]any{}
+	for k, v := range phase["summary"].(map[string]any) {
+		switch v.(type) {
+		case float64:
+			empty[k] = 0.0
+		case map[string]any, []any, nil:
+			// Distributions, the timeline, the maps: left out (empty).
+		default:
+			empty[k] = v
+		}
+	}
+	phase["steps"] = []any{
+		map[string]any{"flow": "shop", "name": "login", "summary": phase["summary"]},
+		map[string]any{"flow": "shop", "name": "logout", "summary": empty},
+	}
+	if b, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(js, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	requests := jsonNum(t, phase, "summary", "requests")
+	for _, c := range []struct{ format, want string }{
+		{"console", "login"},
+		{"md", "### Flow steps"},
+		{"html", "flow steps"},
+		{"hdr", "r1/steady/step/login/response"},
+		{"tsv", "\tlogin\n"},
+	} {
+		code, got, errOut := cli(t, "report", "--format", c.format, js)
+		if code != exitPass || !strings.Contains(got, c.want) || !strings.Contains(got, "logout") && c.format != "hdr" {
+			t.Errorf("report --format %s: exit %d, want %q and logout in\n%s\n%s", c.format, code, c.want, got, errOut)
+			continue
+		}
+		if c.format != "tsv" {
+			continue
+		}
+		lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+		header := strings.Split(lines[0], "\t")
+		if len(lines) != 4 {
+			t.Fatalf("TSV has %d lines, want the header, the phase's row and 2 steps':\n%s", len(lines), got)
+		}
+		phaseRow, login, logout := strings.Split(lines[1], "\t"), strings.Split(lines[2], "\t"), strings.Split(lines[3], "\t")
+		if col(t, header, phaseRow, "step") != "-" || col(t, header, login, "requests") != fmt.Sprint(requests) ||
+			col(t, header, login, "p99") != col(t, header, phaseRow, "p99") || col(t, header, logout, "requests") != "0" || col(t, header, logout, "p99") != "n/a" {
+			t.Errorf("TSV rows:\n%s", got)
+		}
 	}
 }
