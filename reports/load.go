@@ -20,7 +20,10 @@ const MaxReport = 1 << 30
 // format_version has a newer major number than FormatVersion's (a
 // missing format_version is a report from before it existed: 1.0); a
 // snapshot of a run that had not finished (outcome "incomplete") is
-// loaded but says so in Outcome. Anything but a regular file (a named pipe, a device) is
+// loaded but says so in Outcome; one whose recorded figures contradict
+// one another (engine.PhaseResult.Check: counts that do not add up,
+// negative counts, intervals out of order, …), naming the repeat and
+// phase. Anything but a regular file (a named pipe, a device) is
 // refused, never read.
 func Load(path string) (*Run, error) {
 	// Only a regular file: a named pipe would block the command, a device
@@ -73,6 +76,15 @@ func parseRun(b []byte) (*Run, error) {
 			if pr.ClientCores <= 0 {
 				pr.ClientCores = cores
 			}
+		}
+	}
+	// The figures a file holds are what every command reads: one edited
+	// (or damaged) so that they contradict one another is refused here,
+	// as merge refuses it, rather than rendered beside a verdict they
+	// contradict.
+	for _, pr := range r.Result.Phases {
+		if err := pr.Check(); err != nil {
+			return nil, fmt.Errorf("repeat %d, phase %s: the recorded figures do not hold together: %w", pr.Repeat, pr.Phase.Name, err)
 		}
 	}
 	return &r, nil
