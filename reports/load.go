@@ -23,7 +23,9 @@ const MaxReport = 1 << 30
 // loaded but says so in Outcome; one whose recorded figures contradict
 // one another (engine.PhaseResult.Check: counts that do not add up,
 // negative counts, intervals out of order, …), naming the repeat and
-// phase. Anything but a regular file (a named pipe, a device) is
+// phase. The saved metrics block of each phase is derived data, computed
+// again from its summary (engine.MetricsOf), so that report, compare and
+// merge read the same numbers. Anything but a regular file (a named pipe, a device) is
 // refused, never read.
 func Load(path string) (*Run, error) {
 	// Only a regular file: a named pipe would block the command, a device
@@ -86,6 +88,12 @@ func parseRun(b []byte) (*Run, error) {
 		if err := pr.Check(); err != nil {
 			return nil, fmt.Errorf("repeat %d, phase %s: the recorded figures do not hold together: %w", pr.Repeat, pr.Phase.Name, err)
 		}
+	}
+	// The metrics block is derived data: computed again from the
+	// summary, as the run computed it, so that every command reads the
+	// same numbers whatever the file's block says.
+	for _, pr := range r.Result.Phases {
+		pr.Metrics = engine.MetricsOf(pr)
 	}
 	return &r, nil
 }
