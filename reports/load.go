@@ -41,14 +41,31 @@ func Load(path string) (*Run, error) {
 	return r, nil
 }
 
+// ErrNotReport wraps Load's error for a file that is not a runner JSON
+// report at all (not JSON, no run_id or no result, a part every report
+// has missing): a command that pools a directory's *.json files skips
+// such a file. Any other error of Load is about a runner report it
+// refuses (a newer format, figures that contradict one another, a damaged
+// value) and refuses the command too.
+var ErrNotReport = errors.New("not a runner JSON report")
+
 // parseRun reads a JSON report and compiles its rules again.
 func parseRun(b []byte) (*Run, error) {
 	var r Run
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("not a runner JSON report: %w", err)
+		var head struct {
+			RunID  string          `json:"run_id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal(b, &head) == nil && head.RunID != "" && head.Result != nil {
+			// A runner report with a value it cannot hold (an interval
+			// edited, say): damaged, not foreign.
+			return nil, fmt.Errorf("a damaged runner JSON report: %w", err)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
 	}
 	if r.RunID == "" || r.Result == nil {
-		return nil, errors.New("not a runner JSON report (no run_id or no result)")
+		return nil, fmt.Errorf("%w (no run_id or no result)", ErrNotReport)
 	}
 	if err := checkFormat(r.FormatVersion); err != nil {
 		return nil, err
@@ -57,7 +74,7 @@ func parseRun(b []byte) (*Run, error) {
 		r.FormatVersion = "1.0"
 	}
 	if err := r.complete(); err != nil {
-		return nil, fmt.Errorf("not a runner JSON report: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
 	}
 	// Compiled rules are not in the JSON: compile them again from their
 	// source, so that a phase can be judged as the run judged it.
