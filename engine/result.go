@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/runner-dev/runner/engine/measure"
@@ -134,4 +137,39 @@ type Result struct {
 	// first phase (reconcile.fetch); nil when not fetched. A freshly
 	// spawned target starts at zero (StaleCounters).
 	ServerAtStart map[string]float64 `json:"server_at_start,omitempty"`
+}
+
+// Check verifies that pr's recorded figures hold together, as a result
+// read back from a file must before anything renders, compares, merges or
+// judges it: its Summary's identities (measure.Summary.Check, the
+// intervals' list included), every flow step's (CheckSteps), and its
+// other counts and durations none negative, client_cpu a number ≥ 0. The
+// error is the first violation found; nil when none.
+func (pr *PhaseResult) Check() error {
+	if pr.Summary == nil {
+		return errors.New("no summary")
+	}
+	if err := pr.Summary.Check(); err != nil {
+		return err
+	}
+	if err := pr.CheckSteps(); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"connections_requested", int64(pr.ConnectionsRequested)}, {"connections_established", int64(pr.ConnectionsEstablished)},
+		{"connections_closed_early", int64(pr.ConnectionsClosedEarly)}, {"late_arrivals", pr.LateArrivals},
+		{"lateness_max", int64(pr.LatenessMax)}, {"start_lag", int64(pr.StartLag)}, {"wall", int64(pr.Wall)},
+		{"gc_pause_max", int64(pr.GCPauseMax)}, {"client_cores", int64(pr.ClientCores)}, {"fetches", int64(pr.Fetches)},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("%s is negative (%d)", f.name, f.v)
+		}
+	}
+	if pr.ClientCPU < 0 || math.IsNaN(pr.ClientCPU) || math.IsInf(pr.ClientCPU, 0) {
+		return fmt.Errorf("client_cpu is %v", pr.ClientCPU)
+	}
+	return nil
 }

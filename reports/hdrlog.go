@@ -23,7 +23,8 @@ var tagUnsafe = regexp.MustCompile(`[,\s]+`)
 // and commas in a phase name become `_`), from the phase's start to the
 // end of its drain; then one line per interval of the phase's response
 // times (measure.Summary.Intervals: 1 s for phases up to 10 minutes, by
-// completion time), tagged `r<repeat>/<phase>/response/interval`, so that
+// completion time; a line ends no later than the phase's completions,
+// see hdrIntervals), tagged `r<repeat>/<phase>/response/interval`, so that
 // percentiles over time can be derived (HistogramLogProcessor -tag …);
 // then, for a phase that ran flows (whose own lines are its iterations),
 // each step's response time (from when the step came due) and service
@@ -105,8 +106,14 @@ func hdrPhase(lw *hdr.HistogramLogWriter, pr *engine.PhaseResult, prefix string,
 }
 
 // hdrIntervals writes one line per interval of pr's response times,
-// tagged tag.
+// tagged tag. A line ends where its interval ends or where the phase's
+// completions ended (measure.Summary.CompletionWindow), whichever comes
+// first, so that its count over its length is the rate at which
+// responses completed: the 1 s interval of a phase that lasted 13 ms is
+// a line of 13 ms (never shorter than the log's 1 ms resolution), not one
+// overlapping the next phase.
 func hdrIntervals(lw *hdr.HistogramLogWriter, pr *engine.PhaseResult, tag string) error {
+	window := pr.Summary.CompletionWindow()
 	for i := range pr.Summary.Intervals {
 		iv := &pr.Summary.Intervals[i]
 		h, err := iv.Histogram()
@@ -117,8 +124,10 @@ func hdrIntervals(lw *hdr.HistogramLogWriter, pr *engine.PhaseResult, tag string
 			continue
 		}
 		h.SetTag(tag)
-		h.SetStartTimeMs(pr.Start.Add(iv.Start).UnixMilli())
-		h.SetEndTimeMs(pr.Start.Add(iv.End()).UnixMilli())
+		start := pr.Start.Add(iv.Start).UnixMilli()
+		h.SetStartTimeMs(start)
+		end := pr.Start.Add(min(iv.End(), max(window, iv.Start))).UnixMilli()
+		h.SetEndTimeMs(max(end, start+1))
 		if err := lw.OutputIntervalHistogram(h); err != nil {
 			return err
 		}

@@ -8,6 +8,11 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/schema"
 )
 
 // The interval log reads back with HdrHistogram's own reader: one
@@ -127,5 +132,47 @@ func TestHDRLogIntervals(t *testing.T) {
 	}
 	if phases != 4 {
 		t.Errorf("%d phases checked, the fixture has 2 repeats of 2", phases)
+	}
+}
+
+// A count-bounded phase that lasted 13 ms wrote its one interval as a
+// 1 s line (`Tag=r1/fixed/response/interval,4.140000,1.000000`),
+// overlapping the next phase, so that count ÷ length read 40/s where the
+// phase completed 40 responses in 13 ms. The line now ends with the
+// phase's completions.
+func TestHDRLogIntervalOfAShortPhaseEndsWithIt(t *testing.T) {
+	rec := measure.NewRecorder(1, measure.Options{})
+	for k := range 40 {
+		// Due every 300 µs, answered 1 ms later: the last at 12.7 ms.
+		at := time.Duration(k) * 300 * time.Microsecond
+		rec.AddArrivals(1)
+		rec.Record(0, &measure.Result{Seq: uint64(k + 1), Intended: at, Sent: at, Done: at + time.Millisecond,
+			Outcome: drivers.Outcome{Class: drivers.OK, Responded: true}})
+	}
+	start := time.Date(2026, 12, 3, 9, 0, 4, 140e6, time.UTC)
+	r := &Run{RunID: "short", Scenario: &schema.Scenario{Name: "s"}, Started: start.Add(-4140 * time.Millisecond),
+		Result: &engine.Result{Phases: []*engine.PhaseResult{{Repeat: 1, Phase: &engine.PhasePlan{Name: "fixed"}, Start: start,
+			Summary: rec.Summary(13 * time.Millisecond), Wall: 13 * time.Millisecond}}}}
+	var b bytes.Buffer
+	if err := HDRLog(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	var ivs []*hdr.Histogram
+	for _, h := range readHDRLog(t, hdr.NewHistogramLogReader(&b)) {
+		if h.Tag() == "r1/fixed/response/interval" {
+			ivs = append(ivs, h)
+		}
+	}
+	if len(ivs) != 1 {
+		t.Fatalf("%d interval lines, want 1", len(ivs))
+	}
+	h := ivs[0]
+	if got, want := h.EndTimeMs()-h.StartTimeMs(), int64(13); h.StartTimeMs() != start.UnixMilli() || got != want || h.TotalCount() != 40 {
+		t.Errorf("interval from %d, %d ms long, %d samples; want from %d, 13 ms, 40 samples (40 in 13 ms, not in 1 s)",
+			h.StartTimeMs(), got, h.TotalCount(), start.UnixMilli())
+	}
+	if !strings.Contains(text, "Tag=r1/fixed/response/interval,4.140000,0.013000,") {
+		t.Errorf("the line does not read start 4.140 s, length 0.013 s:\n%s", text)
 	}
 }

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"bufio"
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -44,7 +45,9 @@ var (
 // charted metric (`p99 < 20ms`) are drawn on its charts, and the charts
 // of one kind share a y scale across the repeats of a phase. Without
 // JavaScript the tables still hold every number. Every text is escaped
-// and secrets are redacted.
+// and secrets are redacted. Its writes to w are buffered (64 KiB); the
+// error is the first of building the page, executing its template or
+// writing to w.
 func HTML(w io.Writer, r *Run) error {
 	if r == nil {
 		return fmt.Errorf("html report: no run")
@@ -53,7 +56,13 @@ func HTML(w io.Writer, r *Run) error {
 	if err != nil {
 		return err
 	}
-	return htmlPage.Execute(w, pg)
+	// The template writes in many small pieces: buffered, a page of
+	// thousands of phases is a few large writes, not one per piece.
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if err := htmlPage.Execute(bw, pg); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 type kv struct{ K, V string }

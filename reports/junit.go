@@ -19,7 +19,9 @@ import (
 // the reason per repeat, a rule that could not be evaluated an <error>,
 // an inconclusive one a <skipped message="inconclusive: …">; a passed one
 // lists its observed values in <system-out>. A run that could not run
-// adds a testcase with an <error> saying why; warnings that make the
+// adds a testcase with an <error> saying why, and so does an interrupted
+// run (testcase "run interrupted", error type "interrupted"), so that CI
+// never reads it as green; warnings that make the
 // measurement unfit for a verdict add a skipped "measurement" testcase.
 // The suite's time is the run's duration in seconds. Secret values are
 // redacted. The output validates against testdata/junit-10.xsd.
@@ -141,6 +143,18 @@ func junitSuiteOf(r *Run) junitSuite {
 		s.Cases = append(s.Cases, junitCase{
 			Name: "run", Classname: red(name), Time: junitSeconds(runDuration(r)),
 			Error: &junitMessage{Type: "could-not-run", Message: red("could not run: " + r.Error), Body: red(r.Error)},
+		})
+	}
+	if r.Error == "" && (runOutcome(r) == "interrupted" || (r.Result != nil && r.Result.Interrupted)) {
+		// An interrupted run measured less than it planned: whatever its
+		// rules say of what it did measure, CI must not read it as green.
+		msg := "run interrupted: a signal stopped it before it completed"
+		if r.Plan != nil && r.Result != nil {
+			msg += fmt.Sprintf(" (%d of %d phase results recorded)", len(r.Result.Phases), r.Plan.Repeats*len(r.Plan.Phases))
+		}
+		s.Cases = append(s.Cases, junitCase{
+			Name: "run interrupted", Classname: red(name), Time: junitSeconds(runDuration(r)),
+			Error: &junitMessage{Type: "interrupted", Message: msg},
 		})
 	}
 	if v := r.Verdict; v != nil && (r.Error == "" || measured) {

@@ -145,3 +145,30 @@ func TestJUnitRuns(t *testing.T) {
 	}
 	validateJUnit(t, b.Bytes())
 }
+
+// The JUnit report of an interrupted run was green (failures="0"
+// errors="0"; "interrupted" only a property). It now holds an errored
+// testcase "run interrupted" beside the rules judged on what was
+// measured, and still validates.
+func TestJUnitInterruptedRunIsNotGreen(t *testing.T) {
+	r := fixture(t)
+	r.Result.Phases = r.Result.Phases[:3] // repeat 2's steady never ran
+	r.Result.Interrupted, r.Outcome, r.ExitCode = true, "interrupted", 130
+	r.Verdict = engine.Judge(r.Plan, r.Result)
+	b := junitOf(t, r)
+	doc := parseJUnit(t, b)
+	s := doc.Suites[0]
+	var c *junitCase
+	for i := range s.Cases {
+		if s.Cases[i].Name == "run interrupted" {
+			c = &s.Cases[i]
+		}
+	}
+	if c == nil || c.Error == nil || c.Error.Type != "interrupted" || !strings.Contains(c.Error.Message, "3 of 4 phase results") {
+		t.Errorf("no errored testcase \"run interrupted\" saying 3 of 4 phase results: %+v\n%s", c, b)
+	}
+	if s.Errors < 1 || doc.Errors < 1 {
+		t.Errorf("suite errors=%d, document errors=%d: an interrupted run reads as green\n%s", s.Errors, doc.Errors, b)
+	}
+	validateJUnit(t, b)
+}

@@ -20,7 +20,12 @@ const MaxReport = 1 << 30
 // format_version has a newer major number than FormatVersion's (a
 // missing format_version is a report from before it existed: 1.0); a
 // snapshot of a run that had not finished (outcome "incomplete") is
-// loaded but says so in Outcome. Anything but a regular file (a named pipe, a device) is
+// loaded but says so in Outcome; one whose recorded figures contradict
+// one another (engine.PhaseResult.Check: counts that do not add up,
+// negative counts, intervals out of order, …), naming the repeat and
+// phase. The saved metrics block of each phase is derived data, computed
+// again from its summary (engine.MetricsOf), so that report, compare and
+// merge read the same numbers. Anything but a regular file (a named pipe, a device) is
 // refused, never read.
 func Load(path string) (*Run, error) {
 	// Only a regular file: a named pipe would block the command, a device
@@ -36,14 +41,31 @@ func Load(path string) (*Run, error) {
 	return r, nil
 }
 
+// ErrNotReport wraps Load's error for a file that is not a runner JSON
+// report at all (not JSON, no run_id or no result, a part every report
+// has missing): a command that pools a directory's *.json files skips
+// such a file. Any other error of Load is about a runner report it
+// refuses (a newer format, figures that contradict one another, a damaged
+// value) and refuses the command too.
+var ErrNotReport = errors.New("not a runner JSON report")
+
 // parseRun reads a JSON report and compiles its rules again.
 func parseRun(b []byte) (*Run, error) {
 	var r Run
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("not a runner JSON report: %w", err)
+		var head struct {
+			RunID  string          `json:"run_id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal(b, &head) == nil && head.RunID != "" && head.Result != nil {
+			// A runner report with a value it cannot hold (an interval
+			// edited, say): damaged, not foreign.
+			return nil, fmt.Errorf("a damaged runner JSON report: %w", err)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
 	}
 	if r.RunID == "" || r.Result == nil {
-		return nil, errors.New("not a runner JSON report (no run_id or no result)")
+		return nil, fmt.Errorf("%w (no run_id or no result)", ErrNotReport)
 	}
 	if err := checkFormat(r.FormatVersion); err != nil {
 		return nil, err
@@ -52,7 +74,7 @@ func parseRun(b []byte) (*Run, error) {
 		r.FormatVersion = "1.0"
 	}
 	if err := r.complete(); err != nil {
-		return nil, fmt.Errorf("not a runner JSON report: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
 	}
 	// Compiled rules are not in the JSON: compile them again from their
 	// source, so that a phase can be judged as the run judged it.
@@ -74,6 +96,21 @@ func parseRun(b []byte) (*Run, error) {
 				pr.ClientCores = cores
 			}
 		}
+	}
+	// The figures a file holds are what every command reads: one edited
+	// (or damaged) so that they contradict one another is refused here,
+	// as merge refuses it, rather than rendered beside a verdict they
+	// contradict.
+	for _, pr := range r.Result.Phases {
+		if err := pr.Check(); err != nil {
+			return nil, fmt.Errorf("repeat %d, phase %s: the recorded figures do not hold together: %w", pr.Repeat, pr.Phase.Name, err)
+		}
+	}
+	// The metrics block is derived data: computed again from the
+	// summary, as the run computed it, so that every command reads the
+	// same numbers whatever the file's block says.
+	for _, pr := range r.Result.Phases {
+		pr.Metrics = engine.MetricsOf(pr)
 	}
 	return &r, nil
 }

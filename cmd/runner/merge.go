@@ -146,7 +146,8 @@ Exit code: as runner run: 0 pass, 1 a rule failed, 2 invalid input,
 // loadSegments loads the reports args name: each file as given, each
 // directory's *.json reports of segments in name order (the others are
 // returned in skipped, with why). A file that is not a report, or a
-// directory without a segment's report, is an error.
+// directory without a segment's report, is an error, and so is a report
+// in a directory that reports.Load refuses (reports.ErrNotReport aside).
 func loadSegments(args []string) (files []string, runs []*reports.Run, skipped []string, err error) {
 	for _, arg := range args {
 		st, err := os.Stat(arg)
@@ -167,8 +168,12 @@ func loadSegments(args []string) (files []string, runs []*reports.Run, skipped [
 		for _, file := range found {
 			r, err := reports.Load(file)
 			switch {
-			case err != nil:
+			case errors.Is(err, reports.ErrNotReport):
 				skipped = append(skipped, fmt.Sprintf("%s: %v", file, err))
+			case err != nil:
+				// A runner report it refuses (a newer format, figures
+				// that do not hold together): refused, as when given alone.
+				return nil, nil, skipped, err
 			case r.Segment == nil:
 				skipped = append(skipped, file+": not a segment's report")
 			default:

@@ -163,6 +163,13 @@ func (iv *Interval) Histogram() (*hdr.Histogram, error) {
 	return h, nil
 }
 
+// MaxIntervalEnd bounds the end (Start + Length) of an interval read
+// from JSON: 4000 h, room for the longest phase a plan holds (1000 h,
+// engine.MaxTime) with its drain and timeouts (at most 1000 h each) and
+// its last interval, far inside a time.Duration, so that no sum of a
+// start and a length read back overflows.
+const MaxIntervalEnd = 4000 * time.Hour
+
 // intervalJSON is an Interval's JSON form.
 type intervalJSON struct {
 	Start    int64           `json:"start_ns"`
@@ -182,8 +189,10 @@ func (iv Interval) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes what MarshalJSON wrote and checks it: Length > 0,
-// Start ≥ 0 and a multiple of Length, and a response distribution that
-// Dist.UnmarshalJSON accepts. Each error names the interval's start.
+// Start ≥ 0 and a multiple of Length, Start + Length ≤ MaxIntervalEnd
+// (so that End never overflows), and a response distribution, present
+// and not null, that Dist.UnmarshalJSON accepts. Each error names the
+// interval's start.
 func (iv *Interval) UnmarshalJSON(b []byte) error {
 	var j intervalJSON
 	if err := json.Unmarshal(b, &j); err != nil {
@@ -195,10 +204,15 @@ func (iv *Interval) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("%s: length_ns %d, want > 0", at, j.Length)
 	case j.Start < 0:
 		return fmt.Errorf("%s: start_ns is negative", at)
+	case j.Length > int64(MaxIntervalEnd) || j.Start > int64(MaxIntervalEnd)-j.Length:
+		return fmt.Errorf("%s: length_ns %d: the interval ends past %s from the phase start, longer than any phase runs", at, j.Length, MaxIntervalEnd)
 	case j.Start%j.Length != 0:
 		return fmt.Errorf("%s: start_ns is not a multiple of length_ns %d", at, j.Length)
 	case j.Response == nil:
 		return fmt.Errorf("%s: response missing", at)
+	case string(j.Response) == "null":
+		// A RawMessage holds a null as the four bytes, not as nil.
+		return fmt.Errorf("%s: response is null", at)
 	}
 	var dj distJSON
 	if err := json.Unmarshal(j.Response, &dj); err != nil {

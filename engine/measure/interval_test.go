@@ -315,6 +315,37 @@ func TestIntervals_JSONRoundTrip(t *testing.T) {
 }
 
 func TestIntervals_JSONRejects(t *testing.T) {
+	rejects(t, []rejectCase{
+		{"zero length", `"length_ns":1000000000`, `"length_ns":0`, "length_ns 0, want > 0"},
+		{"negative start", `"start_ns":1000000000`, `"start_ns":-1000000000`, "start_ns is negative"},
+		{"unaligned start", `"start_ns":1000000000`, `"start_ns":1000000001`, "not a multiple of length_ns"},
+		{"count off", `"count":1`, `"count":2`, "histogram holds 1 samples, count says 2"},
+		{"no response", `"response":`, `"other":`, "response missing"},
+		{"broken histogram", `"hdr_us":"`, `"hdr_us":"x`, "decode histogram"},
+	})
+}
+
+// A hostile tester's edits, once accepted: `"response": null` read as an
+// empty interval (a RawMessage holds a null as "null", not nil), and a
+// start near the end of int64 whose end overflowed, so that the HDR log
+// printed a negative length.
+func TestIntervals_JSONRejectsNullResponseAndOverflowingEnd(t *testing.T) {
+	rejects(t, []rejectCase{
+		{"null response", `"response":{`, `"response":null,"x":{`, "response is null"},
+		{"start near int64's end", `"start_ns":1000000000`, `"start_ns":9223372036000000000`, "ends past 4000h0m0s"},
+		{"length near int64's end", `"length_ns":1000000000`, `"length_ns":9223372036854775807`, "ends past 4000h0m0s"},
+		{"end past the bound", `"start_ns":1000000000`, `"start_ns":14400000000000000`, "ends past 4000h0m0s"},
+	})
+}
+
+// rejectCase is an edit of an interval's JSON (from → to) and the error
+// text UnmarshalJSON must give.
+type rejectCase struct{ name, from, to, want string }
+
+// rejects checks that each edit of a good interval's JSON is refused
+// with an error naming the interval and the case's text.
+func rejects(t *testing.T, cases []rejectCase) {
+	t.Helper()
 	r := NewRecorder(1, Options{})
 	record(r, []sample{{0, 1500 * time.Millisecond, time.Millisecond}})
 	b, err := json.Marshal(r.Summary(2 * time.Second).Intervals[0])
@@ -322,14 +353,7 @@ func TestIntervals_JSONRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := string(b)
-	for _, c := range []struct{ name, from, to, want string }{
-		{"zero length", `"length_ns":1000000000`, `"length_ns":0`, "length_ns 0, want > 0"},
-		{"negative start", `"start_ns":1000000000`, `"start_ns":-1000000000`, "start_ns is negative"},
-		{"unaligned start", `"start_ns":1000000000`, `"start_ns":1000000001`, "not a multiple of length_ns"},
-		{"count off", `"count":1`, `"count":2`, "histogram holds 1 samples, count says 2"},
-		{"no response", `"response":`, `"other":`, "response missing"},
-		{"broken histogram", `"hdr_us":"`, `"hdr_us":"x`, "decode histogram"},
-	} {
+	for _, c := range cases {
 		bad := strings.Replace(good, c.from, c.to, 1)
 		if bad == good {
 			t.Fatalf("%s: %q not in %s", c.name, c.from, good)

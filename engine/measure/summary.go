@@ -391,6 +391,8 @@ func (s *Summary) Clone() *Summary {
 //	Reconnects ≤ ConnectionsOpened
 //	Response and Service hold OK samples; Failed[c] holds ErrorsByClass[c]
 //	Σ Timeline OK == OK and Σ Timeline Errors == Errors
+//	Elapsed, LastSent, LastDone ≥ 0; LastDone ≥ the start of the last
+//	timeline second, and of the last interval, holding a completion
 //	Corrected (when present) holds at least OK samples
 //	Intervals (when present) have one length, are sorted by start without
 //	overlap, and hold OK samples in all
@@ -410,6 +412,27 @@ func (s *Summary) Check() error {
 		if c.v < 0 {
 			bad("%s is negative: %d", c.name, c.v)
 		}
+	}
+	for _, c := range []struct {
+		name string
+		v    time.Duration
+	}{{"elapsed_ns", s.Elapsed}, {"last_sent_ns", s.LastSent}, {"last_done_ns", s.LastDone}} {
+		if c.v < 0 {
+			bad("%s is negative: %d", c.name, c.v)
+		}
+	}
+	// The latest completion is no earlier than the start of the last
+	// second of the timeline, and of the last interval, that holds one.
+	for k := len(s.Timeline) - 1; k >= 0; k-- {
+		if b := s.Timeline[k]; b.OK+b.Errors != 0 {
+			if at := time.Duration(k) * time.Second; s.LastDone < at {
+				bad("last_done_ns %d is before second %d of the timeline, which holds completions", s.LastDone, k)
+			}
+			break
+		}
+	}
+	if n := len(s.Intervals); n > 0 && s.LastDone < s.Intervals[n-1].Start {
+		bad("last_done_ns %d is before the last interval's start %d", s.LastDone, s.Intervals[n-1].Start)
 	}
 	if s.Requests != s.OK+s.Errors+s.Cancelled-s.CancelledUnsent {
 		bad("requests %d != ok %d + errors %d + cancelled %d - cancelled_unsent %d", s.Requests, s.OK, s.Errors, s.Cancelled, s.CancelledUnsent)

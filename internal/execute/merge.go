@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -351,39 +350,17 @@ func fileOf(files []string, p *reports.Run, parts []*reports.Run) string {
 }
 
 // checkPart checks one segment's recorded result before it is merged:
-// every phase's counts hold together (measure.Summary.Check: none
-// negative, arrivals = requests + dropped + …), the other recorded
-// figures are not negative, and a segment that says it ran holds every
-// (repeat, phase) of the plan.
+// every phase's figures hold together (engine.PhaseResult.Check, which
+// reports.Load has run already; again here for a Run built in memory),
+// and a segment that says it ran holds every (repeat, phase) of the plan.
 func checkPart(p *reports.Run, where string) error {
 	pl := p.Plan
 	if p.Outcome == Ran && len(p.Result.Phases) != pl.Repeats*len(pl.Phases) {
 		return fmt.Errorf("%w: %s says it ran, but holds %d of the plan's %d phase results", ErrSegments, where, len(p.Result.Phases), pl.Repeats*len(pl.Phases))
 	}
 	for _, pr := range p.Result.Phases {
-		at := fmt.Sprintf("%s, repeat %d, phase %s", where, pr.Repeat, pr.Phase.Name)
-		err := pr.Summary.Check()
-		if err == nil {
-			err = pr.CheckSteps()
-		}
-		if err != nil {
-			return fmt.Errorf("%w: %s: its counts do not hold together: %v", ErrSegments, at, err)
-		}
-		for _, f := range []struct {
-			name string
-			v    int64
-		}{
-			{"connections_requested", int64(pr.ConnectionsRequested)}, {"connections_established", int64(pr.ConnectionsEstablished)},
-			{"connections_closed_early", int64(pr.ConnectionsClosedEarly)}, {"late_arrivals", pr.LateArrivals},
-			{"lateness_max", int64(pr.LatenessMax)}, {"start_lag", int64(pr.StartLag)}, {"wall", int64(pr.Wall)},
-			{"gc_pause_max", int64(pr.GCPauseMax)}, {"client_cores", int64(pr.ClientCores)},
-		} {
-			if f.v < 0 {
-				return fmt.Errorf("%w: %s: %s is negative (%d)", ErrSegments, at, f.name, f.v)
-			}
-		}
-		if pr.ClientCPU < 0 || math.IsNaN(pr.ClientCPU) {
-			return fmt.Errorf("%w: %s: client_cpu is %v", ErrSegments, at, pr.ClientCPU)
+		if err := pr.Check(); err != nil {
+			return fmt.Errorf("%w: %s, repeat %d, phase %s: its counts do not hold together: %v", ErrSegments, where, pr.Repeat, pr.Phase.Name, err)
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/measure"
 	"github.com/runner-dev/runner/engine/metric"
@@ -37,8 +38,16 @@ func TestOneMetricAddedEverywhere(t *testing.T) {
 			Result: &engine.Result{}}
 		plan := &engine.PhasePlan{Name: "main", Model: engine.Closed}
 		for i := range int64(3) {
-			pr := &engine.PhaseResult{Repeat: int(i) + 1, Phase: plan,
-				Summary: &measure.Summary{Requests: responded + i, OK: responded + i, Responded: responded + i, Elapsed: time.Second}}
+			// A summary that holds together (reports.Load checks it):
+			// responded + i ok responses, recorded.
+			rec := measure.NewRecorder(1, measure.Options{Duration: time.Second})
+			rec.AddArrivals(responded + i)
+			for k := range responded + i {
+				at := time.Duration(k+1) * time.Millisecond
+				rec.Record(0, &measure.Result{Seq: uint64(k + 1), Intended: at, Sent: at, Done: at + time.Millisecond,
+					Outcome: drivers.Outcome{Class: drivers.OK, Responded: true}})
+			}
+			pr := &engine.PhaseResult{Repeat: int(i) + 1, Phase: plan, Summary: rec.Summary(time.Second)}
 			pr.Metrics = engine.MetricsOf(pr)
 			r.Result.Phases = append(r.Result.Phases, pr)
 		}

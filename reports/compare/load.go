@@ -53,7 +53,10 @@ func scenarioName(r *reports.Run) string {
 }
 
 // LoadSide reads one side: a JSON report, or a directory whose *.json
-// reports are pooled (not recursive). When scenario is not empty, only
+// reports are pooled (not recursive; a file there that is not a runner
+// report, reports.ErrNotReport, is skipped and listed in Skipped, but a
+// runner report that reports.Load refuses, of a newer format say, is an
+// error). When scenario is not empty, only
 // reports of that scenario are kept from a directory (a file given
 // explicitly must be of it). The reports of one side must all be of one
 // scenario: pooling runs of different scenarios is refused.
@@ -85,9 +88,14 @@ func LoadSide(label, path, scenario string) (*Side, error) {
 			continue
 		}
 		r, err := reports.Load(f)
-		if err != nil {
+		switch {
+		case errors.Is(err, reports.ErrNotReport):
 			s.Skipped = append(s.Skipped, fmt.Sprintf("%s: %v", f, err))
 			continue
+		case err != nil:
+			// A runner report it cannot read (a newer format, figures
+			// that do not hold together): refused, as when given alone.
+			return nil, fmt.Errorf("%s: %w", label, err)
 		}
 		name := scenarioName(r)
 		if scenario != "" && name != scenario {

@@ -9,13 +9,17 @@ import (
 	"text/tabwriter"
 )
 
-// Num formats a value with about four significant digits.
+// Num formats a value with about four significant digits; one of 10^15
+// or more (or infinite) in exponent form, never a number of hundreds of
+// digits.
 func Num(v float64) string {
 	switch a := math.Abs(v); {
 	case math.IsNaN(v):
 		return "n/a"
 	case a == 0:
 		return "0"
+	case a >= 1e15:
+		return strconv.FormatFloat(v, 'g', 4, 64)
 	case a >= 1000:
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case a >= 100:
@@ -72,7 +76,7 @@ func (m *MetricComparison) change() string {
 	pct := "n/a %"
 	if !math.IsNaN(m.DeltaPct) {
 		pct = strconv.FormatFloat(m.DeltaPct, 'f', 1, 64) + "%"
-		if m.DeltaPct > 0 {
+		if m.DeltaPct > 0 && !math.IsInf(m.DeltaPct, 1) { // FormatFloat signs +Inf itself
 			pct = "+" + pct
 		}
 	}
