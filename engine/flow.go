@@ -133,7 +133,8 @@ func (fr *flowRun) results(elapsed time.Duration) []StepResult {
 	return out
 }
 
-// iteration runs one iteration of the flow chosen for seq and returns
+// iteration runs one iteration of the flow chosen for this generator's
+// local-th iteration (its global number is seq) and returns
 // the iteration's outcome, its first send and its last completion
 // (offsets from the phase start). Step 1 is due at intended (first < 0:
 // the closed model, due at its own send), step k at step k−1's completion
@@ -142,16 +143,16 @@ func (fr *flowRun) results(elapsed time.Duration) []StepResult {
 // counted from its due instant; a failed step ends the iteration with
 // that step's outcome. do performs one step (the phase's send path:
 // connection, deadline, cancellation).
-func (fr *flowRun) iteration(shard int, seq uint64, intended, first time.Duration, wait func(until time.Duration) bool,
+func (fr *flowRun) iteration(shard int, seq uint64, local int64, intended, first time.Duration, wait func(until time.Duration) bool,
 	do func(r drivers.Request) (out drivers.Outcome, sent, done time.Duration)) (it drivers.Outcome, sent, done time.Duration) {
-	fi := fr.mix.pick(seq)
+	fi := fr.mix.pick(uint64(local))
 	f := fr.mix.flows[fi]
 	vars := drivers.Vars{}
 	for si, st := range f.Steps {
 		due := intended
 		if si > 0 {
 			due = done + st.Think
-			if st.Think > 0 && !wait(due) {
+			if !wait(due) {
 				// Cut short while thinking: the iteration ends as the
 				// phase cut it (cut fills in the class and code).
 				it.Class, it.Responded = drivers.Cancelled, false

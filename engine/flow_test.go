@@ -343,3 +343,55 @@ func TestFlow_CompileKnowsTheSteps(t *testing.T) {
 		t.Errorf("a misspelt step: %v, want did you mean login", err)
 	}
 }
+
+// TestFlow_NoStepAfterTheDrain, from the breaker: a think time longer
+// than the drain let an iteration send its next step after the drain's
+// bound (the request then cut by the hard stop, breaking the step's
+// identities). A step that comes due after the drain is never sent: the
+// iteration is left over, its bound running to the cut.
+func TestFlow_NoStepAfterTheDrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Flows{Driver: &fake.Driver{Service: constService(5 * time.Millisecond)}, List: []drivers.Flow{
+			{Name: "f", Weight: 1, Steps: []drivers.Step{{Name: "a"}, {Name: "b", Think: 1500 * time.Millisecond}}},
+		}}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 10}, Duration: dur("1s")}, time.Second)
+		pr := run(t, d, pl, time.Second).Phases[0]
+		s := pr.Summary
+		// Arrivals at 0, 0.1 … 0.9 s; step b comes due 1.505 s later: for
+		// the first five before the drain's bound (1 s + 1 s grace), for
+		// the last five after it.
+		if b := stepNamed(t, pr, "b").Summary; b.Requests != 5 || b.LastSent > 2*time.Second {
+			t.Errorf("step b sent %d requests, the last at %s; want 5, none after the drain's bound 2s", b.Requests, b.LastSent)
+		}
+		if s.LeftOver() != 5 || s.OK != 5 || s.Errors != 0 {
+			t.Fatalf("left over %d, ok %d, errors %d; want 5, 5, 0", s.LeftOver(), s.OK, s.Errors)
+		}
+		if lo, _ := s.LeftOverBound.Min(); lo < time.Second {
+			t.Errorf("left-over bound min %s: an iteration cut at the drain's end had been running over 1s", lo)
+		}
+	})
+}
+
+// TestFlow_EverySegmentRunsTheMix, from the breaker: the mix followed the
+// global iteration number, so with weights 1:1 and 2 segments one
+// generator ran every shop iteration and the other every health check.
+func TestFlow_EverySegmentRunsTheMix(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		list := []drivers.Flow{
+			{Name: "shop", Weight: 1, Steps: []drivers.Step{{Name: "login"}}},
+			{Name: "health", Weight: 1, Steps: []drivers.Step{{Name: "healthz"}}},
+		}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(40), Connections: 4}, Duration: dur("1s")}, time.Second)
+		for k := range 2 {
+			d := &fake.Flows{Driver: &fake.Driver{}, List: list}
+			res, err := (&Runner{Driver: d, Timeout: time.Second, NewSleeper: NewTimerSleeper, Segment: Segment{K: k, N: 2}}).Run(t.Context(), pl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pr := res.Phases[0]
+			if a, b := stepNamed(t, pr, "login").Summary.Requests, stepNamed(t, pr, "healthz").Summary.Requests; a != 10 || b != 10 {
+				t.Errorf("segment %d/2 ran login %d, healthz %d; want 10 each", k, a, b)
+			}
+		}
+	})
+}

@@ -599,7 +599,8 @@ func (ph *phaseRun) stopped() bool {
 func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 	// Global across segments: segment K of N numbers its i-th request
 	// i·N + K + 1 (from 1, as one generator does).
-	seq := uint64(ph.r.Segment.Global(int64(ph.seq.Add(1)-1))) + 1
+	local := ph.seq.Add(1) // this generator's own count, from 1
+	seq := uint64(ph.r.Segment.Global(int64(local-1))) + 1
 	if ph.flow == nil {
 		out, sent, done := ph.do(k, drivers.Request{Seq: seq})
 		if closed {
@@ -613,11 +614,16 @@ func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 		// The closed model's iteration starts with its first send.
 		first = -1
 	}
-	out, sent, done := ph.flow.iteration(shard, seq, intended, first, ph.think, func(r drivers.Request) (drivers.Outcome, time.Duration, time.Duration) {
+	// The mix follows this generator's own iterations, so that each
+	// segment of a scale-out run runs the whole mix (by the global
+	// number, segment K of N would run every N-th entry of its cycle).
+	out, sent, done := ph.flow.iteration(shard, seq, int64(local), intended, first, ph.think, func(r drivers.Request) (drivers.Outcome, time.Duration, time.Duration) {
 		return ph.do(k, r)
 	})
 	if out.Class == drivers.Cancelled && out.Code == "" {
-		out.Code = ph.cutCode() // cut short while thinking
+		// Cut short before a step came due: its bound runs to the cut.
+		out.Code = ph.cutCode()
+		done = time.Since(ph.start)
 	}
 	if closed {
 		intended = sent
@@ -677,19 +683,23 @@ func (ph *phaseRun) do(k int, r drivers.Request) (out drivers.Outcome, sent, don
 // cutCode is the code of a request the phase cut short: CodePhaseEnd
 // when its drain ran out, "interrupted" for Ctrl-C.
 func (ph *phaseRun) cutCode() string {
-	if errors.Is(context.Cause(ph.hard), errPhaseEnd) {
+	if ph.hard.Err() == nil || errors.Is(context.Cause(ph.hard), errPhaseEnd) {
+		// The drain's bound passed (the hard stop comes later).
 		return drivers.CodePhaseEnd
 	}
 	return "interrupted"
 }
 
 // think waits until offset until from the phase start, the due instant
-// of a flow's next step; false when the phase was cut short meanwhile
-// (the drain ran out, or Ctrl-C). An iteration under way when the
-// phase's time is up goes on through the drain, as a queued arrival
-// would be sent.
+// of a flow's next step; false when the drain's bound passed (or Ctrl-C)
+// before it: no step is sent after the drain, as no queued arrival is.
+// An iteration under way when the phase's time is up goes on through the
+// drain.
 func (ph *phaseRun) think(until time.Duration) bool {
-	return sleep(until-time.Since(ph.start), ph.hard.Done())
+	if ph.isDrained() {
+		return false
+	}
+	return sleep(until-time.Since(ph.start), ph.drained) && !ph.isDrained()
 }
 
 // closedWorker is one connection of the closed model: it sends its next

@@ -14,6 +14,11 @@ import (
 // mix cycle holds one entry per unit of weight).
 const MaxFlowWeight = 1_000_000
 
+// MaxFlowSteps bounds the steps of all flows together: each step keeps
+// its own recorder per phase (a few MiB), and 4000 one-step flows took
+// 6 GB.
+const MaxFlowSteps = 200
+
 // Flow is one flow of an HTTP mix: an ordered list of steps that one
 // virtual user (one connection) runs per arrival, one iteration.
 type Flow struct {
@@ -96,6 +101,14 @@ func (l *loader) validateFlows(h *HTTP) {
 			l.failf("driver.http."+key, "%s is given per step when there are flows (driver.http.flows[].steps[].%s)", key, key)
 		}
 	}
+	steps := 0
+	for _, f := range h.Flows {
+		steps += len(f.Steps)
+	}
+	if steps > MaxFlowSteps {
+		l.failf(p, "%d steps in all; at most %d (each keeps its own figures)", steps, MaxFlowSteps)
+		return
+	}
 	flowNames := map[string]bool{}
 	stepNames := map[string]string{}
 	total := 0
@@ -124,6 +137,9 @@ func (l *loader) validateFlows(h *HTTP) {
 					l.failf(sp+".name", "step %q is also in flow %q: step names are unique across the flows (rules read step.%s.*)", st.Name, other, st.Name)
 				}
 				stepNames[st.Name] = f.Name
+			}
+			if j == 0 && l.has(sp+".think_time") {
+				l.failf(sp+".think_time", "the first step is due at the arrival itself; a pause before it is the phase's think_time (closed) or the arrival rate (open)")
 			}
 			l.validateStep(sp, &st, captured)
 			for name := range st.Capture {
@@ -175,11 +191,11 @@ func (l *loader) validateStep(sp string, st *FlowStep, captured map[string]bool)
 	check := func(path, tpl string) {
 		for _, m := range templateAction.FindAllStringSubmatch(tpl, -1) {
 			name := m[1]
-			if name == "seq" || strings.HasPrefix(name, "data.") || strings.HasPrefix(name, "bytes ") {
+			if name == "seq" || strings.HasPrefix(name, "data.") {
 				continue
 			}
 			if !identifier.MatchString(name) {
-				l.failf(path, "unknown template action {{%s}}; expected {{seq}}, {{data.NAME}}, {{bytes N}} or a name an earlier step captured", name)
+				l.failf(path, "unknown template action {{%s}}; expected {{seq}}, {{data.NAME}} or a name an earlier step captured", name)
 				continue
 			}
 			if !captured[name] {

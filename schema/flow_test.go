@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -67,7 +69,9 @@ func TestFlows_Problems(t *testing.T) {
 		{"weight 0", "    flows: [{name: a, weight: 0, steps: [{name: s}]}]\n", []string{"weight of at least 1, found 0"}},
 		{"too heavy", "    flows: [{name: a, weight: 999999, steps: [{name: s}]}, {name: b, weight: 2, steps: [{name: t}]}]\n", []string{"add up to more than 1000000"}},
 		{"no steps", "    flows: [{name: a, steps: []}]\n", []string{"flows[0].steps: expected at least one step"}},
-		{"negative think", "    flows: [{name: a, steps: [{name: s, think_time: -1s}]}]\n", []string{"think_time: expected a duration of 0s or more"}},
+		{"negative think", "    flows: [{name: a, steps: [{name: s}, {name: t, think_time: -1s}]}]\n", []string{"think_time: expected a duration of 0s or more"}},
+		{"think before the first step", "    flows: [{name: a, steps: [{name: s, think_time: 1s}]}]\n", []string{"steps[0].think_time: the first step is due at the arrival itself"}},
+		{"bytes in a step", "    flows: [{name: a, steps: [{name: s, body: '{{bytes 10}}'}]}]\n", []string{"unknown template action {{bytes 10}}"}},
 		{"capture of two kinds", "    flows: [{name: a, steps: [{name: s, capture: {t: {json: x, header: X-T}}}]}]\n", []string{"capture.t: expected exactly one of json, header or regex, found 2"}},
 		{"capture of none", "    flows: [{name: a, steps: [{name: s, capture: {t: {}}}]}]\n", []string{"capture.t: expected exactly one of json, header or regex, found 0"}},
 		{"bad regex", "    flows: [{name: a, steps: [{name: s, capture: {t: {regex: '('}}}]}]\n", []string{"capture.t.regex: not an RE2 expression"}},
@@ -88,4 +92,16 @@ func TestFlows_Problems(t *testing.T) {
 			wantProblems(t, top+tc.flows+ph, tc.want...)
 		})
 	}
+}
+
+// TestFlows_TooManySteps, from the breaker: 4000 one-step flows passed
+// validation and took 6 GB to run (a recorder per step).
+func TestFlows_TooManySteps(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\ntarget: {serve: http}\ndriver:\n  http:\n    flows:\n")
+	for i := range MaxFlowSteps + 1 {
+		fmt.Fprintf(&b, "      - {name: f%d, steps: [{name: s%d}]}\n", i, i)
+	}
+	b.WriteString("phases: [{open: {rate: 1/s}, duration: 1s}]\n")
+	wantProblems(t, b.String(), fmt.Sprintf("driver.http.flows: %d steps in all; at most %d", MaxFlowSteps+1, MaxFlowSteps))
 }

@@ -13,6 +13,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -412,6 +413,16 @@ func (c *conn) capture(d *Driver, vars drivers.Vars) (drivers.Class, string, err
 		v, ok := nc.c.Extract(c.resp.headers, body)
 		if !ok {
 			return drivers.Capture, nc.name, fmt.Errorf("status %d: capture %s (%s) found nothing in the response", c.resp.status, nc.name, nc.c)
+		}
+		// A captured value goes into later requests as it is: a line
+		// break in it would add headers or a whole request of the
+		// target's making (request smuggling), and a huge one would
+		// grow every request after it. Such a value fails the capture.
+		if len(v) > MaxCaptured {
+			return drivers.Capture, nc.name, fmt.Errorf("status %d: capture %s is %d bytes, more than the %d a captured value may hold", c.resp.status, nc.name, len(v), MaxCaptured)
+		}
+		if i := strings.IndexFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
+			return drivers.Capture, nc.name, fmt.Errorf("status %d: capture %s holds control character %q at byte %d: it would break the requests it goes into", c.resp.status, nc.name, v[i], i)
 		}
 		if vars != nil {
 			vars[nc.name] = v

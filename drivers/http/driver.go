@@ -38,6 +38,9 @@ const (
 	// (Content-Length, Transfer-Encoding, Connection, or any field when
 	// the success rule reads headers); others are read past, not kept.
 	MaxHeaderBytes = 1 << 20
+	// MaxCaptured bounds a value a flow step captures (8 KiB): it goes
+	// into the requests after it.
+	MaxCaptured = 8 << 10
 	// userAgent is sent unless the scenario sets its own User-Agent header.
 	userAgent = "runner"
 )

@@ -129,3 +129,31 @@ func configKeys(err error) []string {
 	}
 	return keys
 }
+
+// TestFlowDriver_CapturedValueCannotSmuggle, from the breaker: a token of
+// "t\r\nContent-Length: 0\r\n\r\nGET /smuggled …" went into the next
+// step's header as it was, and the target received requests runner
+// never counted, while the run passed. A captured value with a control
+// character, or longer than MaxCaptured, fails its capture instead.
+func TestFlowDriver_CapturedValueCannotSmuggle(t *testing.T) {
+	for name, token := range map[string]string{
+		"CRLF": `t\r\nContent-Length: 0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: evil`,
+		"NUL":  `t\u0000x`,
+		"huge": strings.Repeat("x", MaxCaptured+1),
+	} {
+		s := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			fmt.Fprintf(w, `{"token": "%s"}`, token)
+		}))
+		cfg := schema.HTTP{Flows: []schema.Flow{{Name: "f", Weight: 1, Steps: []schema.FlowStep{
+			{Name: "a", Path: "/a", Capture: map[string]schema.Capture{"token": {JSON: "token"}}},
+			{Name: "b", Path: "/b", Headers: map[string]string{"X-Tok": "{{token}}"}},
+		}}}}
+		c := dial(t, newDriver(t, cfg, s.URL))
+		vars := drivers.Vars{}
+		out := c.Do(context.Background(), drivers.Request{Seq: 1, Vars: vars})
+		if out.Class != drivers.Capture || out.Code != "token" || vars["token"] != "" {
+			t.Errorf("%s: %s %s %v (vars %q), want the capture to fail", name, out.Class, out.Code, out.Err, vars["token"])
+		}
+		s.Close()
+	}
+}
