@@ -91,6 +91,10 @@ func (pl *Plan) Describe() string {
 	if total >= 0 {
 		fmt.Fprintf(&b, "expected requests: %d per repeat, %d in all\n", total, total*int64(pl.Repeats))
 	}
+	if len(pl.FlowSteps) > 0 {
+		// The counts above are arrivals: with flows, iterations.
+		fmt.Fprintf(&b, "flows: each request counted above is one iteration of a flow, an HTTP request per step it reaches (steps: %s)\n", strings.Join(pl.FlowSteps, ", "))
+	}
 	for _, set := range []struct {
 		what  string
 		rules []*ScopedRule

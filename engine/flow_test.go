@@ -395,3 +395,22 @@ func TestFlow_EverySegmentRunsTheMix(t *testing.T) {
 		}
 	})
 }
+
+// TestFlow_PlanSaysIterations, from the breaker: `runner plan` of a flow
+// scenario said "expected 600 requests" for 600 iterations of 2–3 HTTP
+// requests each, without a word of flows.
+func TestFlow_PlanSaysIterations(t *testing.T) {
+	sc := &schema.Scenario{Version: 1, Name: "t", File: "t.yaml", Repeats: 1,
+		Driver: schema.Driver{HTTP: &schema.HTTP{Flows: []schema.Flow{
+			{Name: "shop", Weight: 1, Steps: []schema.FlowStep{{Name: "login"}, {Name: "items"}}},
+		}}},
+		Phases: []schema.Phase{{Open: &schema.Open{Rate: constRate(10), Connections: 1}, Duration: dur("1s")}},
+	}
+	pl, err := Compile(sc, Limits{MaxInflight: 1, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := pl.Describe(); !strings.Contains(out, "one iteration of a flow") || !strings.Contains(out, "steps: login, items") {
+		t.Errorf("plan of a flow scenario:\n%s\nwant it to say its requests are iterations, and name the steps", out)
+	}
+}
