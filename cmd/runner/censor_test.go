@@ -115,7 +115,9 @@ func TestTruth_SingleWorkerDrainCut(t *testing.T) {
 	}
 	// The worker serves 100/s from the first arrival until the last
 	// request sent by 12 s is answered, about 12.5 s.
-	if ok < 1150 || ok > 1251 {
+	// A busy machine can hold the last answers a few service times (10 ms
+	// each) past 12.5 s: one CI run counted 1,253.
+	if ok < 1150 || ok > 1260 {
 		t.Errorf("ok %d, want about 1,250 (the worker's 12.5 s)", ok)
 	}
 	if lo := jsonNum(t, ph, "summary", "left_over_bound", "min_ns"); lo < 2e9 {

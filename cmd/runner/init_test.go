@@ -141,7 +141,15 @@ func TestInit_RunHTTPStarter(t *testing.T) {
 	code, stdout, stderr := cli(t, "run", "--log-level", "disabled",
 		"--json", filepath.Join(tmp, "x.json"), "--tsv", filepath.Join(tmp, "x.tsv"),
 		"--markdown", filepath.Join(tmp, "x.md"), file)
-	if code != 0 {
+	switch {
+	case code == 0:
+	case (code == exitFail || code == exitInconclusive) && strings.Contains(stdout, "other processes kept"):
+		// Other processes held the machine (the README's "On a busy
+		// machine": a starved spawned target FAILs a latency rule, a
+		// late generator is INCONCLUSIVE); the starter still ran and
+		// wrote its reports, which is what this test is about.
+		t.Logf("exit %d on a machine other processes kept busy", code)
+	default:
 		t.Fatalf("run exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	for _, f := range []string{"x.json", "x.tsv", "x.md"} {
