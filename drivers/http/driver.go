@@ -135,13 +135,16 @@ func New(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 	if len(cfg.Flows) > 0 {
 		return newFlows(cfg, baseURL, dir)
 	}
-	return newSpec(cfg, baseURL, dir, nil)
+	return newSpec(cfg, baseURL, dir, nil, nil)
 }
 
 // newSpec builds a driver for one request template, cfg without flows;
 // captured names the values earlier steps of a flow capture, which the
 // templates may read as {{NAME}}.
-func newSpec(cfg schema.HTTP, baseURL, dir string, captured []string) (*Driver, error) {
+//
+// shared, when not nil, is cfg.Data already loaded (a flow's steps share
+// the driver's rows rather than read the file once each).
+func newSpec(cfg schema.HTTP, baseURL, dir string, captured []string, shared *template.Data) (*Driver, error) {
 	var errs []error
 	d := &Driver{
 		cookies:   cookiesOn(cfg),
@@ -206,7 +209,9 @@ func newSpec(cfg schema.HTTP, baseURL, dir string, captured []string) (*Driver, 
 	// Data: a template that reads it and finds none is the data file's
 	// problem when it could not be read, so said once.
 	dataOK := true
-	if cfg.Data != "" {
+	if shared != nil {
+		d.data = shared
+	} else if cfg.Data != "" {
 		p := cfg.Data
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)

@@ -40,7 +40,7 @@ func newFlows(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 	on := cookiesOn(cfg) // on by default with flows
 	base.Cookies = &on
 	base.Method, base.Path, base.Body, base.BodySize, base.Success = "", "", "", 0, ""
-	d, err := newSpec(base, baseURL, dir, nil)
+	d, err := newSpec(base, baseURL, dir, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func newFlows(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 				}
 				sc.Headers[name] = v
 			}
-			sd, err := newSpec(sc, baseURL, dir, captured)
+			sd, err := newSpec(sc, baseURL, dir, captured, d.data)
 			if err != nil {
 				errs = append(errs, prefixed(at, err))
 				sd = &Driver{}
