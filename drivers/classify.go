@@ -32,6 +32,10 @@ const (
 	// number cut to the id field's width) was still in flight on the
 	// connection: its reply could not have been told apart. Client-side.
 	CodeIDInUse = "id-in-use"
+	// CodeRequestTooLong marks a frame request not sent because its
+	// rendered payload is longer than max_payload, or a part of it longer
+	// than its length field holds (the frame driver). Client-side.
+	CodeRequestTooLong = "request-too-long"
 	// CodePhaseEnd marks a request of class Cancelled that was still in
 	// flight when its phase's drain ran out (the request timeout after the
 	// phase's time was up): a left-over arrival, censored, not the
@@ -143,7 +147,7 @@ func isTLS(err error) bool {
 // target. Such failures are never blamed on the target (docs/design.md,
 // "Client limits").
 func ClientSide(code string) bool {
-	return code == CodeAddrNotAvail || code == CodeFileLimit || code == CodeIDInUse
+	return code == CodeAddrNotAvail || code == CodeFileLimit || code == CodeIDInUse || code == CodeRequestTooLong
 }
 
 // LikelyCause returns a one-line explanation and remedy for a client-side
@@ -156,6 +160,8 @@ func LikelyCause(code string) string {
 		return "descriptor limit reached: raise ulimit -n"
 	case CodeIDInUse:
 		return "the request id field wrapped around while an older request with the same id still waited for its reply: widen the id field, or shorten the timeout"
+	case CodeRequestTooLong:
+		return "the scenario rendered a payload (or a part of it) longer than the layout can declare: shorten the data, or widen the field or max_payload"
 	}
 	return ""
 }

@@ -302,7 +302,7 @@ func TestProblems(t *testing.T) {
 			`s.yaml:5:13: driver.frame.preset: unknown preset "lkdx"; did you mean "lkdf"?`,
 			`s.yaml:6:26: driver.frame.layout.byte_order: expected big or little, found "middle"`,
 			`s.yaml:6:59: driver.frame.layout.fields[0].size: expected u8, u16, u32 or u64, found "u24"`,
-			`s.yaml:6:70: driver.frame.layout.fields[0].role: expected id, length or type, found "idx"`,
+			`s.yaml:6:70: driver.frame.layout.fields[0].role: expected id, length, type or status, found "idx"`,
 			`s.yaml:8:19: driver.frame.payload_file: both payload and payload_file; expected at most one`,
 			`s.yaml:9:14: driver.frame.timeout: expected a positive duration, found 0s`,
 		}},
@@ -323,7 +323,7 @@ func TestProblems(t *testing.T) {
 			`s.yaml:4:49: driver.frame.data_order: data_order applies to the rows of a data file, and there is no data (data: FILE)`,
 		}},
 		{"fetch none", "version: 1\ntarget: {serve: http}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\nreconcile: {fetch: {}, expect: [errors == 0]}\n", []string{
-			`s.yaml:5:20: reconcile.fetch: no channel; expected one of path (GET, JSON), prometheus (GET, Prometheus text) or message (WebSocket control message)`,
+			`s.yaml:5:20: reconcile.fetch: no channel; expected one of path (GET, JSON), prometheus (GET, Prometheus text), message (WebSocket control message) or memcached_stats (memcached's stats command)`,
 		}},
 		// The counters may live at a URL of their own (an exporter's port),
 		// over http or https, without user info.

@@ -205,8 +205,8 @@ func (l *loader) validateFrame(f *Frame) {
 			if l.ok(fp+".size") && !slices.Contains([]string{"u8", "u16", "u32", "u64"}, fd.Size) {
 				l.failf(fp+".size", "expected u8, u16, u32 or u64, found %s", quote(fd.Size))
 			}
-			if l.has(fp+".role") && l.ok(fp+".role") && !slices.Contains([]string{"id", "length", "type"}, fd.Role) {
-				l.failf(fp+".role", "expected id, length or type, found %s", quote(fd.Role))
+			if l.has(fp+".role") && l.ok(fp+".role") && !slices.Contains([]string{"id", "length", "type", "status"}, fd.Role) {
+				l.failf(fp+".role", "expected id, length, type or status, found %s", quote(fd.Role))
 			}
 		}
 		if l.has(p+".layout.max_payload") && l.ok(p+".layout.max_payload") && (lay.MaxPayload <= 0 || lay.MaxPayload > 64<<20) {
@@ -300,14 +300,14 @@ func (l *loader) validateFetch(f *Fetch, d Driver) {
 		return
 	}
 	var set []string
-	for _, k := range []string{"path", "prometheus", "message"} {
+	for _, k := range []string{"path", "prometheus", "message", "memcached_stats"} {
 		if l.has(p + "." + k) {
 			set = append(set, k)
 		}
 	}
 	switch {
 	case len(set) == 0:
-		l.failf(p, "no channel; expected one of path (GET, JSON), prometheus (GET, Prometheus text) or message (WebSocket control message)")
+		l.failf(p, "no channel; expected one of path (GET, JSON), prometheus (GET, Prometheus text), message (WebSocket control message) or memcached_stats (memcached's stats command)")
 	case len(set) > 1:
 		l.failf(p, "more than one channel (%s); expected exactly one", strings.Join(set, ", "))
 	}
@@ -325,8 +325,18 @@ func (l *loader) validateFetch(f *Fetch, d Driver) {
 			l.failf(p+".message", "a control message needs the websocket driver; use path (GET, JSON) or prometheus")
 		}
 	}
+	if l.has(p+".memcached_stats") && l.ok(p+".memcached_stats") {
+		switch {
+		case !f.MemcachedStats:
+			l.failf(p+".memcached_stats", "false reads nothing; leave memcached_stats out, or set it to true")
+		case d.Frame == nil:
+			l.failf(p+".memcached_stats", "memcached_stats reads memcached at the target's tcp:// address: it needs the frame driver")
+		}
+	}
 	if l.has(p+".field") && l.ok(p+".field") {
 		switch {
+		case l.has(p + ".memcached_stats"):
+			l.failf(p+".field", "field applies to a JSON reply (path or message), not to memcached_stats")
 		case l.has(p + ".prometheus"):
 			l.failf(p+".field", "field applies to a JSON reply (path or message), not to prometheus")
 		case f.Field == "" || strings.Contains(f.Field, ".."):
