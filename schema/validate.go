@@ -181,8 +181,15 @@ func (l *loader) validateFrame(f *Frame) {
 	}
 	if l.has(p+".payload") && l.has(p+".payload_file") {
 		l.failf(p+".payload_file", "both payload and payload_file; expected at most one")
-	} else if l.has(p+".data") && !l.has(p+".payload") {
-		l.failf(p+".data", "data is read by {{data.NAME}} in payload, and there is no payload template")
+	} else if l.has(p+".data") && !l.has(p+".payload") && (f.Layout == nil || len(f.Layout.Parts) == 0 && !hasColumn(f.Layout.Fields)) {
+		l.failf(p+".data", "data is read by {{data.NAME}} in payload (or in layout.parts, or by a layout field's column), and there is none")
+	}
+	if lay := f.Layout; lay != nil && len(lay.Parts) > 0 && l.ok(p+".layout.parts") {
+		for _, k := range []string{"payload", "payload_file"} {
+			if l.has(p + "." + k) {
+				l.failf(p+"."+k, "layout.parts make the payload; leave %s out", k)
+			}
+		}
 	}
 	if l.has(p+".timeout") && l.ok(p+".timeout") && f.Timeout <= 0 {
 		l.failf(p+".timeout", "expected a positive duration, found %s", f.Timeout)
@@ -213,6 +220,11 @@ func (l *loader) validateFrame(f *Frame) {
 			l.failf(p+".layout.max_payload", "expected a size from 1B to 64MiB, found %s", lay.MaxPayload)
 		}
 	}
+}
+
+// hasColumn reports whether a layout field is sent from a data column.
+func hasColumn(fields []FrameField) bool {
+	return slices.ContainsFunc(fields, func(f FrameField) bool { return f.Column != "" })
 }
 
 func (l *loader) validateWebSocket(w *WebSocket, t Target) {
