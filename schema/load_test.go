@@ -319,6 +319,20 @@ func TestProblems(t *testing.T) {
 		{"seed without order", "version: 1\ntarget: {url: \"ws://127.0.0.1:9\"}\ndriver:\n  websocket: {message: x, data: u.csv, data_seed: 3}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
 			`s.yaml:4:51: driver.websocket.data_seed: data_seed seeds data_order: random, and data_order is not given (default rows)`,
 		}},
+		// Column numbers: line 5 is "reconcile: {fetch: {memcached_stats: true, field: x}, …":
+		// memcached_stats' value is at column 38, field's at 51.
+		{"fetch memcached without frame", "version: 1\ntarget: {serve: http}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\nreconcile: {fetch: {memcached_stats: true, field: x}, expect: [errors == 0]}\n", []string{
+			`s.yaml:5:38: reconcile.fetch.memcached_stats: memcached_stats reads memcached at the target's tcp:// address: it needs the frame driver`,
+			`s.yaml:5:51: reconcile.fetch.field: field applies to a JSON reply (path or message), not to memcached_stats`,
+		}},
+		{"fetch memcached false", "version: 1\ntarget: {url: \"tcp://127.0.0.1:9\"}\ndriver: {frame: {preset: lkdf}}\nphases: [{closed: {connections: 1}, duration: 1s}]\nreconcile: {fetch: {memcached_stats: false}, expect: [errors == 0]}\n", []string{
+			`s.yaml:5:38: reconcile.fetch.memcached_stats: false reads nothing; leave memcached_stats out, or set it to true`,
+		}},
+		// Line 4 is "  frame: {payload: x, layout: {…, parts: [{name: k}]}}":
+		// payload's value at column 20.
+		{"frame parts and payload", "version: 1\ntarget: {url: \"tcp://127.0.0.1:9\"}\ndriver:\n  frame: {payload: x, layout: {fields: [{name: i, size: u32, role: status}], parts: [{name: k}]}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
+			`s.yaml:4:20: driver.frame.payload: layout.parts make the payload; leave payload out`,
+		}},
 		{"order without data", "version: 1\ntarget: {url: \"tcp://127.0.0.1:9\"}\ndriver:\n  frame: {preset: lkdf, payload: x, data_order: connection}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
 			`s.yaml:4:49: driver.frame.data_order: data_order applies to the rows of a data file, and there is no data (data: FILE)`,
 		}},
