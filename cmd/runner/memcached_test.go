@@ -138,3 +138,44 @@ func TestMemcachedBinary(t *testing.T) {
 		t.Errorf("verdict %v", v)
 	}
 }
+
+// The defect the status field fixes, as reconciliation sees it: the same
+// scenario with its status field left a plain field (sent as 0, never
+// checked) counts every miss as ok, and memcached's own get_misses say
+// otherwise: the run FAILs on its reconciliation, never PASSes.
+func TestMemcachedUncheckedStatusFails(t *testing.T) {
+	url := startMemcached(t)
+	t.Setenv("MEMCACHED_URL", url)
+	src := filepath.Join("..", "..", "scenarios")
+	b, err := os.ReadFile(filepath.Join(src, "memcached-binary.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const status = "{name: status, size: u16, role: status, success: [0], request_value: 0}"
+	if !bytes.Contains(b, []byte(status)) {
+		t.Fatalf("scenarios/memcached-binary.yaml no longer declares %s", status)
+	}
+	b = bytes.Replace(b, []byte(status), []byte("{name: status, size: u16}"), 1)
+	dir := t.TempDir()
+	ops, err := os.ReadFile(filepath.Join(src, "memcached-ops.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"memcached-binary.yaml": b, "memcached-ops.json": ops} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jsonPath := filepath.Join(dir, "out.json")
+	code, stdout, _ := cli(t, "run", "--log-level", "warn", "--json", jsonPath, "--tsv", filepath.Join(dir, "results.tsv"), filepath.Join(dir, "memcached-binary.yaml"))
+	if code != exitFail {
+		t.Fatalf("exit %d, want %d (FAIL)\n%s", code, exitFail, stdout)
+	}
+	closed := readJSON(t, jsonPath)["result"].(map[string]any)["phases"].([]any)[1]
+	if ok, misses := jsonNum(t, closed, "summary", "ok"), jsonNum(t, closed, "server", "get_misses"); ok != 20000 || misses != 4000 {
+		t.Errorf("closed phase: %v ok (want all 20000: nothing checks the status) and memcached's %v misses (want 4000)", ok, misses)
+	}
+	if !strings.Contains(stdout, `FAIL         server.get_misses == errors_by["status-0x0001"]`) {
+		t.Errorf("the reconciliation of misses did not fail:\n%s", stdout)
+	}
+}

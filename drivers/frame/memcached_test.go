@@ -405,3 +405,72 @@ func dialFrame(t *testing.T, cfg schema.Frame, url, dir string) (*Driver, driver
 	t.Cleanup(func() { c.Close() })
 	return d, c
 }
+
+// Hostile replies to a layout with parts and a status, at the driver: a
+// key length beyond the body is a bad frame (bad-parts) found from the
+// header, and the connection is closed as for any bad frame; a failed
+// status with a 1 MiB body quotes 64 bytes of it and skips the rest
+// (the next reply on the connection is read whole); a failed status
+// whose body is cut short is that request's short-read.
+func TestMemcachedHostileReplies(t *testing.T) {
+	big := strings.Repeat("E", 1<<20-4)
+	url := serveTCP(t, func(_ int, nc net.Conn) {
+		frames(nc, 24, 8, func(hdr, _ []byte) bool {
+			opaque := binary.BigEndian.Uint32(hdr[12:])
+			var out []byte
+			switch opaque {
+			case 1: // a key of 300 bytes in a 9-byte body
+				out = append(mcHeader(0x81, 0, 300, 0, 0, 9, opaque), "Not found"...)
+			case 2: // status 0x0081 with a 1 MiB message, then seq 3's reply
+				out = append(mcHeader(0x81, 0, 0, 4, 0x81, uint32(4+len(big)), opaque), "\x00\x00\x00\x00"+big...)
+			case 3:
+				out = mcHeader(0x81, 0, 0, 0, 0, 0, opaque)
+			case 4: // status 0x0004, its body cut short by a close
+				nc.Write(append(mcHeader(0x81, 0, 0, 0, 4, 100, opaque), "Invalid arg"...))
+				nc.Close()
+				return false
+			}
+			_, err := nc.Write(out)
+			return err == nil
+		})
+	})
+	dir := mcData(t, `[{"op": "0", "extras": "", "key": "k", "value": ""}]`)
+	d, c := dialFrame(t, schema.Frame{Layout: memcachedLayout(), Data: "ops.json"}, url, dir)
+	o := do(c, 1, 5*time.Second)
+	if o.Class != drivers.BadFrame || o.Code != "bad-parts" || !strings.Contains(o.Err.Error(), "key_length 300 is more than the 9 bytes") {
+		t.Errorf("key beyond the body: %v %q %v", o.Class, o.Code, o.Err)
+	}
+	o = do(c, 2, 5*time.Second)
+	want := `status 0x0081, not a success value (0x0000): "` + big[:64] + `"…`
+	if o.Class != drivers.Status || o.Code != "status-0x0081" || o.Err == nil || o.Err.Error() != want || o.BytesIn != 24+1<<20 {
+		t.Errorf("a failed status with 1 MiB: %v %q in %d %.120v", o.Class, o.Code, o.BytesIn, o.Err)
+	}
+	if o := do(c, 3, 5*time.Second); o.Class != drivers.OK || o.BytesIn != 24 {
+		t.Errorf("the reply after it: %v %q %v", o.Class, o.Code, o.Err)
+	}
+	if o := do(c, 4, 5*time.Second); o.Class != drivers.ShortRead || o.Code != "short-read" {
+		t.Errorf("a failed status cut short: %v %q %v", o.Class, o.Code, o.Err)
+	}
+	if s := d.Strays(); s.Closes["bad-parts"] != 1 || s.Closes["short-read"] != 1 || len(s.Closes) != 2 {
+		t.Errorf("closes %v, want one bad-parts and one short-read", s.Closes)
+	}
+}
+
+// Rendering a request of parts and column fields allocates nothing (the
+// frame buffer is pooled; the lengths and values live on the stack).
+func TestRenderPartsAllocatesNothing(t *testing.T) {
+	dir := mcData(t, `[{"op": "0x01", "extras": "\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000", "key": "k1", "value": "hello"}, {"op": "0", "extras": "", "key": "k1", "value": ""}]`)
+	d, err := New(schema.Frame{Layout: memcachedLayout(), Data: "ops.json"}, "tcp://127.0.0.1:1", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &conn{d: d}
+	seq := uint64(0)
+	if n := testing.AllocsPerRun(1000, func() {
+		seq++
+		bp, _ := c.render(seq, 0, seq)
+		release(bp)
+	}); n != 0 {
+		t.Errorf("%v allocations per render, want 0", n)
+	}
+}
