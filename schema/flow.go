@@ -57,7 +57,7 @@ type FlowStep struct {
 	ThinkTime Duration `yaml:"think_time,omitempty" json:"think_time,omitempty"`
 	// Capture takes values from the response, by name, for later steps;
 	// a capture that does not match fails the step (class capture, code
-	// the capture's name).
+	// capture:NAME).
 	Capture map[string]Capture `yaml:"capture,omitempty" json:"capture,omitempty"`
 }
 

@@ -406,23 +406,30 @@ func (c *conn) judge() (drivers.Class, string, error) {
 
 // capture takes the values a flow step captures from its complete, ok
 // response into vars. A capture that does not match fails the step: class
-// capture, its name as code (docs/design.md, "Flows").
+// capture, code drivers.CaptureCode of its name (docs/design.md,
+// "Flows"). So does a json or regex capture of a body longer than the
+// MaxRuleBody bytes kept: what it would find in the whole body is not
+// known (a cut JSON document does not parse; a regex may match
+// differently, or only, past the cut), so it is not evaluated.
 func (c *conn) capture(d *Driver, vars drivers.Vars) (drivers.Class, string, error) {
 	body := c.body.Bytes()
 	for _, nc := range d.captures {
+		if nc.c.NeedsBody() && c.resp.bodyLen > int64(len(body)) {
+			return drivers.Capture, nc.code, fmt.Errorf("status %d: capture %s (%s) not evaluated: the body of %d bytes was cut at %d bytes (1 MiB), the most the client keeps", c.resp.status, nc.name, nc.c, c.resp.bodyLen, len(body))
+		}
 		v, ok := nc.c.Extract(c.resp.headers, body)
 		if !ok {
-			return drivers.Capture, nc.name, fmt.Errorf("status %d: capture %s (%s) found nothing in the response", c.resp.status, nc.name, nc.c)
+			return drivers.Capture, nc.code, fmt.Errorf("status %d: capture %s (%s) found nothing in the response", c.resp.status, nc.name, nc.c)
 		}
 		// A captured value goes into later requests as it is: a line
 		// break in it would add headers or a whole request of the
 		// target's making (request smuggling), and a huge one would
 		// grow every request after it. Such a value fails the capture.
 		if len(v) > MaxCaptured {
-			return drivers.Capture, nc.name, fmt.Errorf("status %d: capture %s is %d bytes, more than the %d a captured value may hold", c.resp.status, nc.name, len(v), MaxCaptured)
+			return drivers.Capture, nc.code, fmt.Errorf("status %d: capture %s is %d bytes, more than the %d a captured value may hold", c.resp.status, nc.name, len(v), MaxCaptured)
 		}
 		if i := strings.IndexFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
-			return drivers.Capture, nc.name, fmt.Errorf("status %d: capture %s holds control character %q at byte %d: it would break the requests it goes into", c.resp.status, nc.name, v[i], i)
+			return drivers.Capture, nc.code, fmt.Errorf("status %d: capture %s holds control character %q at byte %d: it would break the requests it goes into", c.resp.status, nc.name, v[i], i)
 		}
 		if vars != nil {
 			vars[nc.name] = v

@@ -24,6 +24,7 @@ type flowSet struct {
 // the name later steps read it by.
 type namedCapture struct {
 	name string
+	code string // drivers.CaptureCode(name)
 	c    *capture.Capture
 }
 
@@ -80,7 +81,7 @@ func newFlows(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 					errs = append(errs, bad(at+".capture."+name, err))
 					continue
 				}
-				sd.captures = append(sd.captures, namedCapture{name: name, c: c})
+				sd.captures = append(sd.captures, namedCapture{name: name, code: drivers.CaptureCode(name), c: c})
 				sd.captureBody = sd.captureBody || c.NeedsBody()
 				sd.captureHeaders = sd.captureHeaders || !c.NeedsBody()
 			}

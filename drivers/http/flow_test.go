@@ -59,7 +59,7 @@ func shopConfig() schema.HTTP {
 // driver's headers under the step's (case-insensitive), the values earlier
 // steps captured (JSON, header, regex) rendered in later ones, and the
 // session cookie kept by default with flows. A capture that finds nothing
-// fails its step as class capture, coded with its name.
+// fails its step as class capture, coded capture:NAME.
 func TestFlowDriver_StepsCapturesAndCookies(t *testing.T) {
 	var seen []string
 	s := shopServer(t, &seen)
@@ -95,8 +95,8 @@ func TestFlowDriver_StepsCapturesAndCookies(t *testing.T) {
 	cfg.Flows[0].Steps[2].Path = "/items"
 	c2 := dial(t, newDriver(t, cfg, s.URL))
 	out := c2.Do(context.Background(), drivers.Request{Seq: 1, Vars: drivers.Vars{}})
-	if out.Class != drivers.Capture || out.Code != "token" || !out.Responded {
-		t.Errorf("a capture that finds nothing: %s %s %v, want class capture, code token", out.Class, out.Code, out.Err)
+	if out.Class != drivers.Capture || out.Code != "capture:token" || !out.Responded {
+		t.Errorf("a capture that finds nothing: %s %s %v, want class capture, code capture:token", out.Class, out.Code, out.Err)
 	}
 }
 
@@ -151,9 +151,80 @@ func TestFlowDriver_CapturedValueCannotSmuggle(t *testing.T) {
 		c := dial(t, newDriver(t, cfg, s.URL))
 		vars := drivers.Vars{}
 		out := c.Do(context.Background(), drivers.Request{Seq: 1, Vars: vars})
-		if out.Class != drivers.Capture || out.Code != "token" || vars["token"] != "" {
+		if out.Class != drivers.Capture || out.Code != "capture:token" || vars["token"] != "" {
 			t.Errorf("%s: %s %s %v (vars %q), want the capture to fail", name, out.Class, out.Code, out.Err, vars["token"])
 		}
 		s.Close()
+	}
+}
+
+// TestFlowDriver_CaptureCodeOwnNamespace, from the flow review: a capture
+// failure was coded with the capture's bare name, so a capture named
+// timeout (or ECONNRESET) was counted in errors_by together with real
+// timeouts. Its code is capture:NAME.
+func TestFlowDriver_CaptureCodeOwnNamespace(t *testing.T) {
+	s := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		fmt.Fprint(w, `{}`)
+	}))
+	defer s.Close()
+	for _, name := range []string{"timeout", "ECONNRESET", "status", "capture"} {
+		cfg := schema.HTTP{Flows: []schema.Flow{{Name: "f", Weight: 1, Steps: []schema.FlowStep{
+			{Name: "a", Path: "/a", Capture: map[string]schema.Capture{name: {JSON: "missing"}}},
+		}}}}
+		c := dial(t, newDriver(t, cfg, s.URL))
+		out := c.Do(context.Background(), drivers.Request{Seq: 1, Vars: drivers.Vars{}})
+		if out.Class != drivers.Capture || out.Code != "capture:"+name {
+			t.Errorf("capture %s finding nothing: %s %q %v, want class capture, code %q", name, out.Class, out.Code, out.Err, "capture:"+name)
+		}
+		c.Close()
+	}
+}
+
+// TestFlowDriver_CaptureOfCutBody, from the flow review: a body longer
+// than the MaxRuleBody bytes the client keeps made a json or regex
+// capture say it "found nothing", although it was never evaluated on the
+// whole body. It says the body was cut, and where; a header capture of
+// the same response still works, and a body of exactly MaxRuleBody bytes
+// is not cut.
+func TestFlowDriver_CaptureOfCutBody(t *testing.T) {
+	big := `{"pad": "` + strings.Repeat("x", MaxRuleBody) + `", "token": "t1"}`
+	exact := `{"token": "t1", "pad": "` + strings.Repeat("x", MaxRuleBody-len(`{"token": "t1", "pad": ""}`)) + `"}`
+	s := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		w.Header().Set("X-Token", "h1")
+		body := big
+		if r.URL.Path == "/exact" {
+			body = exact
+		}
+		if r.URL.Path == "/chunked" {
+			w.(nethttp.Flusher).Flush() // no Content-Length: chunked
+		}
+		fmt.Fprint(w, body)
+	}))
+	defer s.Close()
+	for _, c := range []struct {
+		path string
+		cp   schema.Capture
+		want drivers.Class
+	}{
+		{"/big", schema.Capture{JSON: "token"}, drivers.Capture},
+		{"/chunked", schema.Capture{JSON: "token"}, drivers.Capture},
+		{"/big", schema.Capture{Regex: `"pad": "(x)`}, drivers.Capture}, // found in the kept part, still not evaluated
+		{"/big", schema.Capture{Header: "X-Token"}, drivers.OK},
+		{"/exact", schema.Capture{JSON: "token"}, drivers.OK},
+	} {
+		cfg := schema.HTTP{Flows: []schema.Flow{{Name: "f", Weight: 1, Steps: []schema.FlowStep{
+			{Name: "a", Path: c.path, Capture: map[string]schema.Capture{"token": c.cp}},
+		}}}}
+		conn := dial(t, newDriver(t, cfg, s.URL))
+		out := conn.Do(context.Background(), drivers.Request{Seq: 1, Vars: drivers.Vars{}})
+		if out.Class != c.want {
+			t.Errorf("%s %+v: %s %s %v, want %s", c.path, c.cp, out.Class, out.Code, out.Err, c.want)
+		} else if c.want == drivers.Capture {
+			msg := fmt.Sprint(out.Err)
+			if out.Code != "capture:token" || strings.Contains(msg, "found nothing") || !strings.Contains(msg, fmt.Sprintf("body of %d bytes was cut at %d bytes", len(big), MaxRuleBody)) {
+				t.Errorf("%s %+v: %s %v, want code capture:token saying the body of %d bytes was cut at %d", c.path, c.cp, out.Code, out.Err, len(big), MaxRuleBody)
+			}
+		}
+		conn.Close()
 	}
 }

@@ -2,8 +2,8 @@
 // flow that come after: a capture spec (schema.Capture) is compiled once,
 // before any traffic, and extracted from each response's headers and
 // body. A capture that finds nothing is a step failure of class
-// drivers.Capture whose code is the capture's name; this package only
-// says found or not.
+// drivers.Capture whose code is drivers.CaptureCode of the capture's
+// name; this package only says found or not.
 package capture
 
 import (
