@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	nethttp "net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"strconv"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/expr-lang/expr/vm"
-	"golang.org/x/net/publicsuffix"
 
 	"github.com/runner-dev/runner/drivers"
 )
@@ -71,7 +69,7 @@ type conn struct {
 	// jar holds this virtual user's cookies (nil with cookies off); it
 	// lives as long as the conn, through re-dials. tbuf renders the
 	// request target for its URL.
-	jar  *cookiejar.Jar
+	jar  *jar
 	tbuf []byte
 }
 
@@ -88,9 +86,7 @@ func newConn(d *Driver) *conn {
 	}
 	c.br = bufio.NewReaderSize(&c.cr, 16<<10)
 	if d.cookies {
-		// cookiejar.New returns no error (its signature keeps one for
-		// later options).
-		c.jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+		c.jar = newJar()
 	}
 	return c
 }
@@ -227,7 +223,13 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 	var jarURL *url.URL
 	if c.jar != nil {
 		jarURL = c.requestURL(d, seq, row, r.Vars)
-		w = appendCookie(w, c.jar.Cookies(jarURL))
+		var err error
+		if w, err = c.jar.appendHeader(w, jarURL); err != nil {
+			// Nothing is sent: the connection stays in sync.
+			c.wbuf = w
+			out.Class, out.Code, out.Err = drivers.ClientError, drivers.CodeCookieLimit, err
+			return out
+		}
 	}
 	bodyLen := len(d.filler)
 	if d.filler == nil {
@@ -281,12 +283,17 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 	// The exchange is complete: the connection is in sync, and the
 	// response's cookies count whatever the status and the rule say.
 	out.Responded = true
-	if c.jar != nil && len(c.resp.cookies) > 0 {
-		c.storeCookies(jarURL)
-	}
 	out.Class, out.Code, out.Err = c.judge()
 	if out.Class == drivers.OK && len(d.captures) > 0 {
 		out.Class, out.Code, out.Err = c.capture(d, r.Vars)
+	}
+	if c.jar != nil && len(c.resp.cookies) > 0 {
+		// A jar that overflowed outweighs the response's own outcome:
+		// the virtual user now lacks cookies the target set, and the
+		// requests after it would be blamed on the target.
+		if err := c.jar.store(jarURL, c.resp.cookies, time.Now()); err != nil {
+			out.Class, out.Code, out.Err = drivers.ClientError, drivers.CodeCookieLimit, fmt.Errorf("status %d: %w", c.resp.status, err)
+		}
 	}
 
 	// Keep the connection only if both sides want it and nothing is left
@@ -331,36 +338,6 @@ func (c *conn) requestURL(d *Driver, seq uint64, row []string, vars drivers.Vars
 	}
 	u.Scheme, u.Host = c.d.scheme, c.d.jarHost
 	return u
-}
-
-// appendCookie appends the request's Cookie header field, "Cookie: a=1;
-// b=2", with cookies in the jar's order (RFC 6265 §5.4: longer paths
-// first, then earlier creation); nothing when there are none.
-func appendCookie(w []byte, cookies []*nethttp.Cookie) []byte {
-	if len(cookies) == 0 {
-		return w
-	}
-	w = append(w, "Cookie: "...)
-	for i, ck := range cookies {
-		if i > 0 {
-			w = append(w, "; "...)
-		}
-		w = append(w, ck.String()...)
-	}
-	return append(w, '\r', '\n')
-}
-
-// storeCookies files the response's Set-Cookie values in the jar under
-// u, the request's URL. A value that does not parse is ignored (RFC 6265
-// §5.2); the jar applies Domain, Path, Secure, Max-Age and Expires.
-func (c *conn) storeCookies(u *url.URL) {
-	cookies := make([]*nethttp.Cookie, 0, len(c.resp.cookies))
-	for _, line := range c.resp.cookies {
-		if ck, err := nethttp.ParseSetCookie(line); err == nil {
-			cookies = append(cookies, ck)
-		}
-	}
-	c.jar.SetCookies(u, cookies)
 }
 
 // readBody reads the body to its end (HEAD, 1xx, 204 and 304 have none,
