@@ -19,6 +19,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/internal/capture"
 )
 
 // errClosed is the error of a Do on a connection after Close.
@@ -71,6 +72,13 @@ type conn struct {
 	// request target for its URL.
 	jar  *jar
 	tbuf []byte
+
+	// exprs caches the captures of templated expressions as rendered
+	// (namedCapture.expr), by kind and text, so that a virtual user that
+	// keeps its row compiles its regex once; at most maxExprs, then
+	// emptied. xbuf renders them.
+	exprs map[string]*capture.Capture
+	xbuf  []byte
 }
 
 var (
@@ -285,7 +293,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 	out.Responded = true
 	out.Class, out.Code, out.Err = c.judge()
 	if out.Class == drivers.OK && len(d.captures) > 0 {
-		out.Class, out.Code, out.Err = c.capture(d, r.Vars)
+		out.Class, out.Code, out.Err = c.capture(d, seq, row, r.Vars)
 	}
 	if c.jar != nil && len(c.resp.cookies) > 0 {
 		// A jar that overflowed outweighs the response's own outcome:
@@ -388,15 +396,26 @@ func (c *conn) judge() (drivers.Class, string, error) {
 // MaxRuleBody bytes kept: what it would find in the whole body is not
 // known (a cut JSON document does not parse; a regex may match
 // differently, or only, past the cut), so it is not evaluated.
-func (c *conn) capture(d *Driver, vars drivers.Vars) (drivers.Class, string, error) {
+//
+// A templated expression is rendered for seq, the data row row and vars
+// first; a regex that does not compile as rendered fails the capture too.
+func (c *conn) capture(d *Driver, seq uint64, row []string, vars drivers.Vars) (drivers.Class, string, error) {
 	body := c.body.Bytes()
 	for _, nc := range d.captures {
 		if nc.c.NeedsBody() && c.resp.bodyLen > int64(len(body)) {
 			return drivers.Capture, nc.code, fmt.Errorf("status %d: capture %s (%s) not evaluated: the body of %d bytes was cut at %d bytes (1 MiB), the most the client keeps", c.resp.status, nc.name, nc.c, c.resp.bodyLen, len(body))
 		}
-		v, ok := nc.c.Extract(c.resp.headers, body)
+		cp := nc.c
+		if nc.expr != nil {
+			var err error
+			if cp, err = c.rendered(nc, seq, row, vars); err != nil {
+				// The scenario's expression, not the target: the client's.
+				return drivers.ClientError, nc.code, fmt.Errorf("status %d: capture %s not evaluated: %w", c.resp.status, nc.name, err)
+			}
+		}
+		v, ok := cp.Extract(c.resp.headers, body)
 		if !ok {
-			return drivers.Capture, nc.code, fmt.Errorf("status %d: capture %s (%s) found nothing in the response", c.resp.status, nc.name, nc.c)
+			return drivers.Capture, nc.code, fmt.Errorf("status %d: capture %s (%s) found nothing in the response", c.resp.status, nc.name, cp)
 		}
 		// A captured value goes into later requests as it is: a line
 		// break in it would add headers or a whole request of the
@@ -413,6 +432,28 @@ func (c *conn) capture(d *Driver, vars drivers.Vars) (drivers.Class, string, err
 		}
 	}
 	return drivers.OK, "", nil
+}
+
+// maxExprs bounds a conn's cache of rendered capture expressions.
+const maxExprs = 64
+
+// rendered is the capture nc evaluates for seq, row and vars: its
+// expression rendered, values escaped, and compiled (cached).
+func (c *conn) rendered(nc namedCapture, seq uint64, row []string, vars drivers.Vars) (*capture.Capture, error) {
+	c.xbuf = append(c.xbuf[:0], nc.c.String()[0]) // j(son) or r(egex)
+	c.xbuf = nc.expr.render(c.xbuf, seq, row, vars)
+	if cp, ok := c.exprs[string(c.xbuf)]; ok {
+		return cp, nil
+	}
+	cp, err := nc.c.With(string(c.xbuf[1:]))
+	if err != nil {
+		return nil, err
+	}
+	if c.exprs == nil || len(c.exprs) >= maxExprs {
+		c.exprs = make(map[string]*capture.Capture, maxExprs)
+	}
+	c.exprs[string(c.xbuf)] = cp
+	return cp, nil
 }
 
 // defaultSuccess is the success rule when the scenario sets none: any 2xx,

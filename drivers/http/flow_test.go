@@ -7,6 +7,8 @@ import (
 	"io"
 	nethttp "net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -226,5 +228,101 @@ func TestFlowDriver_CaptureOfCutBody(t *testing.T) {
 			}
 		}
 		conn.Close()
+	}
+}
+
+// itemsBody lists items by owner, as objects in an array and as the keys
+// of an object; the owners hold the characters a JSON path and a regex
+// give a meaning to, and "axb" comes first to catch a "." taken as any
+// character.
+const itemsBody = `{"items": [{"owner": "axb", "id": 1}, {"owner": "a.b", "id": 2}, {"owner": "o\"neil", "id": 3}, {"owner": "a+b", "id": 4}, {"owner": "back\\slash", "id": 5}],
+ "ids": {"axb": 11, "a.b": 12, "o\"neil": 13, "a+b": 14, "back\\slash": 15}}`
+
+// TestIssue16_CaptureTemplates, from the flow review: data values could
+// not be used in capture expressions (a JSON path such as
+// items.#(owner=="{{data.user}}").id went to gjson as written and found
+// nothing). A json path or regex is a template of {{seq}}, {{data.NAME}}
+// and earlier steps' captures, each value escaped so that it stands for
+// itself: inside a query's "…" (JSON string escapes), as a key (gjson
+// path escapes), in a regex (regexp.QuoteMeta).
+func TestIssue16_CaptureTemplates(t *testing.T) {
+	s := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.URL.Path == "/me" {
+			fmt.Fprint(w, `{"who": "a+b"}`)
+			return
+		}
+		fmt.Fprint(w, itemsBody)
+	}))
+	defer s.Close()
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users.csv")
+	if err := os.WriteFile(users, []byte("user,plain\na.b,a.b\n\"o\"\"neil\",a+b\na+b,a.b\nback\\slash,a+b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := schema.HTTP{Data: users, Flows: []schema.Flow{{Name: "f", Weight: 1, Steps: []schema.FlowStep{
+		{Name: "me", Path: "/me", Capture: map[string]schema.Capture{"who": {JSON: "who"}}},
+		{Name: "items", Path: "/items", Capture: map[string]schema.Capture{
+			"query":   {JSON: `items.#(owner=="{{data.user}}").id`},
+			"key":     {JSON: `ids.{{ data.user }}`},
+			"re":      {Regex: `"owner": "{{data.plain}}", "id": (\d+)`},
+			"earlier": {Regex: `"{{who}}", "id": (\d+)`},
+			"quoted":  {JSON: `items.#(owner=="{{who}}").id`},
+			"seq":     {JSON: `items.{{seq}}.owner`},
+		}},
+	}}}}
+	c := dial(t, newDriver(t, cfg, s.URL))
+	for seq, want := range map[uint64]string{
+		1: "query=2 key=12 re=2 earlier=4 quoted=4 seq=a.b",
+		2: "query=3 key=13 re=4 earlier=4 quoted=4 seq=o\"neil",
+		3: "query=4 key=14 re=2 earlier=4 quoted=4 seq=a+b",
+		4: "query=5 key=15 re=4 earlier=4 quoted=4 seq=back\\slash",
+	} {
+		vars := drivers.Vars{}
+		for step := range 2 {
+			if out := c.Do(context.Background(), drivers.Request{Seq: seq, Step: step, Vars: vars}); out.Class != drivers.OK {
+				t.Fatalf("iteration %d step %d: %s %s %v", seq, step, out.Class, out.Code, out.Err)
+			}
+		}
+		got := fmt.Sprintf("query=%s key=%s re=%s earlier=%s quoted=%s seq=%s", vars["query"], vars["key"], vars["re"], vars["earlier"], vars["quoted"], vars["seq"])
+		if got != want {
+			t.Errorf("iteration %d captured %s, want %s", seq, got, want)
+		}
+	}
+
+	// What the iteration's values make of an expression is in the
+	// failure's message.
+	cfg.Flows[0].Steps[1].Capture = map[string]schema.Capture{"none": {JSON: `items.#(owner=="{{data.user}}x").id`}}
+	c = dial(t, newDriver(t, cfg, s.URL))
+	vars := drivers.Vars{}
+	c.Do(context.Background(), drivers.Request{Seq: 2, Vars: vars})
+	out := c.Do(context.Background(), drivers.Request{Seq: 2, Step: 1, Vars: vars})
+	if want := `capture none (json items.#(owner=="o\"neilx").id) found nothing`; out.Code != "capture:none" || !strings.Contains(fmt.Sprint(out.Err), want) {
+		t.Errorf("%s %s %v, want it to say %s", out.Class, out.Code, out.Err, want)
+	}
+}
+
+// TestFlowDriver_CaptureTemplateRefused: a capture expression's template
+// is checked at New as a step's path is: a name no earlier step
+// captures (a capture of the same step included), a column the data
+// file lacks, and a regex that does not compile with its holes are
+// refused at the capture's json or regex key.
+func TestFlowDriver_CaptureTemplateRefused(t *testing.T) {
+	for _, c := range []struct {
+		capture map[string]schema.Capture
+		key     string
+		want    string
+	}{
+		{map[string]schema.Capture{"item": {JSON: "items.#(token==\"{{nope}}\").id"}}, "flows[0].steps[1].capture.item.json", `unknown template action "{{nope}}"`},
+		{map[string]schema.Capture{"a": {JSON: "x"}, "b": {JSON: "items.{{a}}"}}, "flows[0].steps[1].capture.b.json", `unknown template action "{{a}}"`},
+		{map[string]schema.Capture{"item": {Regex: "{{data.user}}"}}, "flows[0].steps[1].capture.item.regex", "no data file"},
+		{map[string]schema.Capture{"item": {Regex: "({{token}}"}}, "flows[0].steps[1].capture.item.regex", "with each {{…}} as x: regex \"(x\": not an RE2 expression"},
+	} {
+		cfg := shopConfig()
+		cfg.Flows[0].Steps[1].Capture = c.capture
+		cfg.Flows[0].Steps[2].Path = "/items"
+		_, err := New(cfg, "http://127.0.0.1:1", "")
+		if fmt.Sprint(configKeys(err)) != "["+c.key+"]" || !strings.Contains(fmt.Sprint(err), c.want) {
+			t.Errorf("%v: keys %v of %v, want [%s] saying %s", c.capture, configKeys(err), err, c.key, c.want)
+		}
 	}
 }
