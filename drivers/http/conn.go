@@ -377,6 +377,12 @@ func (c *conn) judge() (drivers.Class, string, error) {
 		env.Headers = c.resp.headers
 	}
 	if r.needBody {
+		if c.resp.bodyLen > int64(c.body.Len()) {
+			// What the rule would say of the whole body is not known
+			// (a `not contains` may pass on the part kept), as with a
+			// capture: the response cannot be judged ok.
+			return drivers.RuleFailed, strconv.Itoa(status), fmt.Errorf("status %d: success rule `%s` not evaluated: the body of %d bytes was cut at %d bytes (1 MiB), the most the client keeps", status, r.src, c.resp.bodyLen, c.body.Len())
+		}
 		env.Body = c.body.String()
 	}
 	ok, err := r.eval(&c.vm, env)
