@@ -107,7 +107,14 @@ func LKDF() *Layout {
 // more than one, more than one type field, a type field without
 // request_type and response_type (or values that do not fit it), an id
 // narrower than 16 bits, duplicate names, a header over MaxHeader bytes,
-// a max_payload above MaxMaxPayload or the length field's range.
+// a max_payload above MaxMaxPayload or the length field's range; value
+// beside request_value or response_value, either on a field with a role
+// (but request_value on a status field), more than one status field,
+// success values that do not fit it (or none, or on another field); a
+// field with more than one of role, length_of and column, length_of
+// naming no part or a part that already has a length field, more than
+// MaxParts parts or MaxColumns column fields, a part without a name or
+// named twice, more than one part without a length field.
 func Compile(fl *schema.FrameLayout) (*Layout, error) {
 	var errs []error
 	bad := func(key, format string, args ...any) {
