@@ -90,10 +90,23 @@ func TestMemcachedBinary(t *testing.T) {
 	code, stdout, stderr := cli(t, "run", "--log-level", "warn", "--json", jsonPath, "--tsv", filepath.Join(dir, "results.tsv"),
 		filepath.Join("..", "..", "scenarios", "memcached-binary.yaml"))
 	t.Logf("runner run scenarios/memcached-binary.yaml: exit %d\n%s", code, stdout)
-	if code != exitPass {
-		t.Fatalf("exit %d, want 0\nstderr:\n%s", code, stderr)
+	// On a machine kept busy by other processes the pipelined phase may be
+	// generator-bound: its assert rules are then INCONCLUSIVE, saying so;
+	// reconciliation is judged all the same.
+	busy := code == exitInconclusive && strings.Contains(stdout, "the load generator was the bottleneck")
+	if code != exitPass && !busy {
+		t.Fatalf("exit %d, want 0 (or 4 when the generator was the bottleneck)\nstderr:\n%s", code, stderr)
 	}
 	rep := readJSON(t, jsonPath)
+	expect := rep["verdict"].(map[string]any)["expect"].([]any)
+	if len(expect) != 6 {
+		t.Errorf("%d reconcile rules judged, want the scenario's 3 in each of 2 measured phases", len(expect))
+	}
+	for _, r := range expect {
+		if r := r.(map[string]any); r["status"] != "pass" {
+			t.Errorf("reconcile %v: %v, want pass", r["rule"], r["status"])
+		}
+	}
 	phases := rep["result"].(map[string]any)["phases"].([]any)
 	if len(phases) != 3 {
 		t.Fatalf("%d phases, want 3", len(phases))
@@ -134,8 +147,8 @@ func TestMemcachedBinary(t *testing.T) {
 		t.Errorf("memcached counted %v sets, %v gets, %v misses; the run sent %v requests, %v ok, %v misses",
 			sets, gets, memcachedStat(t, url, "get_misses"), requests, ok, misses)
 	}
-	if v := rep["verdict"].(map[string]any); v["status"] != "pass" {
-		t.Errorf("verdict %v", v)
+	if v := rep["verdict"].(map[string]any); v["status"] != "pass" && !busy {
+		t.Errorf("verdict %v", v["status"])
 	}
 }
 
