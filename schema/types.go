@@ -85,12 +85,14 @@ type Frame struct {
 	// Layout declares a frame header field by field.
 	Layout *FrameLayout `yaml:"layout,omitempty" json:"layout,omitempty"`
 	// Payload is the template of each request's payload: {{seq}},
-	// {{bytes N}} (N filler bytes), {{data.NAME}}; default empty.
+	// {{bytes N}} (N filler bytes), {{data.NAME}}; default empty (or the
+	// layout's parts).
 	Payload string `yaml:"payload,omitempty" json:"payload,omitempty"`
 	// PayloadFile sends a file's bytes as every request's payload
 	// (relative to the scenario file); instead of Payload.
 	PayloadFile string `yaml:"payload_file,omitempty" json:"payload_file,omitempty"`
-	// Data is a .csv or .json file for {{data.NAME}}, as for websocket.
+	// Data is a .csv or .json file for {{data.NAME}} (in payload or the
+	// layout's parts) and the layout's column fields, as for websocket.
 	Data string `yaml:"data,omitempty" json:"data,omitempty"`
 	// DataOrder is how requests pick their row of Data: rows (default:
 	// request seq reads row (seq−1) mod n, in turn), connection (the
