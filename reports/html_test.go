@@ -493,14 +493,7 @@ func TestHTMLEmpty(t *testing.T) {
 // A report read back from JSON renders like the run itself.
 func TestHTMLFromJSON(t *testing.T) {
 	r := fixture(t)
-	path := t.TempDir() + "/r.json"
-	if err := WriteJSON(path, r); err != nil {
-		t.Fatal(err)
-	}
-	back, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := roundTrip(t, r)
 	r.Scenario.File = "" // not in the JSON report
 	a, b := renderHTML(t, r), renderHTML(t, back)
 	if a != b {

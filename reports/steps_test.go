@@ -416,3 +416,51 @@ func TestAppendTSV_FileFromBeforeTheStepColumn(t *testing.T) {
 		t.Errorf("the new file holds\n%s", b)
 	}
 }
+
+// TestStepsAcross_FromSavedJSON pins the defect of a saved flow result:
+// read back from JSON, the repeats of one phase share no *PhasePlan, and
+// the steps' lines across repeats went missing from the console (and the
+// rows of the Markdown and HTML tables) that the live run printed. Every
+// report of the saved result is the live run's, byte for byte.
+func TestStepsAcross_FromSavedJSON(t *testing.T) {
+	live := flowFixture(t)
+	saved := roundTrip(t, live)
+	live.Scenario.File = "" // not in the JSON report
+	for _, f := range []struct {
+		name   string
+		render func(*bytes.Buffer, *Run) error
+	}{
+		{"console", func(b *bytes.Buffer, r *Run) error { Console(b, r, true); return nil }},
+		{"markdown", func(b *bytes.Buffer, r *Run) error { return Markdown(b, r) }},
+		{"html", func(b *bytes.Buffer, r *Run) error { return HTML(b, r) }},
+	} {
+		var a, b bytes.Buffer
+		if err := f.render(&a, live); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.render(&b, saved); err != nil {
+			t.Fatal(err)
+		}
+		if a.String() != b.String() {
+			t.Errorf("%s of the saved result differs from the live run's:\n%s\nlive:\n%s", f.name, b.String(), a.String())
+		}
+	}
+	// The line that went missing, by hand (TestConsoleSteps).
+	var b bytes.Buffer
+	Console(&b, saved, true)
+	mustHold(t, "console of the saved result", fields(b.String()), "step pay n=2 requests 50 errors 10 [5 – 10]")
+}
+
+// roundTrip is r written as a JSON report and read back (Load).
+func roundTrip(t *testing.T, r *Run) *Run {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := WriteJSON(path, r); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
