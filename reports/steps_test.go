@@ -191,7 +191,7 @@ func TestMarkdownSteps(t *testing.T) {
 	if err := Markdown(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	mustHold(t, "markdown of a warmup", b.String(), "#### shop (warmup)\n", "| shop (iterations) (warmup) | 1 |")
+	mustHold(t, "markdown of a warmup", b.String(), "#### shop (warmup)\n", "| shop (iterations, warmup) | 1 |")
 	b.Reset()
 	if err := Markdown(&b, fixture(t)); err != nil {
 		t.Fatal(err)
@@ -463,4 +463,41 @@ func roundTrip(t *testing.T, r *Run) *Run {
 		t.Fatal(err)
 	}
 	return back
+}
+
+// TestMarkdownPhaseTitle pins the heading builder, the defect a phase
+// named warmup showed ("warmup (iterations) (warmup)"): every
+// combination of flow or not and warmup or not, named warmup or not.
+func TestMarkdownPhaseTitle(t *testing.T) {
+	m := &mdWriter{r: &Run{}}
+	for _, c := range []struct {
+		name         string
+		flow, warmup bool
+		want         string
+	}{
+		{"steady", false, false, "steady"},
+		{"steady", true, false, "steady (iterations)"},
+		{"ramp", false, true, "ramp (warmup)"},
+		{"ramp", true, true, "ramp (iterations, warmup)"},
+		{"warmup", false, true, "warmup"},              // the name says it
+		{"warmup", true, true, "warmup (iterations)"},  // the defect
+		{"Warmup", true, true, "Warmup (iterations)"},  // in any case
+		{"warmup", true, false, "warmup (iterations)"}, // named so, yet judged: the name is the user's
+	} {
+		if got := m.phaseTitle(c.name, c.flow, c.warmup); got != c.want {
+			t.Errorf("phaseTitle(%q, flow %v, warmup %v) = %q, want %q", c.name, c.flow, c.warmup, got, c.want)
+		}
+	}
+	// Every table of a flow warmup named warmup, once each.
+	r := flowFixture(t)
+	r.Plan.Phases[0].Name, r.Plan.Phases[0].Warmup = "warmup", true
+	r.Across = engine.Across(r.Result)
+	var b bytes.Buffer
+	if err := Markdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	mustHold(t, "markdown", b.String(), "| warmup (iterations) | 1 | open |", "| warmup (iterations) | 2 | 70, 65 |", "#### warmup\n")
+	if strings.Contains(b.String(), "(warmup)") {
+		t.Errorf("a phase named warmup is called a warmup twice:\n%s", b.String())
+	}
 }
