@@ -425,16 +425,25 @@ func errorsChart(title string, s *measure.Summary) chart {
 // law from the timeline (L = λ·W = Σ response time of the ok responses
 // completed in the second / 1 s), against the phase's exact mean
 // in-flight (Summary.InflightMean).
-func inSystemChart(title string, s *measure.Summary) chart {
+//
+// With flow true (a phase that ran flows) the timeline's responses are
+// iterations whose response time includes the think times, so the chart
+// counts iterations in progress, virtual users thinking between steps
+// included (engine.FlowLittleCounts), and says so.
+func inSystemChart(title string, s *measure.Summary, flow bool) chart {
 	tl, step := bucketed(s.Timeline)
-	ss := []stepSeries{{label: "in system (ok, λ·W " + per(step) + ")", color: colorMean,
+	what, inflight, ylabel := "in system", "mean in-flight over the phase", "requests"
+	if flow {
+		what, inflight, ylabel = engine.FlowLittleCounts, "mean iterations in progress over the phase", "iterations"
+	}
+	ss := []stepSeries{{label: what + " (ok, λ·W " + per(step) + ")", color: colorMean,
 		value: func(b measure.TimelineBucket) float64 { return b.ResponseSum.Seconds() }}}
 	if s.Elapsed > 0 && len(tl) > 0 {
 		m := s.InflightMean()
-		ss = append(ss, stepSeries{label: fmt.Sprintf("mean in-flight over the phase %.2f", m), color: colorRef, dash: true,
+		ss = append(ss, stepSeries{label: fmt.Sprintf("%s %.2f", inflight, m), color: colorRef, dash: true,
 			value: func(measure.TimelineBucket) float64 { return m * float64(step) }})
 	}
-	return stepChart(title+": in system per second ≈ λ·W (Little's law)", kindInSystem, "requests", tl, step, s.Elapsed, ss...)
+	return stepChart(title+": "+what+" per second ≈ λ·W (Little's law)", kindInSystem, ylabel, tl, step, s.Elapsed, ss...)
 }
 
 // phaseCharts are the charts of each repeat of one phase (prs, in repeat
@@ -451,7 +460,7 @@ func phaseCharts(prs []*engine.PhaseResult, bs []budget, red func(string) string
 		if pts := intervalPercentiles(s); len(pts) > 0 {
 			cs = append(cs, pctTimeChart(title, pts, s.Elapsed, bs))
 		}
-		cs = append(cs, throughputChart(title, s, bs), latencyTimeChart(title, s, bs), errorsChart(title, s), inSystemChart(title, s))
+		cs = append(cs, throughputChart(title, s, bs), latencyTimeChart(title, s, bs), errorsChart(title, s), inSystemChart(title, s, isFlow(pr)))
 		if isFlow(pr) {
 			cs = append(cs, stepsChart(title, pr.Steps))
 		}

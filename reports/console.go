@@ -177,7 +177,7 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	}
 	c.f("\n")
 	lc := engine.Little(pr)
-	c.f("  little's law  λ·W = %.2f vs %s, over %s\n", lc.L, lc.Against, s.CompletionWindow().Round(time.Millisecond))
+	c.f("  little's law  λ·W = %s vs %s, over %s\n", littleL(lc), lc.Against, s.CompletionWindow().Round(time.Millisecond))
 	who := ""
 	if m := c.r.Merged; m != nil {
 		who = fmt.Sprintf("(busiest of %d segments) ", m.N)
@@ -251,6 +251,15 @@ func (c *consoleWriter) steps(pr *engine.PhaseResult) {
 		}
 		c.f("\n")
 	}
+}
+
+// littleL renders λ·W of lc with two decimals and, when it counts no
+// requests (a phase that ran flows), what it counts in brackets.
+func littleL(lc engine.LittleCheck) string {
+	if lc.Counts == "" {
+		return fmt.Sprintf("%.2f", lc.L)
+	}
+	return fmt.Sprintf("%.2f (%s)", lc.L, lc.Counts)
 }
 
 // distLine renders a distribution: sample count, nearest-rank percentiles,

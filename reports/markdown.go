@@ -504,11 +504,14 @@ func mdOrDash(s string) string {
 
 func (m *mdWriter) little() {
 	m.f("### Little's law\n\n")
-	m.f("λ·W (throughput of responses × their mean response time) should match the number of requests in the system; a gap means requests waited in the client or ended without a response.\n\n")
-	m.f("| Phase | Repeat | λ·W | Against |\n|---|---:|---:|---|\n")
+	m.f("λ·W (throughput of responses × their mean response time) should match the number of requests in the system; a gap means requests waited in the client or ended without a response.")
+	if slices.ContainsFunc(m.r.Result.Phases, isFlow) {
+		m.f(" In a phase that ran flows λ counts iterations and W runs from an iteration's intended start to its last step's completion, think times included: λ·W counts %s (virtual users thinking between steps too), not requests at the target.", engine.FlowLittleCounts)
+	}
+	m.f("\n\n| Phase | Repeat | λ·W | Against |\n|---|---:|---:|---|\n")
 	for _, pr := range m.r.Result.Phases {
 		lc := engine.Little(pr)
-		m.f("| %s | %d | %.2f | %s |\n", m.phaseLabel(pr), pr.Repeat, lc.L, m.t(lc.Against))
+		m.f("| %s | %d | %s | %s |\n", m.phaseLabel(pr), pr.Repeat, littleL(lc), m.t(lc.Against))
 	}
 	m.f("\n")
 }

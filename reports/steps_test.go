@@ -501,3 +501,34 @@ func TestMarkdownPhaseTitle(t *testing.T) {
 		t.Errorf("a phase named warmup is called a warmup twice:\n%s", b.String())
 	}
 }
+
+// TestLittleSaysIterationsForFlows: an iteration's time includes its
+// think times, so λ·W of a flow phase counts iterations in progress,
+// users thinking between steps included, not requests in flight at the
+// target; every report says so (the defect: "in-flight at the target"),
+// and a phase of single requests keeps its wording.
+func TestLittleSaysIterationsForFlows(t *testing.T) {
+	r := flowFixture(t)
+	var con, md bytes.Buffer
+	Console(&con, r, true)
+	if err := Markdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	page := renderHTML(t, r)
+	for name, out := range map[string]string{"console": con.String(), "markdown": md.String(), "html": page} {
+		if strings.Contains(out, "in-flight at the target") {
+			t.Errorf("%s calls a flow phase's Little's L in-flight at the target", name)
+		}
+	}
+	// Repeat 1 by hand: the buy iterations take login's (k+1)·0.2 ms plus
+	// pay's 3 ms, 255 + 150 ms over the 50; the peeks 25 × 2 ms: 455 ms
+	// of iterations over the 10 s window, L = 0.0455.
+	mustHold(t, "console", con.String(), "little's law  λ·W = 0.05 (iterations in progress, thinking included) vs mean iterations in progress 0.05 (first send to last completion, thinking included)")
+	mustHold(t, "markdown", md.String(), "λ·W counts iterations in progress, thinking included", "| shop (iterations) | 1 | 0.05 (iterations in progress, thinking included) | mean iterations in progress 0.05 (first send to last completion, thinking included) |")
+	mustHold(t, "html", page, "0.05 (iterations in progress, thinking included)", "mean iterations in progress 0.05", "iterations in progress, thinking included per second ≈ λ·W")
+	con.Reset()
+	Console(&con, fixture(t), true)
+	if out := con.String(); !strings.Contains(out, "vs mean in-flight at the target") || strings.Contains(out, "thinking included") {
+		t.Errorf("a phase of single requests: %s", out)
+	}
+}
