@@ -160,8 +160,8 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	if n := s.LeftOver(); n > 0 {
 		lo, _ := s.LeftOverBound.Min()
 		med, _ := s.LeftOverBound.Percentile(50)
-		c.f("  left over     %d arrivals (%d never sent by the drain's bound, the timeout %s after the phase's end; %d cut in flight): response times censored, each ≥ its wait so far (≥ %s, median ≥ %s); in no latency figure\n",
-			n, s.LeftOverUnsent, dur(p.Grace), s.CancelledAtEnd, dur(lo), dur(med))
+		c.f("  left over     %d arrivals (%d never sent by the drain's bound, the timeout %s after the phase's end; %s): response times censored, each ≥ its wait so far (≥ %s, median ≥ %s); in no latency figure\n",
+			n, s.LeftOverUnsent, dur(p.Grace), engine.LeftOverCut(s), dur(lo), dur(med))
 	}
 	if n := s.Cancelled - s.CancelledUnsent - s.CancelledAtEnd; n > 0 {
 		c.f("  cancelled     %d sent requests (in flight when the run was interrupted; not target errors)\n", n)
