@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -530,5 +531,50 @@ func TestLittleSaysIterationsForFlows(t *testing.T) {
 	Console(&con, fixture(t), true)
 	if out := con.String(); !strings.Contains(out, "vs mean in-flight at the target") || strings.Contains(out, "thinking included") {
 		t.Errorf("a phase of single requests: %s", out)
+	}
+}
+
+// TestHTMLStepBudgets: a rule's limit on a flow step's response time is
+// a dashed line on the steps' chart, as the phase's are on the
+// iterations' charts (the defect: none was drawn); the phase's own limits
+// stay on its own charts, and a step the chart does not show gets none.
+func TestHTMLStepBudgets(t *testing.T) {
+	r := flowFixture(t)
+	r.Verdict.Rules = append(r.Verdict.Rules,
+		engine.RuleResult{Source: "step.login.p99 < 50ms", Phase: "shop"},
+		engine.RuleResult{Source: `step["look"].max < 4ms and errors < 100`, Phase: "shop"},
+		engine.RuleResult{Source: "p99 < 30ms", Phase: "shop"},
+		engine.RuleResult{Source: "step.ghost.p99 < 1ms", Phase: "shop"},
+		engine.RuleResult{Source: "step.login.p99 < 7ms", Phase: "elsewhere"})
+	doc := renderHTML(t, r)
+	charts, ids := pageCharts(t, doc, func(u string) bool { return u == "http://127.0.0.1:8080" })
+	by := checkCharts(t, charts, ids)
+	lines := func(c chart) string {
+		var out []string
+		for _, b := range c.Budgets {
+			out = append(out, fmt.Sprintf("%s@%g", b.Label, b.Y))
+		}
+		return strings.Join(out, "; ")
+	}
+	var steps, pct int
+	for _, id := range ids {
+		switch c := by[id]; c.Kind {
+		case kindStepPercentile:
+			steps++
+			if got, want := lines(c), `step.login.p99 < 50ms@50; step["look"].max < 4ms@4`; got != want {
+				t.Errorf("steps chart %s: budgets %q, want %q", id, got, want)
+			}
+			if c.YMax < 55 {
+				t.Errorf("steps chart %s: y axis to %g, below the 50 ms line's 55", id, c.YMax)
+			}
+		case kindPercentile:
+			pct++
+			if got, want := lines(c), "p99 < 30ms@30"; got != want {
+				t.Errorf("iterations' chart %s: budgets %q, want %q", id, got, want)
+			}
+		}
+	}
+	if steps != 2 || pct != 2 {
+		t.Errorf("%d steps charts and %d percentile charts, want 2 of each", steps, pct)
 	}
 }
