@@ -83,6 +83,7 @@ type shard struct {
 
 	requests, ok, errors, cancelled, timeouts, responded int64
 	cancelledAtEnd, leftOverUnsent, cancelledThinking    int64
+	interruptedThinking                                  int64
 	bytesIn, bytesOut, dialed                            int64
 	responseSum, inflightSum                             time.Duration
 	waitSum, unansweredInflight                          time.Duration
@@ -215,6 +216,8 @@ func (s *shard) record(res *Result, opts *Options, timeline int, b *book) {
 				s.cancelledThinking++
 			}
 			s.leftOver.record(resp)
+		} else if res.Thinking {
+			s.interruptedThinking++
 		}
 	default:
 		class := string(o.Class)
@@ -406,6 +409,7 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 		s.Cancelled += sh.cancelled
 		s.CancelledAtEnd += sh.cancelledAtEnd
 		s.CancelledThinking += sh.cancelledThinking
+		s.InterruptedThinking += sh.interruptedThinking
 		s.LeftOverUnsent += sh.leftOverUnsent
 		s.Timeouts += sh.timeouts
 		s.LastSent = max(s.LastSent, sh.lastSent)
