@@ -112,6 +112,10 @@ type flowRun struct {
 	recs [][]*measure.Recorder // by flow, then step
 }
 
+// stepShards bounds the shards of all a phase's step recorders together
+// (each has at most the phase's own shards, at least one).
+const stepShards = 64
+
 // newFlowRun makes the recorders of a phase's steps with opts, or returns
 // nil when d runs no flows.
 func newFlowRun(d drivers.Driver, opts measure.Options) (*flowRun, error) {
@@ -126,9 +130,19 @@ func newFlowRun(d drivers.Driver, opts measure.Options) (*flowRun, error) {
 		return nil, err
 	}
 	fr := &flowRun{mix: mix, recs: make([][]*measure.Recorder, len(mix.flows))}
+	// Each step's recorder takes a share of stepShards shards, its
+	// histograms allocated as samples come (about 190 KiB each): 200 steps
+	// of 16 eager shards held gigabytes. Many steps split the traffic, so
+	// each needs fewer shards to keep its locks uncontended.
+	steps := 0
+	for _, f := range mix.flows {
+		steps += len(f.Steps)
+	}
+	opts.Lazy = true
+	n := min(shards, max(1, stepShards/steps))
 	for i, f := range mix.flows {
 		for range f.Steps {
-			fr.recs[i] = append(fr.recs[i], measure.NewRecorder(shards, opts))
+			fr.recs[i] = append(fr.recs[i], measure.NewRecorder(n, opts))
 		}
 	}
 	return fr, nil
