@@ -7,9 +7,9 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
-	"sync"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
