@@ -122,7 +122,7 @@ func (l *loader) validateFlows(h *HTTP) {
 			}
 			flowNames[f.Name] = true
 		}
-		if l.has(fp+".weight") && f.Weight < 1 {
+		if l.ok(fp+".weight") && f.Weight < 1 {
 			l.failf(fp+".weight", "expected a weight of at least 1, found %d", f.Weight)
 		}
 		if total += max(f.Weight, 1); total > MaxFlowWeight && l.has(fp+".weight") {
