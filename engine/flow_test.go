@@ -603,3 +603,36 @@ func TestFlow_ErrorNamesItsStep(t *testing.T) {
 		}
 	})
 }
+
+// TestFlow_ProgressCountsIterations, from the fresh user: the progress
+// of a flow phase said inflight=0 while a hundred users were thinking.
+// At 550 ms of the shop at 10/s, the iterations of 400 and 500 ms are in
+// progress, both thinking: 2 iterations, no request in flight. A phase
+// without flows has no iteration count (−1).
+func TestFlow_ProgressCountsIterations(t *testing.T) {
+	for _, flows := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			var d drivers.Driver = shopDriver()
+			if !flows {
+				d = &fake.Driver{Service: constService(5 * time.Millisecond)}
+			}
+			pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 4}, Duration: dur("1s")}, 10*time.Second)
+			var seen []Progress
+			r := &Runner{Driver: d, Timeout: 10 * time.Second, NewSleeper: NewTimerSleeper, ProgressEvery: 550 * time.Millisecond,
+				Progress: func(p Progress) { seen = append(seen, p) }}
+			if _, err := r.Run(t.Context(), pl); err != nil {
+				t.Fatal(err)
+			}
+			if len(seen) == 0 {
+				t.Fatal("no progress")
+			}
+			p := seen[0]
+			switch {
+			case flows && (p.Iterations != 2 || p.InFlight != 0):
+				t.Errorf("at %s: %d iterations in progress, %d requests in flight; want 2 and 0", p.Elapsed, p.Iterations, p.InFlight)
+			case !flows && p.Iterations != -1:
+				t.Errorf("a phase without flows says %d iterations in progress, want −1", p.Iterations)
+			}
+		})
+	}
+}

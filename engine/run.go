@@ -215,6 +215,7 @@ type phaseRun struct {
 	stepLateness atomic.Int64 // max lateness of a flow step's wake-up after its think time, ns
 	stepsLate    atomic.Int64 // flow steps woken more than LatenessLimit after they came due
 	thinkWakeups atomic.Int64 // flow steps that came due after a think time
+	iterations   atomic.Int64 // flow iterations in progress (Progress.Iterations)
 
 	flow *flowRun // the flows' mix and per-step recorders; nil without a flow driver
 }
@@ -635,6 +636,8 @@ func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 	}
 	// The mix follows the global iteration number (flowMix.pick), so
 	// the segments of a scale-out run, merged, ran one generator's mix.
+	ph.iterations.Add(1)
+	defer ph.iterations.Add(-1)
 	out, sent, done := ph.flow.iteration(shard, seq, intended, first, ph.think, func(r drivers.Request) (drivers.Outcome, time.Duration, time.Duration) {
 		return ph.do(k, r)
 	})
