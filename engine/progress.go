@@ -51,7 +51,7 @@ func (ph *phaseRun) report(done <-chan struct{}, total time.Duration) {
 				Elapsed: time.Since(ph.start), Total: total,
 				Requests: l.Requests, OK: l.OK, Errors: l.Errors, InFlight: ph.inflight.Load(),
 				Iterations: ph.iterating(),
-				P99: l.P99, P99OK: l.P99OK,
+				P99:        l.P99, P99OK: l.P99OK,
 			})
 		}
 	}
