@@ -166,30 +166,42 @@ func invalidatingWarnings(r *Run) []engine.Warning {
 	return out
 }
 
+// invalidPhrases says, per code of an invalidating warning
+// (engine.Warning.Invalidates), in a few words why it keeps a run from a
+// pass. The codes of a load generator that was the bottleneck share one
+// phrase.
+var invalidPhrases = map[string]string{
+	"censored":             "arrivals were left over (the figures censor the longest waits)",
+	"connections-missing":  "the requested concurrency was not reached",
+	"baseline-flows":       "rules compare figures with a baseline's that count other things (flow iterations against single requests, or other steps)",
+	"late-start":           "a phase started late on its timetable and lost part of its window",
+	"schedule-lateness":    generatorPhrase,
+	"step-lateness":        generatorPhrase,
+	"client-cpu":           generatorPhrase,
+	"segment-generator":    generatorPhrase,
+	"segments-apart":       "the segments did not run their load together",
+	"clock-unsynchronised": "the segments' clocks were not synchronised, so nothing bounds how far apart they ran",
+	"segment-slots":        "the segments dropped arrivals that one generator might have sent",
+}
+
+// generatorPhrase is the invalidPhrases entry of a load generator that
+// was the bottleneck.
+const generatorPhrase = "the load generator was the bottleneck"
+
 // invalidReason says in a few words why the run's invalidating warnings
-// keep it from a pass, one phrase per kind: censored figures (arrivals
-// left over or dropped) or a load generator that was the bottleneck.
+// keep it from a pass: one phrase per kind (invalidPhrases), in the
+// order the warnings first name them; a kind without a phrase is named
+// by its code.
 func invalidReason(r *Run) string {
-	var censored, missing, generator bool
-	for _, w := range invalidatingWarnings(r) {
-		switch w.Code {
-		case "censored":
-			censored = true
-		case "connections-missing":
-			missing = true
-		default:
-			generator = true
-		}
-	}
 	var why []string
-	if censored {
-		why = append(why, "arrivals were left over (the figures censor the longest waits)")
-	}
-	if missing {
-		why = append(why, "the requested concurrency was not reached")
-	}
-	if generator {
-		why = append(why, "the load generator was the bottleneck")
+	for _, w := range invalidatingWarnings(r) {
+		phrase, ok := invalidPhrases[w.Code]
+		if !ok {
+			phrase = fmt.Sprintf("a %s warning invalidates the measurement", w.Code)
+		}
+		if !slices.Contains(why, phrase) {
+			why = append(why, phrase)
+		}
 	}
 	if len(why) == 0 {
 		return "the measurement cannot support a verdict"
