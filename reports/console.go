@@ -163,7 +163,7 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 		c.f("  left over     %d arrivals (%d never sent by the drain's bound, the timeout %s after the phase's end; %s): response times censored, each ≥ its wait so far (≥ %s, median ≥ %s); in no latency figure\n",
 			n, s.LeftOverUnsent, dur(p.Grace), engine.LeftOverCut(s), dur(lo), dur(med))
 	}
-	if n := s.Cancelled - s.CancelledUnsent - s.CancelledAtEnd; n > 0 {
+	if n := interruptCancelled(s) - s.CancelledUnsent; n > 0 {
 		c.f("  cancelled     %d sent requests (in flight when the run was interrupted; not target errors)\n", n)
 	}
 	if s.Late+s.UnknownID+s.DuplicateID > 0 || len(s.ClosesByCode) > 0 {
@@ -329,6 +329,19 @@ func breakdown(s *measure.Summary) string {
 		return ""
 	}
 	return "  by class: " + counts(s.ErrorsByClass) + "  by code: " + counts(s.ErrorsByCode)
+}
+
+// interruptCancelled is the part of s's cancelled arrivals that an
+// interrupt cancelled, sent or not: Cancelled − CancelledAtEnd. The rest
+// (CancelledAtEnd) the drain's end cut, and they are left over
+// (Summary.LeftOver): every report counts them there, once.
+func interruptCancelled(s *measure.Summary) int64 { return s.Cancelled - s.CancelledAtEnd }
+
+// leftOverHow says how s's left-over arrivals were left, as the console
+// says it: "N never sent, " then engine.LeftOverCut ("M cut in flight",
+// "K cut between steps (thinking)").
+func leftOverHow(s *measure.Summary) string {
+	return fmt.Sprintf("%d never sent, %s", s.LeftOverUnsent, engine.LeftOverCut(s))
 }
 
 func counts(m map[string]int64) string {

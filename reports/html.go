@@ -581,9 +581,14 @@ func phaseRows(prs []*engine.PhaseResult, spread *engine.PhaseSpread) []metricRo
 	row("by class", "", nil, func(pr *engine.PhaseResult) string { return orNone(counts(pr.Summary.ErrorsByClass)) })
 	row("by code", "", nil, func(pr *engine.PhaseResult) string { return orNone(counts(pr.Summary.ErrorsByCode)) })
 	row("dropped", "dropped", num, func(pr *engine.PhaseResult) string { return fmt.Sprint(pr.Summary.Dropped) })
-	row("left over (censored)", "", nil, func(pr *engine.PhaseResult) string { return fmt.Sprint(pr.Summary.LeftOver()) })
+	row("left over (censored)", "", nil, func(pr *engine.PhaseResult) string {
+		if n := pr.Summary.LeftOver(); n > 0 {
+			return fmt.Sprintf("%d (%s)", n, leftOverHow(pr.Summary))
+		}
+		return "0"
+	})
 	row("cancelled (sent, interrupted)", "", nil, func(pr *engine.PhaseResult) string {
-		return fmt.Sprint(pr.Summary.Cancelled - pr.Summary.CancelledUnsent - pr.Summary.CancelledAtEnd)
+		return fmt.Sprint(interruptCancelled(pr.Summary) - pr.Summary.CancelledUnsent)
 	})
 	group("little's law")
 	row("λ·W", "little_l", l2, func(pr *engine.PhaseResult) string { return littleL(engine.Little(pr)) })

@@ -340,6 +340,14 @@ func (m *mdWriter) load() {
 			offered, rate(s.AchievedRate()), rate(s.Throughput()), s.Requests, s.OK, s.Dropped, s.LeftOver(), conns, length)
 	}
 	m.f("\n")
+	for _, pr := range m.r.Result.Phases {
+		if n := pr.Summary.LeftOver(); n > 0 {
+			m.f("- Left over in %s, repeat %d: %d of %d arrivals (%s).\n", m.phaseLabel(pr), pr.Repeat, n, pr.Summary.Arrivals, leftOverHow(pr.Summary))
+		}
+	}
+	if slices.ContainsFunc(m.r.Result.Phases, func(pr *engine.PhaseResult) bool { return pr.Summary.LeftOver() > 0 }) {
+		m.f("\n")
+	}
 }
 
 func (m *mdWriter) latency() {
@@ -473,7 +481,7 @@ func (m *mdWriter) errors() {
 	m.f("### Errors\n\n")
 	var any bool
 	for _, pr := range m.r.Result.Phases {
-		if pr.Summary.Errors > 0 || pr.Summary.Cancelled > 0 {
+		if pr.Summary.Errors > 0 || interruptCancelled(pr.Summary) > 0 {
 			any = true
 		}
 	}
@@ -481,7 +489,8 @@ func (m *mdWriter) errors() {
 		m.f("No errors.\n\n")
 		return
 	}
-	m.f("| Phase | Repeat | Errors | Error rate | By class | By code | Cancelled |\n|---|---:|---:|---:|---|---|---:|\n")
+	// The drain's cuts are left over (the load table), not cancelled here.
+	m.f("| Phase | Repeat | Errors | Error rate | By class | By code | Cancelled (interrupted) |\n|---|---:|---:|---:|---|---|---:|\n")
 	for _, pr := range m.r.Result.Phases {
 		s := pr.Summary
 		er := "n/a"
@@ -489,7 +498,7 @@ func (m *mdWriter) errors() {
 			er = fmt.Sprintf("%.2f %%", 100*v)
 		}
 		m.f("| %s | %d | %d | %s | %s | %s | %d |\n", m.phaseLabel(pr), pr.Repeat, s.Errors, er,
-			m.t(mdOrDash(counts(s.ErrorsByClass))), m.t(mdOrDash(counts(s.ErrorsByCode))), s.Cancelled)
+			m.t(mdOrDash(counts(s.ErrorsByClass))), m.t(mdOrDash(counts(s.ErrorsByCode))), interruptCancelled(s))
 	}
 	m.f("\n")
 	var eg []string

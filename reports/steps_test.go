@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -577,4 +578,83 @@ func TestHTMLStepBudgets(t *testing.T) {
 	if steps != 2 || pct != 2 {
 		t.Errorf("%d steps charts and %d percentile charts, want 2 of each", steps, pct)
 	}
+}
+
+// cutFixture is flowFixture's first repeat alone with its iterations
+// redone (the reviewer's cut.yaml): 40 arrivals, 30 iterations ok, and
+// 10 the drain's end cut between their two steps, while their virtual
+// users were thinking (left over, cut between steps; none interrupted).
+func cutFixture(t *testing.T) *Run {
+	t.Helper()
+	r := flowFixture(t)
+	pr := r.Result.Phases[0]
+	r.Result.Phases = r.Result.Phases[:1]
+	rec := measure.NewRecorder(1, measure.Options{Duration: 11 * time.Second})
+	for k := range 40 {
+		due := time.Duration(k) * 50 * time.Millisecond
+		rec.AddArrivals(1)
+		out, thinking := drivers.Outcome{Class: drivers.OK, Responded: true}, false
+		if k >= 30 {
+			out, thinking = drivers.Outcome{Class: drivers.Cancelled, Code: drivers.CodePhaseEnd}, true
+		}
+		rec.Record(0, &measure.Result{Seq: uint64(k + 1), Intended: due, Sent: due, Done: due + 1500*time.Millisecond, Outcome: out, Thinking: thinking})
+	}
+	pr.Summary = rec.Summary(2 * time.Second)
+	if s := pr.Summary; s.LeftOver() != 10 || s.CancelledThinking != 10 || s.Cancelled != 10 {
+		t.Fatalf("fixture: left over %d, thinking %d, cancelled %d; want 10 each", s.LeftOver(), s.CancelledThinking, s.Cancelled)
+	}
+	pr.Metrics = engine.MetricsOf(pr)
+	r.Verdict = engine.Judge(r.Plan, r.Result)
+	r.Across = engine.Across(r.Result)
+	r.Warnings = engine.Checks(r.Plan, r.Result)
+	return r
+}
+
+// TestCutIterationsSaidOnce: 10 iterations cut between steps at the
+// drain are left over, and every report says so once, as the console
+// does: "10 cut between steps (thinking)", never also 10 cancelled (the
+// reviewer saw Markdown's "Cancelled 10" beside "Left over 10", and the
+// TSV note cancelled=10,left_over=10).
+func TestCutIterationsSaidOnce(t *testing.T) {
+	r := cutFixture(t)
+	var con, md, page bytes.Buffer
+	Console(&con, r, true)
+	if err := Markdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	mustHold(t, "console", con.String(), "left over     10 arrivals (0 never sent", "10 cut between steps (thinking)")
+	if strings.Contains(con.String(), "cancelled ") {
+		t.Errorf("console counts the cut iterations as cancelled too:\n%s", con.String())
+	}
+	mustHold(t, "markdown", md.String(), "| 40 | 30 | 0 | 10 |", "- Left over in shop (iterations), repeat 1: 10 of 40 arrivals (0 never sent, 10 cut between steps (thinking)).", "No errors.")
+	if strings.Contains(md.String(), "Cancelled") {
+		t.Errorf("markdown counts the cut iterations as cancelled too:\n%s", md.String())
+	}
+	text := fields(htmlText(t, page.String()))
+	mustHold(t, "html", text, "left over (censored) 10 (0 never sent, 10 cut between steps (thinking))", "cancelled (sent, interrupted) 0")
+	rows := r.Rows(r.Result.Phases[0])
+	note := rows[0][slices.Index(Columns(), "note")]
+	if note != "iterations,left_over=10,left_over_thinking=10" {
+		t.Errorf("TSV note %q, want iterations,left_over=10,left_over_thinking=10", note)
+	}
+}
+
+// htmlText is the text of the page doc outside its scripts and styles,
+// its nodes joined by spaces.
+func htmlText(t *testing.T, doc string) string {
+	t.Helper()
+	root, err := html.Parse(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	walk(root, func(n *html.Node) {
+		if n.Type == html.TextNode && n.Parent != nil && n.Parent.Data != "script" && n.Parent.Data != "style" {
+			parts = append(parts, n.Data)
+		}
+	})
+	return strings.Join(parts, " ")
 }
