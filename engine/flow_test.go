@@ -443,8 +443,23 @@ func TestFlow_PlanSaysIterations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out := pl.Describe(); !strings.Contains(out, "one iteration of a flow") || !strings.Contains(out, "steps: login, items") {
-		t.Errorf("plan of a flow scenario:\n%s\nwant it to say its requests are iterations, and name the steps", out)
+	out := pl.Describe()
+	if !strings.Contains(out, "each iteration counted above runs one flow") || !strings.Contains(out, "steps: login, items") {
+		t.Errorf("plan of a flow scenario:\n%s\nwant it to say its arrivals are iterations, and name the steps", out)
+	}
+	// The reviewer's `runner plan`: "expected 6000 requests" for 6000
+	// iterations.
+	for _, want := range []string{"    expected     10 iterations; time 1s\n", "expected iterations: 10 per repeat, 10 in all\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan of a flow scenario lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, " requests") {
+		t.Errorf("plan of a flow scenario counts requests:\n%s", out)
+	}
+	seg := pl.DescribeSegment(Segment{K: 0, N: 2}, time.Second)
+	if !strings.Contains(seg, "; 5 of 10 expected iterations") {
+		t.Errorf("segment of a flow scenario:\n%s\nwant its share of the expected iterations", seg)
 	}
 }
 

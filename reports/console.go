@@ -117,6 +117,7 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 		title += " · INTERRUPTED"
 	}
 	c.f("\n%s\n", title)
+	what := counted(pr)
 	if isFlow(pr) {
 		c.f("  flow          figures per iteration (an arrival runs one flow: intended start to the last step's completion, think times included); per step below\n")
 	}
@@ -138,12 +139,12 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 		if p.Arrivals == "poisson" {
 			planned = fmt.Sprintf(" (Poisson draw; planned %s/s)", rate(p.PlannedOfferedRate()))
 		}
-		c.f("  load          offered %s/s%s, achieved %s/s%s; arrivals %d = requests %d + dropped %d%s; %d connection(s) × in-flight %d\n",
-			rate(off), planned, rate(s.AchievedRate()), sentOver, s.Arrivals, s.Requests, s.Dropped, unsent, pr.ConnectionsRequested, p.Inflight)
+		c.f("  load          offered %s/s%s, achieved %s/s%s; arrivals %d = %s %d + dropped %d%s; %d connection(s) × in-flight %d\n",
+			rate(off), planned, rate(s.AchievedRate()), sentOver, s.Arrivals, what, s.Requests, s.Dropped, unsent, pr.ConnectionsRequested, p.Inflight)
 	default:
-		c.f("  load          %d connection(s), achieved %s/s, %d requests\n", pr.ConnectionsRequested, rate(s.AchievedRate()), s.Requests)
+		c.f("  load          %d connection(s), achieved %s/s, %d %s\n", pr.ConnectionsRequested, rate(s.AchievedRate()), s.Requests, what)
 	}
-	c.f("  throughput    %s/s (%d ok of %d requests, completed over %s; failures never count)\n", rate(s.Throughput()), s.OK, s.Requests, s.CompletionWindow().Round(time.Millisecond))
+	c.f("  throughput    %s/s (%d ok of %d %s, completed over %s; failures never count)\n", rate(s.Throughput()), s.OK, s.Requests, what, s.CompletionWindow().Round(time.Millisecond))
 	c.f("  response time %s%s\n", distLine(&s.Response), rulePercentilesLine(&s.Response, c.r.Plan))
 	c.f("  service time  %s%s\n", distLine(&s.Service), rulePercentilesLine(&s.Service, c.r.Plan))
 	if p.Model == engine.Open {
@@ -164,7 +165,7 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 			n, s.LeftOverUnsent, dur(p.Grace), engine.LeftOverCut(s), dur(lo), dur(med))
 	}
 	if n := interruptCancelled(s) - s.CancelledUnsent; n > 0 {
-		c.f("  cancelled     %d sent requests (in flight when the run was interrupted; not target errors)\n", n)
+		c.f("  cancelled     %d sent %s (in flight when the run was interrupted; not target errors)\n", n, what)
 	}
 	if s.Late+s.UnknownID+s.DuplicateID > 0 || len(s.ClosesByCode) > 0 {
 		// Counted apart: no request waited for them.

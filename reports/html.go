@@ -543,7 +543,11 @@ func phaseRows(prs []*engine.PhaseResult, spread *engine.PhaseSpread) []metricRo
 	})
 	group("throughput")
 	row("throughput (ok /s)", "throughput", rate, func(pr *engine.PhaseResult) string { return rate(pr.Summary.Throughput()) })
-	row("ok of requests", "", nil, func(pr *engine.PhaseResult) string {
+	okOf := "ok of requests"
+	if slices.ContainsFunc(prs, isFlow) {
+		okOf = "ok of iterations"
+	}
+	row(okOf, "", nil, func(pr *engine.PhaseResult) string {
 		return fmt.Sprintf("%d of %d", pr.Summary.OK, pr.Summary.Requests)
 	})
 	if slices.ContainsFunc(prs, isFlow) {

@@ -308,6 +308,20 @@ func (m *mdWriter) phaseTitle(name string, flow, warmup bool) string {
 	return s
 }
 
+// countedColumn is the title of the per-repeat tables' column of the
+// phases' own counts: Iterations when every phase ran flows, Requests
+// when none did, both when some did (their rows say "(iterations)").
+func (m *mdWriter) countedColumn() string {
+	prs := m.r.Result.Phases
+	switch {
+	case !slices.ContainsFunc(prs, isFlow):
+		return "Requests"
+	case slices.ContainsFunc(prs, func(pr *engine.PhaseResult) bool { return !isFlow(pr) }):
+		return "Requests / iterations"
+	}
+	return "Iterations"
+}
+
 // phaseLabel names a (repeat, phase) for the per-repeat tables.
 func (m *mdWriter) phaseLabel(pr *engine.PhaseResult) string {
 	s := m.phaseTitle(pr.Phase.Name, isFlow(pr), pr.Phase.Warmup)
@@ -319,8 +333,13 @@ func (m *mdWriter) phaseLabel(pr *engine.PhaseResult) string {
 
 func (m *mdWriter) load() {
 	m.f("### Load and throughput\n\n")
-	m.f("Throughput counts ok responses only, per second of the time in which they completed (the phase plus its drain); achieved is requests sent per second of the time in which they were sent; offered is the planned (or drawn) arrival rate of an open phase over its own length. Left over: arrivals neither answered nor failed when the drain ran out (censored).\n\n")
-	m.f("| Phase | Repeat | Model | Offered /s | Achieved /s | Throughput /s | Requests | OK | Dropped | Left over | Connections | Duration |\n")
+	if slices.ContainsFunc(m.r.Result.Phases, isFlow) {
+		// Runs of flows: every phase's own figures count iterations.
+		m.f("In a phase that ran flows (marked iterations) the figures count iterations: throughput counts ok iterations only, per second of the time in which they completed (the phase plus its drain); achieved is iterations started (first step sent) per second of the time in which they were started; offered is the planned (or drawn) arrival rate of an open phase over its own length, an arrival being one iteration. Left over: arrivals neither finished nor failed when the drain ran out (censored).\n\n")
+	} else {
+		m.f("Throughput counts ok responses only, per second of the time in which they completed (the phase plus its drain); achieved is requests sent per second of the time in which they were sent; offered is the planned (or drawn) arrival rate of an open phase over its own length. Left over: arrivals neither answered nor failed when the drain ran out (censored).\n\n")
+	}
+	m.f("| Phase | Repeat | Model | Offered /s | Achieved /s | Throughput /s | %s | OK | Dropped | Left over | Connections | Duration |\n", m.countedColumn())
 	m.f("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, pr := range m.r.Result.Phases {
 		s := pr.Summary
@@ -360,7 +379,11 @@ func (m *mdWriter) latency() {
 		m.f("No phase finished: no latency to show.\n\n")
 		return
 	}
-	m.f("Response time of ok requests (from the intended start). With several repeats each cell is the median [min – max] across them: percentiles are never averaged, and the median of an even count is the worse middle value. Interrupted phases are left out.\n\n")
+	what := "ok requests (from the intended start)"
+	if slices.ContainsFunc(m.r.Result.Phases, isFlow) {
+		what = "ok iterations (from the intended start to the last step's completion, think times included)"
+	}
+	m.f("Response time of %s. With several repeats each cell is the median [min – max] across them: percentiles are never averaged, and the median of an even count is the worse middle value. Interrupted phases are left out.\n\n", what)
 	m.f("| Phase | Repeats | Samples |")
 	cols := responseStats()
 	for _, c := range cols {

@@ -357,18 +357,12 @@ func TestInvalidReasonNamesTheWarningsKinds(t *testing.T) {
 		for _, code := range c.codes {
 			r.Warnings = append(r.Warnings, engine.Warning{Code: code, Phase: "shop", Message: "phase shop: " + code, Invalidates: true})
 		}
-		var con, md, page, ju bytes.Buffer
-		Console(&con, r, true)
-		if err := Markdown(&md, r); err != nil {
-			t.Fatal(err)
-		}
-		if err := HTML(&page, r); err != nil {
-			t.Fatal(err)
-		}
+		con, md, page := consoleMarkdownHTML(t, r)
+		var ju bytes.Buffer
 		if err := JUnit(&ju, r); err != nil {
 			t.Fatal(err)
 		}
-		for name, out := range map[string]string{"console": con.String(), "markdown": md.String(), "html": html.UnescapeString(page.String()), "junit": html.UnescapeString(ju.String())} {
+		for name, out := range map[string]string{"console": con, "markdown": md, "html": html.UnescapeString(page), "junit": html.UnescapeString(ju.String())} {
 			line := ""
 			for _, l := range strings.Split(out, "\n") {
 				if strings.Contains(l, "every rule holds, but") || strings.Contains(l, "**Inconclusive:**") || strings.Contains(l, "inconclusive: ") {

@@ -192,6 +192,15 @@ func spreadOf(vs []float64, higherIsWorse bool) engine.Spread {
 // isFlow is true when pr ran flows: its own figures count iterations.
 func isFlow(pr *engine.PhaseResult) bool { return pr != nil && len(pr.Steps) > 0 }
 
+// counted is what pr's own figures count, in words: "iterations" for a
+// phase that ran flows (isFlow), else "requests".
+func counted(pr *engine.PhaseResult) string {
+	if isFlow(pr) {
+		return "iterations"
+	}
+	return "requests"
+}
+
 // stepsNote is the sentence every report puts beside per-step figures.
 const stepsNote = "The phase's own figures count iterations: an arrival runs one iteration of one flow, its response time from the intended start to the last step's completion, think times included; a failed step ends the iteration with that step's error. " +
 	"Each step's figures count that step's requests, its response time from when the step came due (step 1 at the intended start, a later one at the previous step's completion plus its think time), of its ok responses."

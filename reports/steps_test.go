@@ -617,23 +617,16 @@ func cutFixture(t *testing.T) *Run {
 // TSV note cancelled=10,left_over=10).
 func TestCutIterationsSaidOnce(t *testing.T) {
 	r := cutFixture(t)
-	var con, md, page bytes.Buffer
-	Console(&con, r, true)
-	if err := Markdown(&md, r); err != nil {
-		t.Fatal(err)
+	con, md, page := consoleMarkdownHTML(t, r)
+	mustHold(t, "console", con, "left over     10 arrivals (0 never sent", "10 cut between steps (thinking)")
+	if strings.Contains(con, "cancelled ") {
+		t.Errorf("console counts the cut iterations as cancelled too:\n%s", con)
 	}
-	if err := HTML(&page, r); err != nil {
-		t.Fatal(err)
+	mustHold(t, "markdown", md, "| 40 | 30 | 0 | 10 |", "- Left over in shop (iterations), repeat 1: 10 of 40 arrivals (0 never sent, 10 cut between steps (thinking)).", "No errors.")
+	if strings.Contains(md, "Cancelled") {
+		t.Errorf("markdown counts the cut iterations as cancelled too:\n%s", md)
 	}
-	mustHold(t, "console", con.String(), "left over     10 arrivals (0 never sent", "10 cut between steps (thinking)")
-	if strings.Contains(con.String(), "cancelled ") {
-		t.Errorf("console counts the cut iterations as cancelled too:\n%s", con.String())
-	}
-	mustHold(t, "markdown", md.String(), "| 40 | 30 | 0 | 10 |", "- Left over in shop (iterations), repeat 1: 10 of 40 arrivals (0 never sent, 10 cut between steps (thinking)).", "No errors.")
-	if strings.Contains(md.String(), "Cancelled") {
-		t.Errorf("markdown counts the cut iterations as cancelled too:\n%s", md.String())
-	}
-	text := fields(htmlText(t, page.String()))
+	text := fields(htmlText(t, page))
 	mustHold(t, "html", text, "left over (censored) 10 (0 never sent, 10 cut between steps (thinking))", "cancelled (sent, interrupted) 0")
 	rows := r.Rows(r.Result.Phases[0])
 	note := rows[0][slices.Index(Columns(), "note")]
@@ -657,4 +650,38 @@ func htmlText(t *testing.T, doc string) string {
 		}
 	})
 	return strings.Join(parts, " ")
+}
+
+// TestFlowPhaseSaysIterations: the console and Markdown of a flow run
+// count its phases' own figures as iterations, never requests (the
+// reviewer's "1200 ok of 1200 requests", "arrivals 1200 = requests
+// 1200", "achieved is requests sent per second"); the HTML too.
+func TestFlowPhaseSaysIterations(t *testing.T) {
+	r := flowFixture(t)
+	con, md, page := consoleMarkdownHTML(t, r)
+	mustHold(t, "console", con, "arrivals 75 = iterations 75 + dropped 0;", "(70 ok of 75 iterations, completed over")
+	mustHold(t, "markdown", md, "achieved is iterations started (first step sent) per second", "| Throughput /s | Iterations | OK |", "Response time of ok iterations (from the intended start to the last step's completion")
+	mustHold(t, "html", fields(htmlText(t, page)), "ok of iterations 70 of 75")
+	for name, out := range map[string]string{"console": con, "markdown": md} {
+		for _, bad := range []string{"of 75 requests", "= requests 75", "achieved is requests", "| Requests |", "Response time of ok requests"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s says %q of a flow phase", name, bad)
+			}
+		}
+	}
+}
+
+// consoleMarkdownHTML renders r as the console (in detail), Markdown and
+// HTML do.
+func consoleMarkdownHTML(t *testing.T, r *Run) (con, md, page string) {
+	t.Helper()
+	var c, m, h bytes.Buffer
+	Console(&c, r, true)
+	if err := Markdown(&m, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(&h, r); err != nil {
+		t.Fatal(err)
+	}
+	return c.String(), m.String(), h.String()
 }
