@@ -383,17 +383,32 @@ func (c *consoleWriter) acrossRepeats() {
 			c.f("\nacross repeats: median [min – max]; percentiles are never averaged; the median of an even count is the worse middle value\n")
 			header = true
 		}
-		show := func(name string, format func(float64) string) string {
+		// show is the median (marked "*" with mark) [min – max] of name.
+		show := func(name string, format func(float64) string, mark string) string {
 			m, ok := ps.Metrics[name]
 			if !ok {
 				return "n/a"
 			}
-			return fmt.Sprintf("%s [%s – %s]", format(m.Median), format(m.Min), format(m.Max))
+			return fmt.Sprintf("%s%s [%s – %s]", format(m.Median), mark, format(m.Min), format(m.Max))
 		}
 		ms := func(v float64) string { return dur(time.Duration(v * float64(time.Millisecond))) }
+		// A percentile's median is marked as the repeats' lines mark it
+		// when, in at least one repeat, it had too few samples.
+		fewest := int64(-1)
+		for _, pr := range c.r.Result.Phases {
+			if n := pr.Summary.Response.Count(); pr.Phase.Name == ps.Phase && !pr.Interrupted && (fewest < 0 || n < fewest) {
+				fewest = n
+			}
+		}
+		thin := func(q float64) string {
+			if fewest < metric.MinSamples(q) {
+				return "*"
+			}
+			return ""
+		}
 		c.f("  %-12s n=%d  throughput %s/s  p50 %s  p99 %s  errors %s\n", ps.Phase, len(ps.Repeats),
-			show("throughput", rate), show("p50_ms", ms), show("p99_ms", ms),
-			show("errors", func(v float64) string { return fmt.Sprintf("%g", v) }))
+			show("throughput", rate, ""), show("p50_ms", ms, thin(50)), show("p99_ms", ms, thin(99)),
+			show("errors", func(v float64) string { return fmt.Sprintf("%g", v) }, ""))
 		c.stepsAcross(ps.Phase)
 	}
 }
@@ -412,7 +427,7 @@ func (c *consoleWriter) stepsAcross(phase string) {
 				if f.title == "ok" || f.title == "max" {
 					continue // the phase's line shows neither
 				}
-				c.f("  %s %s", f.title, f.spreadCell(st.Figures[i]))
+				c.f("  %s %s", f.title, f.spreadCell(st.Figures[i], st.Fewest))
 			}
 			c.f("\n")
 		}

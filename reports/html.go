@@ -426,7 +426,7 @@ func (sec *phaseSection) stepTable(red func(string) string, prs []*engine.PhaseR
 	for _, st := range ps.Steps {
 		row := stepRowHTML{Repeat: fmt.Sprintf("median [min – max] of %d", len(ps.Repeats)), Flow: red(st.Flow), Name: red(st.Name)}
 		for i, f := range stepFigures {
-			v, rng := f.spreadParts(st.Figures[i])
+			v, rng := f.spreadParts(st.Figures[i], st.Fewest)
 			row.Cells = append(row.Cells, headCell{Value: v, Range: rng})
 		}
 		sec.StepRows = append(sec.StepRows, row)

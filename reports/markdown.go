@@ -477,7 +477,7 @@ func (m *mdWriter) steps() {
 			for _, st := range ps.Steps {
 				m.f("| median [min – max] of %d | %s | %s |", len(ps.Repeats), m.t(st.Flow), m.t(st.Name))
 				for i, f := range stepFigures {
-					m.f(" %s |", f.spreadCell(st.Figures[i]))
+					m.f(" %s |", strings.ReplaceAll(f.spreadCell(st.Figures[i], st.Fewest), "*", "\\*"))
 				}
 				m.f("\n")
 			}
