@@ -694,6 +694,8 @@ th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0;font-weight:600}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.steps td:first-child{white-space:nowrap}
+.scroll{overflow-x:auto;max-width:100%}
+table.phase td.num{white-space:normal}
 tr.group td{background:#f6f6f6;font-weight:600;color:#444}
 table.kv th{width:9em}
 .pass{color:#2e7d32;font-weight:600}.fail{color:#c62828;font-weight:600}.inconclusive{color:#ef6c00;font-weight:600}.none{color:#999}
@@ -768,12 +770,12 @@ footer{margin-top:30px;color:#888;font-size:12px}
 {{define "phase"}}
 <h2>phase {{.Name}}</h2>
 <div class="meta">{{.Meta}}</div>
-<table>
+<div class="scroll"><table class="phase">
 <tr><th>metric</th>{{range .Columns}}<th>{{.}}</th>{{end}}{{if .Across}}<th>median [min – max] across repeats</th>{{end}}</tr>
 {{$across := .Across}}{{$span := .Span}}
 {{range .Rows}}{{if .Group}}<tr class="group"><td colspan="{{$span}}">{{.Label}}</td></tr>
 {{else}}<tr><td>{{.Label}}</td>{{range .Cells}}<td class="num">{{.}}</td>{{end}}{{if $across}}<td class="num">{{.Across}}</td>{{end}}</tr>
-{{end}}{{end}}</table>
+{{end}}{{end}}</table></div>
 <div class="reason">* too few samples for this percentile to mean much (fewer than 10/(1−p)). Percentiles are never averaged across repeats; the median of an even count is the worse middle value.</div>
 {{if .StepRows}}<h3>flow steps</h3>
 <div class="caption">{{.StepsNote}}</div>
