@@ -321,6 +321,22 @@ func CheckTSV(path string) error {
 	return err
 }
 
+// TSVLeavesOutSteps reports whether AppendTSV would leave the flow
+// steps' rows out of the file at path: it exists and its header is the
+// one from before the step column (each phase's own row goes in, without
+// the step cell). false for a new, empty or unreadable file, or one of
+// other columns (CheckTSV says why those cannot take rows). It opens the
+// file read-only and creates nothing.
+func TSVLeavesOutSteps(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	_, _, legacy, err := tsvState(f, path)
+	return err == nil && legacy
+}
+
 // withoutSteps is rows as a file begun before the step column takes
 // them: the rows of flow steps left out, the step cell cut from the
 // others.
