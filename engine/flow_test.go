@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -512,5 +513,36 @@ func TestFlow_LateWakeUpIsTheGenerators(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestFlow_DocsSayWhatTheMixAndIdentityAre: the design notes and the
+// README state the flows' identity alike, as the engine keeps it
+// (arrivals == ok + errors + dropped + left_over; the design said
+// requests + dropped + left_over), and the mix as pick runs it: over
+// each generator's own iteration count (the design said the global
+// arrival sequence), a segment's merged counts off by up to one cycle
+// per segment.
+func TestFlow_DocsSayWhatTheMixAndIdentityAre(t *testing.T) {
+	for _, file := range []string{"../docs/design.md", "../README.md"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(strings.Fields(string(b)), " ")
+		for _, want := range []string{
+			"`arrivals == ok + errors + dropped + left_over` holds for iterations",
+			"smooth weighted round-robin over each generator's own iteration count",
+			"up to one cycle (Σweights iterations) per segment",
+		} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s lacks %q", file, want)
+			}
+		}
+		for _, bad := range []string{"`arrivals == requests + dropped + left_over`", "global arrival sequence"} {
+			if strings.Contains(text, bad) {
+				t.Errorf("%s says %q", file, bad)
+			}
+		}
 	}
 }
