@@ -165,7 +165,11 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 			n, s.LeftOverUnsent, dur(p.Grace), engine.LeftOverCut(s), dur(lo), dur(med))
 	}
 	if n := interruptCancelled(s) - s.CancelledUnsent; n > 0 {
-		c.f("  cancelled     %d sent %s (in flight when the run was interrupted; not target errors)\n", n, what)
+		if th := s.InterruptedThinking; th > 0 {
+			c.f("  cancelled     %d sent %s (when the run was interrupted: %d with a request in flight, %d between steps (thinking); not target errors)\n", n, what, n-th, th)
+		} else {
+			c.f("  cancelled     %d sent %s (in flight when the run was interrupted; not target errors)\n", n, what)
+		}
 	}
 	if s.Late+s.UnknownID+s.DuplicateID > 0 || len(s.ClosesByCode) > 0 {
 		// Counted apart: no request waited for them.
