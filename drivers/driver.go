@@ -51,6 +51,19 @@ type Prober interface {
 	Alive() error
 }
 
+// Prechecker is implemented by drivers that must see the target once
+// before any traffic to know the run can measure what the scenario says:
+// HTTP/2 fails a run whose server does not select h2 by ALPN, and tells
+// when the server's limit of concurrent streams caps the in-flight cap.
+type Prechecker interface {
+	// Precheck opens one connection, checks it, and closes it. inflight
+	// is the largest in-flight cap per connection of the plan's phases.
+	// The error says why the run cannot start; note, when not empty, is
+	// a line for the run's log (a cap the server sets). Precheck runs
+	// before the first phase's counters are read.
+	Precheck(ctx context.Context, inflight int) (note string, err error)
+}
+
 // Inflighter is implemented by drivers whose connections carry more than
 // one request at a time (WebSocket, binary frames). HTTP/1.x does not.
 type Inflighter interface {
@@ -177,6 +190,15 @@ type Outcome struct {
 	// FirstByte is the time from the start of Do to the first response
 	// byte; zero when no byte arrived.
 	FirstByte time.Duration
+	// Sent, when not zero, is the instant the request went to the wire
+	// after waiting inside Do for something that is the client's own
+	// queueing, not the request's service: a multiplexing driver (HTTP/2)
+	// sets it once the request has a stream under the server's limit and
+	// its turn to write. The engine then takes it as the request's send
+	// (service time = done − Sent; the response time still runs from the
+	// intended start). Zero: the engine's own stamp just before Do, which
+	// includes any dial.
+	Sent time.Time
 }
 
 // ConfigError is a problem in a driver's configuration, found before any

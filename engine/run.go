@@ -666,6 +666,12 @@ func (ph *phaseRun) do(k int, r drivers.Request) (out drivers.Outcome, sent, don
 		out.Connect += dial.Connect
 	}
 	done = time.Since(ph.start)
+	if out.Sent.After(now) {
+		// A multiplexing driver waited for a stream before it wrote
+		// (drivers.Outcome.Sent): that wait is queueing, in the response
+		// time from the intended start but not in the service time.
+		sent = min(out.Sent.Sub(ph.start), done)
+	}
 	if !out.Responded && out.Class != drivers.OK && ph.hard.Err() != nil {
 		// The phase (its drain ran out) or the user (Ctrl-C) cut this
 		// request short: that is not the target's error. At the drain's

@@ -1,0 +1,1307 @@
+package http
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"golang.org/x/net/publicsuffix"
+
+	"github.com/runner-dev/runner/drivers"
+)
+
+// HTTP/2 (version "2"): framing and HPACK are golang.org/x/net/http2's
+// Framer and hpack; connection ownership, streams, flow control and the
+// timing of each stream are ours (http2.Transport pools connections and
+// retries on its own, which a load generator must not do).
+//
+// A Conn is one connection slot. Its session is one TCP (and TLS)
+// connection carrying up to MaxInflight streams at once, bounded by the
+// server's SETTINGS_MAX_CONCURRENT_STREAMS: a request beyond it waits
+// for a stream to end, and that wait is the client's queueing (counted in
+// the response time from the intended start, not in the service time:
+// Outcome.Sent is stamped once the stream has its slot).
+const (
+	// MaxH2Inflight is the largest in-flight cap per HTTP/2 connection
+	// (streams open at once); servers usually allow 100 to 250.
+	MaxH2Inflight = 1 << 16
+	// h2FrameSize is the largest frame we accept: the protocol's default,
+	// which we do not raise (RFC 9113 §4.2), so a frame costs at most
+	// 16 KiB of buffer whatever the server says.
+	h2FrameSize = 16 << 10
+	// h2StreamWindow and h2ConnWindow are the receive windows we grant
+	// (RFC 9113 §6.9): 1 MiB per stream, 16 MiB per connection. DATA is
+	// counted and dropped (MaxRuleBody kept when a rule reads the body),
+	// so the windows bound bytes in flight, not memory.
+	h2StreamWindow = 1 << 20
+	h2ConnWindow   = 16 << 20
+	// h2MaxStreamID is the last client stream id (2³¹ − 1): a session
+	// that reaches it is replaced by a fresh connection.
+	h2MaxStreamID = 1<<31 - 1
+)
+
+// Codes of HTTP/2 outcomes besides rst-<CODE> (a RST_STREAM from the
+// server, its error code by name: rst-REFUSED_STREAM).
+const (
+	// CodeGoAway is a request refused by two GOAWAYs: sent on a stream
+	// above the server's last-stream-id, re-sent once on a fresh
+	// connection and refused again (class reset).
+	CodeGoAway = "goaway"
+	// CodeFlowStall is a request whose body could not be sent before its
+	// timeout because the server's flow-control window stayed closed
+	// (class timeout).
+	CodeFlowStall = "flow-control-stall"
+)
+
+// errNotH2 is the error of a TLS handshake in which the server did not
+// select h2 by ALPN.
+var errNotH2 = errors.New("the server did not select h2 by ALPN")
+
+// Precheck implements drivers.Prechecker. For HTTP/1.x it does nothing.
+// For HTTP/2 it dials one connection as Dial does (ALPN h2 over TLS, the
+// preface and the server's SETTINGS), within the request timeout, and
+// closes it: a server that selects no h2, answers the preface with
+// anything but SETTINGS, or cannot be reached fails the run before any
+// traffic with that error. note says when the server's
+// SETTINGS_MAX_CONCURRENT_STREAMS is below inflight: streams past it
+// wait, so fewer requests than inflight are in flight per connection.
+func (d *Driver) Precheck(ctx context.Context, inflight int) (note string, err error) {
+	if !d.h2 {
+		return "", nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	s, _, err := d.dialH2(ctx)
+	if err != nil {
+		return "", fmt.Errorf("HTTP/2 check of %s: %w", d.addr, err)
+	}
+	maxStreams := s.MaxStreams()
+	s.fail(errClosed, true)
+	if int(maxStreams) < inflight {
+		return fmt.Sprintf("the server allows %d concurrent streams per HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS): in-flight per connection is capped at %d, not the %d the scenario asks", maxStreams, maxStreams, inflight), nil
+	}
+	return "", nil
+}
+
+// h2conn is one HTTP/2 connection slot (drivers.Conn). Do is safe for
+// concurrent use, up to MaxInflight at once: each call is one stream of
+// the current session. A session the server ended, or one that received
+// GOAWAY, is replaced by a fresh dial inside the next Do (Outcome.Dialed).
+type h2conn struct {
+	d   *Driver
+	jar *cookiejar.Jar // nil with cookies off; safe for concurrent use
+
+	mu      sync.Mutex
+	sess    *session      // the session new streams go on; nil before the first dial
+	dialing chan struct{} // non-nil while one Do dials; closed when it is done
+	closed  bool
+}
+
+var (
+	_ drivers.Conn   = (*h2conn)(nil)
+	_ drivers.Prober = (*h2conn)(nil)
+)
+
+func newH2Conn(d *Driver) *h2conn {
+	c := &h2conn{d: d}
+	if d.cookies {
+		c.jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+	}
+	return c
+}
+
+// Close closes the session; streams in flight end as Cancelled, and later
+// Do calls return Cancelled without dialling.
+func (c *h2conn) Close() error {
+	c.mu.Lock()
+	s := c.sess
+	c.closed = true
+	c.sess = nil
+	c.mu.Unlock()
+	if s != nil {
+		s.fail(errClosed, true)
+	}
+	return nil
+}
+
+// Alive reports an error when the session has ended or the server sent
+// GOAWAY (drivers.Prober); nil before the first dial.
+func (c *h2conn) Alive() error {
+	c.mu.Lock()
+	s := c.sess
+	c.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.err != nil:
+		return s.err
+	case s.goAway:
+		return fmt.Errorf("the server sent GOAWAY (%s)", s.goAwayCode)
+	}
+	return nil
+}
+
+// session returns a session new streams may go on: the current one,
+// unless it is avoid or can take no new stream, else a fresh dial (one at
+// a time per slot; other callers wait for it, bounded by deadline).
+func (c *h2conn) session(ctx context.Context, deadline time.Time, avoid *session) (s *session, dialed int, connect time.Duration, err error) {
+	for tries := 0; ; tries++ {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, dialed, connect, errClosed
+		}
+		if s := c.sess; s != nil && s != avoid && s.open() {
+			c.mu.Unlock()
+			return s, dialed, connect, nil
+		}
+		if ch := c.dialing; ch != nil {
+			c.mu.Unlock()
+			t := time.NewTimer(time.Until(deadline))
+			select {
+			case <-ch:
+				t.Stop()
+				continue
+			case <-ctx.Done():
+				t.Stop()
+				return nil, dialed, connect, context.Cause(ctx)
+			case <-t.C:
+				return nil, dialed, connect, os.ErrDeadlineExceeded
+			}
+		}
+		if tries > 2 {
+			// Three sessions came and went under us: stop here.
+			c.mu.Unlock()
+			return nil, dialed, connect, errors.New("http2: no usable connection after three dials")
+		}
+		ch := make(chan struct{})
+		c.dialing = ch
+		old := c.sess
+		c.mu.Unlock()
+
+		t0 := time.Now()
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		ns, tcp, derr := c.d.dialH2(dctx)
+		cancel()
+		connect += time.Since(t0)
+		if tcp {
+			dialed++
+		}
+		c.mu.Lock()
+		c.dialing = nil
+		close(ch)
+		if derr == nil {
+			if c.closed {
+				c.mu.Unlock()
+				ns.fail(errClosed, true)
+				return nil, dialed, connect, errClosed
+			}
+			c.sess = ns
+		}
+		c.mu.Unlock()
+		if derr != nil {
+			return nil, dialed, connect, derr
+		}
+		if old != nil {
+			old.retire()
+		}
+		return ns, dialed, connect, nil
+	}
+}
+
+// Do sends one request on a stream of the slot's session and waits for
+// its response's END_STREAM. See drivers.Conn and the package notes on
+// HTTP/2.
+//
+// Outcome.Sent is the instant the stream had its slot (a free one under
+// the server's SETTINGS_MAX_CONCURRENT_STREAMS) and its HEADERS went to
+// the wire; when this Do dialled first it stays zero, so the engine's own
+// stamp (the dial included) stands, as for HTTP/1.x. Outcome.FirstByte is
+// the time from Do's start to the stream's first frame. BytesOut and
+// BytesIn count the stream's own frames, 9-byte frame headers included;
+// connection-level frames (SETTINGS, PING, WINDOW_UPDATE on stream 0)
+// belong to no request.
+//
+// A stream above the last-stream-id of a GOAWAY was not processed (RFC
+// 9113 §6.8): it is sent again once on a fresh connection, its response
+// time still counting from its intended start, and counted in
+// Driver.GoAwayRetries; refused again, it ends as reset with code
+// "goaway".
+func (c *h2conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) {
+	start, deadline, ended := begin(ctx, r, c.d.timeout, &out)
+	if ended {
+		return out
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+
+	defer func() {
+		if out.Dialed > 0 {
+			// This request waited for a dial: the engine's stamp before
+			// Do stands, so the dial counts in its service time.
+			out.Sent = time.Time{}
+		}
+	}()
+	var avoid *session
+	retried := false
+	for attempt := 0; attempt < 4; attempt++ {
+		s, dialed, connect, err := c.session(ctx, deadline, avoid)
+		out.Dialed += dialed
+		out.Connect += connect
+		if err != nil {
+			return c.dialFailed(ctx, err, out)
+		}
+		res := s.exchange(ctx, timer.C, deadline, start, c, r, &out)
+		switch res {
+		case exNotSent:
+			// The session ended or was told to go away before our
+			// HEADERS left: nothing was sent, so no retry is counted.
+			avoid = s
+			continue
+		case exRefused:
+			if retried {
+				out.Class, out.Code = drivers.Reset, CodeGoAway
+				out.Err = fmt.Errorf("stream refused by GOAWAY twice: the server did not process it on two connections")
+				return out
+			}
+			retried = true
+			c.d.goAwayRetries.Add(1)
+			avoid = s
+			continue
+		}
+		return out
+	}
+	out.Class, out.Code = drivers.Reset, CodeGoAway
+	out.Err = errors.New("http2: no connection took the stream")
+	return out
+}
+
+// dialFailed ends a request whose session could not be had: as an
+// HTTP/1.x re-dial (dialOutcome), with code ALPN for a server that did
+// not select h2 and h2 for one that broke the connection preface.
+func (c *h2conn) dialFailed(ctx context.Context, err error, out drivers.Outcome) drivers.Outcome {
+	switch {
+	case errors.Is(err, errClosed):
+		out.Class, out.Err = drivers.Cancelled, errClosed
+		return out
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		out.Class, out.Err = drivers.Timeout, fmt.Errorf("waiting for a connection: %w", err)
+		return out
+	}
+	out = dialOutcome(ctx, err, false, out)
+	if out.Class == drivers.Connect {
+		switch {
+		case errors.Is(err, errNotH2):
+			out.Code = "ALPN"
+		case isH2Error(err):
+			out.Code = "h2"
+		}
+	}
+	return out
+}
+
+// isH2Error reports whether err is a protocol error of the framer or of
+// our own checks.
+func isH2Error(err error) bool {
+	var ce http2.ConnectionError
+	var pe *h2ProtoError
+	return errors.As(err, &ce) || errors.As(err, &pe)
+}
+
+// h2ProtoError is a protocol violation by the server that we found
+// (RFC 9113 error code code); it ends the session.
+type h2ProtoError struct {
+	code http2.ErrCode
+	msg  string
+}
+
+// Error returns the message with its error code.
+func (e *h2ProtoError) Error() string { return fmt.Sprintf("http2 %s: %s", e.code, e.msg) }
+
+// dialH2 dials one session: TCP, TLS with ALPN h2 (https://) or nothing
+// more (h2c with prior knowledge), the client preface and our SETTINGS,
+// then the server's SETTINGS, which must come first (RFC 9113 §3.4). tcp
+// reports whether the TCP connection was established (and counted).
+func (d *Driver) dialH2(ctx context.Context) (s *session, tcp bool, err error) {
+	nc, tcp, err := d.dial(ctx)
+	if err != nil {
+		if strings.Contains(err.Error(), "no application protocol") {
+			// The server refused the handshake for want of a protocol
+			// it speaks (the no_application_protocol alert).
+			err = fmt.Errorf("%w (it refused the handshake: %w): %s does not speak HTTP/2 over TLS; use version \"1.1\"", errNotH2, err, d.addr)
+		}
+		return nil, tcp, err
+	}
+	if tc, ok := nc.(*tls.Conn); ok {
+		if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
+			nc.Close()
+			sel := "no protocol"
+			if p != "" {
+				sel = strconv.Quote(p)
+			}
+			return nil, tcp, fmt.Errorf("%w (it selected %s): %s does not speak HTTP/2 over TLS; use version \"1.1\"", errNotH2, sel, d.addr)
+		}
+	}
+	s = newSession(d, nc)
+	if dl, ok := ctx.Deadline(); ok {
+		nc.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(past) })
+	err = s.handshake()
+	if !stop() || ctx.Err() != nil {
+		err = errors.Join(err, context.Cause(ctx))
+	}
+	if err != nil {
+		nc.Close()
+		return nil, tcp, err
+	}
+	nc.SetDeadline(time.Time{})
+	go s.readLoop()
+	return s, tcp, nil
+}
+
+// session is one HTTP/2 connection.
+type session struct {
+	d  *Driver
+	nc net.Conn
+
+	// wmu serialises writes: the framer's write side, the HPACK encoder
+	// (whose dynamic table needs header blocks on the wire in the order
+	// they were encoded) and bw.
+	wmu  sync.Mutex
+	bw   *bufio.Writer
+	fr   *http2.Framer
+	henc *hpack.Encoder
+	hbuf bytes.Buffer
+
+	mu         sync.Mutex
+	streams    map[uint32]*stream
+	nextID     uint32
+	active     int    // streams holding a slot (opening or open)
+	maxStreams uint32 // the server's SETTINGS_MAX_CONCURRENT_STREAMS
+	maxFrame   uint32 // the server's SETTINGS_MAX_FRAME_SIZE
+	initWin    int64  // the server's SETTINGS_INITIAL_WINDOW_SIZE
+	sendWin    int64  // connection-level send window
+	changed    chan struct{}
+	goAway     bool
+	goAwayCode http2.ErrCode
+	lastID     uint32
+	retired    bool  // replaced by a fresh session: closed once idle
+	err        error // why the session ended; nil while it lives
+	recvUnack  int64 // connection-level DATA bytes not yet granted back
+	// tableSize is the server's SETTINGS_HEADER_TABLE_SIZE + 1 not yet
+	// applied to the encoder (0: nothing new); the encoder is wmu's.
+	tableSize atomic.Int64
+}
+
+func newSession(d *Driver, nc net.Conn) *session {
+	s := &session{
+		d: d, nc: nc,
+		streams:    map[uint32]*stream{},
+		nextID:     1,
+		maxStreams: MaxH2Inflight, // unlimited until the server says (RFC 9113 §6.5.2)
+		maxFrame:   h2FrameSize,
+		initWin:    65535,
+		sendWin:    65535,
+		changed:    make(chan struct{}),
+	}
+	s.bw = bufio.NewWriterSize(nc, 16<<10)
+	s.fr = http2.NewFramer(s.bw, bufio.NewReaderSize(nc, 16<<10))
+	s.fr.SetMaxReadFrameSize(h2FrameSize)
+	s.fr.MaxHeaderListSize = MaxHeaderBytes
+	s.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	s.henc = hpack.NewEncoder(&s.hbuf)
+	return s
+}
+
+// handshake writes the preface and our settings and reads the server's
+// SETTINGS (acknowledged by the read loop's first write).
+func (s *session) handshake() error {
+	if _, err := s.bw.WriteString(http2.ClientPreface); err != nil {
+		return err
+	}
+	err := s.fr.WriteSettings(
+		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2StreamWindow},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: MaxHeaderBytes},
+	)
+	if err == nil {
+		err = s.fr.WriteWindowUpdate(0, h2ConnWindow-65535)
+	}
+	if err == nil {
+		err = s.bw.Flush()
+	}
+	if err != nil {
+		return err
+	}
+	f, err := s.fr.ReadFrame()
+	if err != nil {
+		return fmt.Errorf("http2: reading the server's SETTINGS: %w", err)
+	}
+	sf, ok := f.(*http2.SettingsFrame)
+	if !ok || sf.IsAck() {
+		return &h2ProtoError{http2.ErrCodeProtocol, fmt.Sprintf("the server's first frame is %s, not SETTINGS", f.Header().Type)}
+	}
+	if err := s.applySettings(sf); err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.fr.WriteSettingsAck(); err != nil {
+		return err
+	}
+	return s.bw.Flush()
+}
+
+// MaxStreams is the server's SETTINGS_MAX_CONCURRENT_STREAMS as last
+// received (MaxH2Inflight when it sent none).
+func (s *session) MaxStreams() uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxStreams
+}
+
+// applySettings takes the server's settings.
+func (s *session) applySettings(sf *http2.SettingsFrame) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := sf.ForeachSetting(func(st http2.Setting) error {
+		if err := st.Valid(); err != nil {
+			return err
+		}
+		switch st.ID {
+		case http2.SettingMaxConcurrentStreams:
+			s.maxStreams = min(st.Val, MaxH2Inflight)
+		case http2.SettingMaxFrameSize:
+			s.maxFrame = st.Val
+		case http2.SettingInitialWindowSize:
+			// RFC 9113 §6.9.2: the change applies to every open stream.
+			delta := int64(st.Val) - s.initWin
+			s.initWin = int64(st.Val)
+			for _, st := range s.streams {
+				st.sendWin += delta
+			}
+		case http2.SettingHeaderTableSize:
+			// The encoder's table is bounded by the server's; taken
+			// under wmu by the next HEADERS write.
+			s.tableSize.Store(int64(st.Val) + 1)
+		}
+		return nil
+	})
+	s.broadcast()
+	return err
+}
+
+// broadcast wakes every stream waiting for a slot or a window; s.mu held.
+func (s *session) broadcast() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// open reports whether the session takes new streams.
+func (s *session) open() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err == nil && !s.goAway && !s.retired && s.nextID < h2MaxStreamID
+}
+
+// retire marks a replaced session: it takes no new stream and is closed
+// once its last stream ends.
+func (s *session) retire() {
+	s.mu.Lock()
+	s.retired = true
+	idle := s.active == 0
+	s.mu.Unlock()
+	if idle {
+		s.fail(errors.New("http2: connection replaced"), true)
+	}
+}
+
+// fail ends the session with err: every stream in flight ends with it
+// (a connection-level error fails the streams on it). local is true when
+// we ended it (Close, a replaced session), so its streams are cancelled,
+// not failed by the server.
+func (s *session) fail(err error, local bool) {
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.err = err
+	streams := s.streams
+	s.streams = map[uint32]*stream{}
+	s.broadcast()
+	s.mu.Unlock()
+	for _, st := range streams {
+		st.end(endConn, err)
+	}
+	s.nc.Close()
+}
+
+// endKind says how a stream ended.
+type endKind uint8
+
+const (
+	endNone     endKind = iota
+	endOK               // END_STREAM of a complete response
+	endReset            // RST_STREAM from the server
+	endConn             // the connection ended
+	endRefused          // above a GOAWAY's last-stream-id: not processed
+	endProtocol         // a stream-level protocol error
+)
+
+// stream is one request in flight. Its fields after id are written by
+// the read loop until done is closed, then read by the Do that owns it.
+type stream struct {
+	id      uint32
+	sendWin int64 // guarded by session.mu
+	closed  bool  // guarded by session.mu: no more DATA may be sent
+
+	done     chan struct{}
+	once     sync.Once
+	kind     endKind
+	err      error
+	code     string
+	first    time.Time
+	bytesIn  int64
+	recvWin  int64 // receive window left
+	recvUn   int64 // bytes to grant back
+	gotFinal bool
+	head     bool // HEAD: a response has no body
+	// j holds the response for judging: status, headers, cookies, body
+	// (conn.judge and conn.capture read it).
+	j conn
+}
+
+// end ends the stream once: the first end wins.
+func (st *stream) end(k endKind, err error) {
+	st.once.Do(func() {
+		st.kind, st.err = k, err
+		close(st.done)
+	})
+}
+
+// exchange results.
+const (
+	exDone    = iota // out is the outcome
+	exNotSent        // nothing was sent: try another session
+	exRefused        // refused by GOAWAY: not processed, may be sent again
+)
+
+// exchange sends r on a new stream of s and waits for its end; out
+// receives the outcome (exDone) or only byte counts (the others).
+func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadline, start time.Time, c *h2conn, r drivers.Request, out *drivers.Outcome) int {
+	spec := c.d.spec(r)
+	// A slot under the server's limit.
+	s.mu.Lock()
+	for s.err == nil && !s.goAway && !s.retired && s.active >= int(s.maxStreams) {
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("waiting for a stream: %w", context.Cause(ctx))
+			return exDone
+		case <-expired:
+			out.Class, out.Err = drivers.Timeout, fmt.Errorf("waiting for a stream under the server's limit of %d: %w", s.MaxStreams(), os.ErrDeadlineExceeded)
+			return exDone
+		}
+		s.mu.Lock()
+	}
+	if s.err != nil || s.goAway || s.retired || s.nextID >= h2MaxStreamID {
+		s.mu.Unlock()
+		return exNotSent
+	}
+	s.active++
+	s.mu.Unlock()
+
+	st := &stream{done: make(chan struct{}), recvWin: h2StreamWindow, head: spec.method == "HEAD"}
+	st.j.spec, st.j.jar = spec, c.jar
+	var row []string
+	if spec.data != nil {
+		row = spec.data.Row(r.Seq, r.Slot)
+	}
+	var jarURL *url.URL
+	if c.jar != nil {
+		jarURL = h2RequestURL(c.d, spec, r, row)
+	}
+	body := spec.filler
+	if body == nil && spec.body.size(r.Seq, row, r.Vars) > 0 {
+		body = spec.body.render(nil, r.Seq, row, r.Vars)
+	}
+
+	// HEADERS: id, encoding and write in one critical section, so ids
+	// and header blocks reach the wire in order.
+	s.wmu.Lock()
+	if out.Sent.IsZero() {
+		// A request sent again after GOAWAY keeps its first send.
+		out.Sent = time.Now()
+	}
+	s.mu.Lock()
+	if s.err != nil {
+		s.active--
+		s.mu.Unlock()
+		s.wmu.Unlock()
+		return exNotSent
+	}
+	st.id = s.nextID
+	s.nextID += 2
+	st.sendWin = s.initWin
+	s.streams[st.id] = st
+	s.mu.Unlock()
+	n, err := s.writeHeaders(st.id, spec, r, row, c.jar, jarURL, len(body) == 0, deadline, body)
+	s.wmu.Unlock()
+	out.BytesOut += n
+	if err != nil {
+		s.fail(fmt.Errorf("write request: %w", err), false)
+		return s.finish(ctx, st, out, c, r, jarURL)
+	}
+	if len(body) > 0 {
+		if res, done := s.writeBody(ctx, expired, st, body, deadline, out); done {
+			return res
+		}
+	}
+	select {
+	case <-st.done:
+	case <-ctx.Done():
+		s.cancel(st, http2.ErrCodeCancel)
+		out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("read response: %w", context.Cause(ctx))
+		return exDone
+	case <-expired:
+		s.cancel(st, http2.ErrCodeCancel)
+		out.Class, out.Err = drivers.Timeout, fmt.Errorf("read response: %w", os.ErrDeadlineExceeded)
+		s.account(st, start, out)
+		return exDone
+	}
+	s.account(st, start, out)
+	return s.finish(ctx, st, out, c, r, jarURL)
+}
+
+// account books a stream's bytes in and first byte.
+func (s *session) account(st *stream, start time.Time, out *drivers.Outcome) {
+	s.mu.Lock()
+	out.BytesIn += st.bytesIn
+	first := st.first
+	s.mu.Unlock()
+	if !first.IsZero() && out.FirstByte == 0 {
+		out.FirstByte = first.Sub(start)
+	}
+}
+
+// finish turns an ended stream into the outcome.
+func (s *session) finish(ctx context.Context, st *stream, out *drivers.Outcome, c *h2conn, r drivers.Request, jarURL *url.URL) int {
+	<-st.done
+	switch st.kind {
+	case endRefused:
+		return exRefused
+	case endOK:
+		out.Responded = true
+		if c.jar != nil && len(st.j.resp.cookies) > 0 {
+			st.j.storeCookies(jarURL)
+		}
+		out.Class, out.Code, out.Err = st.j.judge()
+		if out.Class == drivers.OK && len(st.j.spec.captures) > 0 {
+			out.Class, out.Code, out.Err = st.j.capture(st.j.spec, r.Vars)
+		}
+		return exDone
+	case endReset:
+		out.Class, out.Code, out.Err = drivers.Reset, st.code, st.err
+		return exDone
+	case endProtocol:
+		out.Class, out.Code, out.Err = drivers.BadFrame, st.code, st.err
+		return exDone
+	}
+	// endConn: the connection ended under the stream.
+	err := st.err
+	out.Err = fmt.Errorf("read response: %w", err)
+	s.mu.Lock()
+	goAway, code := s.goAway, s.goAwayCode
+	s.mu.Unlock()
+	switch {
+	case errors.Is(err, errClosed):
+		out.Class = drivers.Cancelled
+	case ctx.Err() != nil:
+		out.Class = drivers.CtxClass(ctx)
+	case goAway:
+		// At or below the GOAWAY's last-stream-id, so perhaps processed,
+		// and never completed: an error, never retried.
+		out.Class, out.Code = drivers.Reset, "goaway-"+code.String()
+	case isH2Error(err):
+		out.Class, out.Code = drivers.BadFrame, h2Code(err)
+	default:
+		out.Class, out.Code = drivers.Classify(err)
+		if out.Class == drivers.Reset && !isNetError(err) {
+			out.Class = drivers.BadFrame
+		}
+	}
+	return exDone
+}
+
+// h2Code names a protocol error by its error code: h2-PROTOCOL_ERROR.
+func h2Code(err error) string {
+	var ce http2.ConnectionError
+	var pe *h2ProtoError
+	switch {
+	case errors.As(err, &pe):
+		return "h2-" + pe.code.String()
+	case errors.As(err, &ce):
+		return "h2-" + http2.ErrCode(ce).String()
+	}
+	return "h2"
+}
+
+// cancel ends a stream we give up on: RST_STREAM to the server, and its
+// slot freed. Frames that still come for it are dropped.
+func (s *session) cancel(st *stream, code http2.ErrCode) {
+	if !s.forget(st) {
+		return
+	}
+	st.end(endConn, errClosed)
+	s.writeControl(func() error { return s.fr.WriteRSTStream(st.id, code) })
+}
+
+// forget removes a stream and frees its slot; false when it was already
+// gone. A retired session is closed with its last stream.
+func (s *session) forget(st *stream) bool {
+	s.mu.Lock()
+	if s.streams[st.id] != st {
+		s.mu.Unlock()
+		return false
+	}
+	delete(s.streams, st.id)
+	st.closed = true
+	s.active--
+	idle := s.active == 0 && (s.retired || s.goAway)
+	s.broadcast()
+	s.mu.Unlock()
+	if idle {
+		s.fail(errors.New("http2: connection closed after its last stream"), true)
+	}
+	return true
+}
+
+// writeControl writes one connection-level frame (a SETTINGS or PING
+// ack, a WINDOW_UPDATE, a RST_STREAM) and flushes; a failed write ends
+// the session.
+func (s *session) writeControl(write func() error) {
+	s.wmu.Lock()
+	s.nc.SetWriteDeadline(time.Now().Add(s.d.timeout))
+	err := write()
+	if err == nil {
+		err = s.bw.Flush()
+	}
+	s.wmu.Unlock()
+	if err != nil {
+		s.fail(fmt.Errorf("write: %w", err), false)
+	}
+}
+
+// writeHeaders encodes and writes a request's header block (HEADERS, then
+// CONTINUATION frames past the server's frame size); s.wmu held. It
+// returns the bytes written.
+func (s *session) writeHeaders(id uint32, spec *Driver, r drivers.Request, row []string, jar *cookiejar.Jar, jarURL *url.URL, endStream bool, deadline time.Time, body []byte) (int64, error) {
+	if v := s.tableSize.Swap(0); v > 0 {
+		s.henc.SetMaxDynamicTableSizeLimit(uint32(min(v-1, 4096)))
+	}
+	s.hbuf.Reset()
+	if err := encodeRequest(s.henc, spec.head.render(nil, r.Seq, row, r.Vars), s.d.scheme); err != nil {
+		return 0, err
+	}
+	if jar != nil {
+		if cs := jar.Cookies(jarURL); len(cs) > 0 {
+			for _, ck := range cs {
+				s.henc.WriteField(hpack.HeaderField{Name: "cookie", Value: ck.String()})
+			}
+		}
+	}
+	if spec.sendLen {
+		s.henc.WriteField(hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(body))})
+	}
+	s.nc.SetWriteDeadline(deadline)
+	block := s.hbuf.Bytes()
+	s.mu.Lock()
+	max := int(s.maxFrame)
+	s.mu.Unlock()
+	var n int64
+	first := true
+	for first || len(block) > 0 {
+		chunk := block[:min(len(block), max)]
+		block = block[len(chunk):]
+		var err error
+		if first {
+			err = s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: chunk, EndStream: endStream, EndHeaders: len(block) == 0})
+		} else {
+			err = s.fr.WriteContinuation(id, len(block) == 0, chunk)
+		}
+		if err != nil {
+			return n, err
+		}
+		n += 9 + int64(len(chunk))
+		first = false
+	}
+	return n, s.bw.Flush()
+}
+
+// encodeRequest encodes the request head the templates rendered, in
+// HTTP/1.x form ("GET /p HTTP/2\r\nHost: h\r\nName: v\r\n"), as HTTP/2
+// fields: :method, :scheme, :authority (from Host), :path, then every
+// other field with its name in lower case (RFC 9113 §8.2.1, §8.3.1).
+func encodeRequest(enc *hpack.Encoder, head []byte, scheme string) error {
+	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
+	method, target, ok := bytes.Cut(line, []byte(" "))
+	if i := bytes.LastIndexByte(target, ' '); ok && i >= 0 {
+		target = target[:i]
+	} else {
+		return fmt.Errorf("http2: malformed request line %q", clip(line))
+	}
+	var authority string
+	fields := rest
+	for len(fields) > 0 {
+		var f []byte
+		f, fields, _ = bytes.Cut(fields, []byte("\r\n"))
+		name, value, _ := bytes.Cut(f, []byte(":"))
+		if asciiEqualFold(name, "Host") {
+			authority = string(bytes.TrimSpace(value))
+		}
+	}
+	enc.WriteField(hpack.HeaderField{Name: ":method", Value: string(method)})
+	enc.WriteField(hpack.HeaderField{Name: ":scheme", Value: scheme})
+	enc.WriteField(hpack.HeaderField{Name: ":authority", Value: authority})
+	enc.WriteField(hpack.HeaderField{Name: ":path", Value: string(target)})
+	for len(rest) > 0 {
+		var f []byte
+		f, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		name, value, _ := bytes.Cut(f, []byte(":"))
+		if len(name) == 0 || asciiEqualFold(name, "Host") {
+			continue
+		}
+		enc.WriteField(hpack.HeaderField{Name: strings.ToLower(string(name)), Value: string(bytes.TrimSpace(value))})
+	}
+	return nil
+}
+
+// writeBody sends a request body in DATA frames within the server's
+// windows. done is true when the request ended here (the outcome is in
+// out): the windows stayed closed past the deadline (class timeout, code
+// flow-control-stall), ctx ended, the stream ended first (the response
+// came early: then it is awaited as usual), or the session failed.
+func (s *session) writeBody(ctx context.Context, expired <-chan time.Time, st *stream, body []byte, deadline time.Time, out *drivers.Outcome) (int, bool) {
+	for len(body) > 0 {
+		s.mu.Lock()
+		for s.err == nil && !st.closed && (s.sendWin <= 0 || st.sendWin <= 0) {
+			ch := s.changed
+			s.mu.Unlock()
+			select {
+			case <-ch:
+			case <-st.done:
+			case <-ctx.Done():
+				s.cancel(st, http2.ErrCodeCancel)
+				out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("write request body: %w", context.Cause(ctx))
+				return exDone, true
+			case <-expired:
+				s.cancel(st, http2.ErrCodeCancel)
+				out.Class, out.Code = drivers.Timeout, CodeFlowStall
+				out.Err = fmt.Errorf("write request body: the server's flow-control window stayed closed with %d bytes unsent until the timeout", len(body))
+				return exDone, true
+			}
+			s.mu.Lock()
+		}
+		if s.err != nil || st.closed {
+			s.mu.Unlock()
+			return exDone, false // finish reads how the stream ended
+		}
+		n := min(int64(len(body)), s.sendWin, st.sendWin, int64(s.maxFrame))
+		s.sendWin -= n
+		st.sendWin -= n
+		s.mu.Unlock()
+		chunk := body[:n]
+		body = body[n:]
+		s.wmu.Lock()
+		s.nc.SetWriteDeadline(deadline)
+		err := s.fr.WriteData(st.id, len(body) == 0, chunk)
+		if err == nil {
+			err = s.bw.Flush()
+		}
+		s.wmu.Unlock()
+		out.BytesOut += 9 + n
+		if err != nil {
+			s.fail(fmt.Errorf("write request body: %w", err), false)
+			return exDone, false
+		}
+	}
+	return exDone, false
+}
+
+// readLoop reads frames until the connection ends, and hands each to its
+// stream. A connection-level error ends the session and every stream on
+// it; we tell the server why with GOAWAY.
+func (s *session) readLoop() {
+	for {
+		f, err := s.fr.ReadFrame()
+		if err != nil {
+			var se http2.StreamError
+			if errors.As(err, &se) {
+				s.streamError(se.StreamID, se.Code, fmt.Errorf("http2 stream error: %w", err))
+				continue
+			}
+			if errors.Is(err, http2.ErrFrameTooLarge) {
+				err = &h2ProtoError{http2.ErrCodeFrameSize, fmt.Sprintf("a frame larger than our SETTINGS_MAX_FRAME_SIZE %d", h2FrameSize)}
+			}
+			s.connError(err)
+			return
+		}
+		if err := s.handle(f); err != nil {
+			s.connError(err)
+			return
+		}
+	}
+}
+
+// connError ends the session for a protocol error (telling the server by
+// GOAWAY) or a transport error.
+func (s *session) connError(err error) {
+	var pe *h2ProtoError
+	var ce http2.ConnectionError
+	switch {
+	case errors.As(err, &pe):
+		s.writeControl(func() error { return s.fr.WriteGoAway(0, pe.code, nil) })
+	case errors.As(err, &ce):
+		s.writeControl(func() error { return s.fr.WriteGoAway(0, http2.ErrCode(ce), nil) })
+	}
+	s.fail(err, false)
+}
+
+// streamError ends one stream for a protocol error in its frames.
+func (s *session) streamError(id uint32, code http2.ErrCode, err error) {
+	st := s.lookup(id)
+	if st == nil || !s.forget(st) {
+		return
+	}
+	st.code = "h2-" + code.String()
+	st.end(endProtocol, err)
+	s.writeControl(func() error { return s.fr.WriteRSTStream(id, code) })
+}
+
+// lookup finds an open stream of ours.
+func (s *session) lookup(id uint32) *stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streams[id]
+}
+
+// handle takes one frame; an error is a connection error.
+func (s *session) handle(f http2.Frame) error {
+	switch f := f.(type) {
+	case *http2.MetaHeadersFrame:
+		return s.onHeaders(f)
+	case *http2.DataFrame:
+		return s.onData(f)
+	case *http2.RSTStreamFrame:
+		if st := s.lookup(f.StreamID); st != nil && s.forget(st) {
+			s.mu.Lock()
+			st.bytesIn += 9 + 4
+			s.mu.Unlock()
+			st.code = "rst-" + f.ErrCode.String()
+			st.end(endReset, fmt.Errorf("the server reset the stream (RST_STREAM %s)", f.ErrCode))
+		}
+	case *http2.SettingsFrame:
+		if f.IsAck() {
+			return nil
+		}
+		if err := s.applySettings(f); err != nil {
+			return err
+		}
+		s.writeControl(s.fr.WriteSettingsAck)
+	case *http2.PingFrame:
+		if !f.IsAck() {
+			data := f.Data
+			s.writeControl(func() error { return s.fr.WritePing(true, data) })
+		}
+	case *http2.WindowUpdateFrame:
+		return s.onWindowUpdate(f)
+	case *http2.GoAwayFrame:
+		s.onGoAway(f)
+	case *http2.PushPromiseFrame:
+		return &h2ProtoError{http2.ErrCodeProtocol, "PUSH_PROMISE although we disabled push"}
+	}
+	// PRIORITY and unknown frame types are ignored (RFC 9113 §4.1, §5.5).
+	return nil
+}
+
+// onHeaders takes a response header block: an interim 1xx head (skipped),
+// the final head, or trailers (which must end the stream).
+func (s *session) onHeaders(f *http2.MetaHeadersFrame) error {
+	st := s.lookup(f.StreamID)
+	if st == nil {
+		if f.StreamID%2 == 0 || f.StreamID >= s.nextIDLocked() {
+			return &h2ProtoError{http2.ErrCodeProtocol, fmt.Sprintf("HEADERS on stream %d, which we never opened", f.StreamID)}
+		}
+		return nil // a stream we cancelled: its HPACK state is already taken
+	}
+	s.mu.Lock()
+	if st.first.IsZero() {
+		st.first = time.Now()
+	}
+	st.bytesIn += int64(9 + f.Header().Length)
+	s.mu.Unlock()
+	if f.Truncated {
+		s.streamError(st.id, http2.ErrCodeProtocol, fmt.Errorf("response header list exceeds the limit of %d bytes (1 MiB)", MaxHeaderBytes))
+		return nil
+	}
+	if st.gotFinal {
+		if !f.StreamEnded() {
+			s.streamError(st.id, http2.ErrCodeProtocol, errors.New("a second header block without END_STREAM"))
+			return nil
+		}
+		s.complete(st)
+		return nil
+	}
+	status, err := parseH2Status(f.PseudoValue("status"))
+	if err != nil {
+		s.streamError(st.id, http2.ErrCodeProtocol, err)
+		return nil
+	}
+	if status >= 100 && status < 200 {
+		if f.StreamEnded() {
+			s.streamError(st.id, http2.ErrCodeProtocol, fmt.Errorf("interim status %d with END_STREAM", status))
+		}
+		return nil
+	}
+	st.gotFinal = true
+	resp := &st.j.resp
+	resp.status = status
+	wantHeaders := st.j.spec.rule != nil && st.j.spec.rule.needHeaders || st.j.spec.captureHeaders
+	for _, hf := range f.RegularFields() {
+		if wantHeaders {
+			if resp.headers == nil {
+				resp.headers = map[string]string{}
+			}
+			k := canonicalKey(hf.Name)
+			if _, dup := resp.headers[k]; !dup {
+				resp.headers[k] = hf.Value
+			}
+		}
+		if st.j.jar != nil && hf.Name == "set-cookie" {
+			resp.cookies = append(resp.cookies, hf.Value)
+		}
+	}
+	if f.StreamEnded() {
+		s.complete(st)
+	}
+	return nil
+}
+
+// nextIDLocked returns the next stream id under s.mu.
+func (s *session) nextIDLocked() uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nextID
+}
+
+// canonicalKey is the canonical form of a header name (content-type →
+// Content-Type), as the HTTP/1.x reader keys headers for rules.
+func canonicalKey(name string) string {
+	b := []byte(name)
+	up := true
+	for i, c := range b {
+		if up && 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+		up = c == '-'
+	}
+	return string(b)
+}
+
+// parseH2Status reads :status: three digits (RFC 9113 §8.3.2).
+func parseH2Status(v string) (int, error) {
+	if len(v) != 3 || !isDigit(v[0]) || !isDigit(v[1]) || !isDigit(v[2]) {
+		if v == "" {
+			return 0, errors.New("response without :status")
+		}
+		return 0, fmt.Errorf("response :status %q is not three digits", clip([]byte(v)))
+	}
+	n, _ := strconv.Atoi(v)
+	if n < 100 {
+		return 0, fmt.Errorf("response :status %d is below 100", n)
+	}
+	return n, nil
+}
+
+// complete ends a stream whose response ended (END_STREAM).
+func (s *session) complete(st *stream) {
+	if s.forget(st) {
+		st.end(endOK, nil)
+	}
+}
+
+// onData takes a DATA frame: flow-control accounting (RFC 9113 §6.9),
+// the body kept only as far as a rule or capture reads it, window grants
+// once half a window was consumed.
+func (s *session) onData(f *http2.DataFrame) error {
+	n := int64(f.Header().Length) // padding counts against the window too
+	s.mu.Lock()
+	if n > 0 {
+		s.recvUnack += n
+	}
+	connGrant := int64(0)
+	if s.recvUnack >= h2ConnWindow/2 {
+		connGrant, s.recvUnack = s.recvUnack, 0
+	}
+	if s.recvUnack+connGrant > h2ConnWindow {
+		s.mu.Unlock()
+		return &h2ProtoError{http2.ErrCodeFlowControl, "DATA beyond the connection's receive window"}
+	}
+	st := s.streams[f.StreamID]
+	if st != nil {
+		st.bytesIn += 9 + n
+		if st.first.IsZero() {
+			st.first = time.Now()
+		}
+	}
+	s.mu.Unlock()
+	if connGrant > 0 {
+		s.writeControl(func() error { return s.fr.WriteWindowUpdate(0, uint32(connGrant)) })
+	}
+	if st == nil {
+		if f.StreamID >= s.nextIDLocked() {
+			return &h2ProtoError{http2.ErrCodeProtocol, fmt.Sprintf("DATA on stream %d, which we never opened", f.StreamID)}
+		}
+		return nil // a stream we cancelled
+	}
+	if !st.gotFinal {
+		s.streamError(st.id, http2.ErrCodeProtocol, errors.New("DATA before the response's HEADERS"))
+		return nil
+	}
+	st.recvWin -= n
+	if st.recvWin < 0 {
+		s.streamError(st.id, http2.ErrCodeFlowControl, errors.New("DATA beyond the stream's receive window"))
+		return nil
+	}
+	if len(f.Data()) > 0 {
+		if st.head || st.j.resp.status == 204 || st.j.resp.status == 304 {
+			s.streamError(st.id, http2.ErrCodeProtocol, fmt.Errorf("a body after status %d or HEAD", st.j.resp.status))
+			return nil
+		}
+		if spec := st.j.spec; spec.rule != nil && spec.rule.needBody || spec.captureBody {
+			if room := MaxRuleBody - st.j.body.Len(); room > 0 {
+				d := f.Data()
+				st.j.body.Write(d[:min(len(d), room)])
+			}
+		}
+	}
+	if f.StreamEnded() {
+		s.complete(st)
+		return nil
+	}
+	st.recvUn += n
+	if st.recvUn >= h2StreamWindow/2 {
+		grant := st.recvUn
+		st.recvUn = 0
+		st.recvWin += grant
+		s.writeControl(func() error { return s.fr.WriteWindowUpdate(st.id, uint32(grant)) })
+	}
+	return nil
+}
+
+// onWindowUpdate grows a send window (RFC 9113 §6.9.1); a window past
+// 2³¹ − 1 is a flow-control error.
+func (s *session) onWindowUpdate(f *http2.WindowUpdateFrame) error {
+	s.mu.Lock()
+	over := false
+	if f.StreamID == 0 {
+		s.sendWin += int64(f.Increment)
+		if s.sendWin > 1<<31-1 {
+			s.mu.Unlock()
+			return &h2ProtoError{http2.ErrCodeFlowControl, "connection send window over 2³¹ − 1"}
+		}
+	} else if st := s.streams[f.StreamID]; st != nil {
+		st.sendWin += int64(f.Increment)
+		over = st.sendWin > 1<<31-1
+	}
+	s.broadcast()
+	s.mu.Unlock()
+	if over {
+		s.streamError(f.StreamID, http2.ErrCodeFlowControl, errors.New("stream send window over 2³¹ − 1"))
+	}
+	return nil
+}
+
+// onGoAway takes GOAWAY: no new stream on this session; streams above
+// its last-stream-id were not processed (RFC 9113 §6.8) and end as
+// refused (Do sends them again once on a fresh connection); those at or
+// below it may still complete. The session closes after its last stream.
+func (s *session) onGoAway(f *http2.GoAwayFrame) {
+	s.mu.Lock()
+	first := !s.goAway
+	s.goAway = true
+	s.goAwayCode = f.ErrCode
+	if first || f.LastStreamID < s.lastID {
+		s.lastID = f.LastStreamID
+	}
+	var refused []*stream
+	for id, st := range s.streams {
+		if id > s.lastID {
+			refused = append(refused, st)
+		}
+	}
+	s.broadcast()
+	s.mu.Unlock()
+	if first {
+		s.d.goAways.Add(1)
+	}
+	for _, st := range refused {
+		if s.forget(st) {
+			st.end(endRefused, fmt.Errorf("GOAWAY with last-stream-id %d (%s)", f.LastStreamID, f.ErrCode))
+		}
+	}
+	s.mu.Lock()
+	idle := s.active == 0
+	s.mu.Unlock()
+	if idle {
+		s.fail(fmt.Errorf("the server sent GOAWAY (%s)", f.ErrCode), true)
+	}
+}
+
+// h2RequestURL is the URL the cookie jar files a request under (as
+// conn.requestURL, without the conn's buffer: streams run concurrently).
+func h2RequestURL(d, spec *Driver, r drivers.Request, row []string) *url.URL {
+	u, err := url.ParseRequestURI(string(spec.target.render(nil, r.Seq, row, r.Vars)))
+	if err != nil {
+		u = &url.URL{Path: "/"}
+	}
+	u.Scheme, u.Host = d.scheme, d.jarHost
+	return u
+}
+
+// goAwayCounts are the driver's running totals of HTTP/2 events no
+// request outcome shows.
+type goAwayCounts struct {
+	goAwayRetries atomic.Int64
+	goAways       atomic.Int64
+}
+
+// GoAwayRetries is the number of requests sent again on a fresh
+// connection because a GOAWAY said the server had not processed them
+// (HTTP/2 only; 0 otherwise). Safe for concurrent use.
+func (d *Driver) GoAwayRetries() int64 { return d.goAwayRetries.Load() }
+
+// GoAways is the number of HTTP/2 connections on which the server sent
+// GOAWAY. Safe for concurrent use.
+func (d *Driver) GoAways() int64 { return d.goAways.Load() }

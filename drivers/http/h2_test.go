@@ -1,0 +1,488 @@
+package http
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/pem"
+	"io"
+	"net"
+	nethttp "net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/schema"
+)
+
+// h2Server is an in-process net/http server speaking HTTP/2: h2c with
+// prior knowledge (tls false) or TLS with ALPN h2. It counts the
+// connections it accepted and the requests in its handler at once.
+type h2Server struct {
+	*httptest.Server
+	accepted atomic.Int64
+	now, max atomic.Int64
+	caFile   string
+}
+
+// newH2Server starts h wrapped by the concurrency count; maxStreams caps
+// SETTINGS_MAX_CONCURRENT_STREAMS (0: the server's default).
+func newH2Server(t testing.TB, useTLS bool, maxStreams uint32, h nethttp.HandlerFunc) *h2Server {
+	t.Helper()
+	s := &h2Server{}
+	s.Server = httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		n := s.now.Add(1)
+		defer s.now.Add(-1)
+		for {
+			m := s.max.Load()
+			if n <= m || s.max.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		if r.ProtoMajor != 2 {
+			nethttp.Error(w, "not HTTP/2: "+r.Proto, 505)
+			return
+		}
+		h(w, r)
+	}))
+	s.Config.ConnState = func(_ net.Conn, st nethttp.ConnState) {
+		if st == nethttp.StateNew {
+			s.accepted.Add(1)
+		}
+	}
+	s.Config.HTTP2 = &nethttp.HTTP2Config{MaxConcurrentStreams: int(maxStreams)}
+	if useTLS {
+		s.EnableHTTP2 = true
+		s.StartTLS()
+		s.caFile = filepath.Join(t.TempDir(), "ca.pem")
+		pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+		if err := os.WriteFile(s.caFile, pemBytes, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		s.Config.Protocols = new(nethttp.Protocols)
+		s.Config.Protocols.SetUnencryptedHTTP2(true)
+		s.Start()
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func h2Config(s *h2Server) schema.HTTP {
+	cfg := schema.HTTP{Version: "2"}
+	if s.caFile != "" {
+		cfg.TLS = &schema.TLS{CAFile: s.caFile}
+	}
+	return cfg
+}
+
+// doConcurrently sends n requests at once on c and returns their outcomes.
+func doConcurrently(c drivers.Conn, n int, timeout time.Duration) []drivers.Outcome {
+	outs := make([]drivers.Outcome, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i] = do(c, uint64(i+1), timeout)
+		}()
+	}
+	wg.Wait()
+	return outs
+}
+
+// Multiplexing: eight requests at once on one connection all overlap in
+// the server (its count of concurrent handlers reaches eight) over one
+// accepted connection, over h2c and over TLS with ALPN h2.
+func TestH2_MultiplexesOnOneConnection(t *testing.T) {
+	for _, useTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "h2c", true: "tls"}[useTLS], func(t *testing.T) {
+			release := make(chan struct{})
+			s := newH2Server(t, useTLS, 0, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+				<-release
+				io.WriteString(w, "hello")
+			})
+			d := newDriver(t, h2Config(s), s.URL)
+			c := dial(t, d)
+			go func() {
+				// Release once all eight are in the handler at once.
+				for i := 0; i < 500 && s.now.Load() < 8; i++ {
+					time.Sleep(10 * time.Millisecond)
+				}
+				close(release)
+			}()
+			outs := doConcurrently(c, 8, 10*time.Second)
+			for i, out := range outs {
+				if out.Class != drivers.OK || !out.Responded {
+					t.Fatalf("request %d: %s %s %v", i, out.Class, out.Code, out.Err)
+				}
+				if out.BytesIn <= 9 || out.BytesOut <= 9 || out.Sent.IsZero() {
+					t.Errorf("request %d: bytes in %d out %d sent %v", i, out.BytesIn, out.BytesOut, out.Sent)
+				}
+			}
+			if got := s.max.Load(); got != 8 {
+				t.Errorf("the server saw at most %d requests at once, want 8", got)
+			}
+			if got := s.accepted.Load(); got != 1 {
+				t.Errorf("the server accepted %d connections, want 1", got)
+			}
+		})
+	}
+}
+
+// The server's SETTINGS_MAX_CONCURRENT_STREAMS caps the streams at once:
+// twelve requests with a limit of 3 never overlap more than 3 in the
+// server and all succeed (those past the limit wait for a stream), and
+// Precheck says the cap.
+func TestH2_MaxConcurrentStreamsCapsInflight(t *testing.T) {
+	s := newH2Server(t, false, 3, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		time.Sleep(20 * time.Millisecond)
+	})
+	d := newDriver(t, h2Config(s), s.URL)
+	note, err := d.Precheck(context.Background(), 12)
+	if err != nil || !strings.Contains(note, "allows 3 concurrent streams") {
+		t.Errorf("Precheck = %q, %v; want the cap of 3 said", note, err)
+	}
+	c := dial(t, d)
+	for i, out := range doConcurrently(c, 12, 10*time.Second) {
+		if out.Class != drivers.OK {
+			t.Fatalf("request %d: %s %s %v", i, out.Class, out.Code, out.Err)
+		}
+	}
+	if got := s.max.Load(); got > 3 || got < 2 {
+		t.Errorf("the server saw at most %d at once, want 3 (2 on a slow machine) and never more", got)
+	}
+	if note, err := d.Precheck(context.Background(), 3); note != "" || err != nil {
+		t.Errorf("Precheck at the limit = %q, %v; want nothing to say", note, err)
+	}
+}
+
+// A TLS server that does not select h2 fails the precheck and every dial
+// with an error naming what it selected.
+func TestH2_ServerWithoutH2Refused(t *testing.T) {
+	hs := httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {}))
+	hs.TLS = &tls.Config{NextProtos: []string{"http/1.1"}}
+	hs.StartTLS()
+	defer hs.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hs.Certificate().Raw}), 0o600)
+	d := newDriver(t, schema.HTTP{Version: "2", TLS: &schema.TLS{CAFile: ca}}, hs.URL)
+	_, err := d.Precheck(context.Background(), 1)
+	if err == nil || !strings.Contains(err.Error(), "did not select h2") {
+		t.Fatalf("Precheck = %v; want the ALPN refusal", err)
+	}
+	if !strings.Contains(err.Error(), "no application protocol") {
+		t.Errorf("error %q does not say what the server selected", err)
+	}
+	// An HTTP/1.x-only cleartext server answers the preface with junk.
+	plain := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {})
+	d = newDriver(t, schema.HTTP{Version: "2"}, plain.URL)
+	if _, err := d.Precheck(context.Background(), 1); err == nil {
+		t.Fatal("Precheck against an HTTP/1.1 server passed")
+	}
+}
+
+// Status, rule, headers and body reach the success rule as in HTTP/1.x;
+// a large body flows through our window updates (5 MiB > the 1 MiB
+// stream window and the 64 KiB default).
+func TestH2_RuleHeadersAndLargeBody(t *testing.T) {
+	big := strings.Repeat("x", 5<<20)
+	s := newH2Server(t, false, 0, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		switch r.URL.Path {
+		case "/big":
+			io.WriteString(w, big)
+		case "/post":
+			b, _ := io.ReadAll(r.Body)
+			w.Header().Set("X-Len", string(rune('0'+len(b)%10)))
+			w.WriteHeader(201)
+			io.WriteString(w, "got "+string(b))
+		default:
+			w.WriteHeader(503)
+		}
+	})
+	d := newDriver(t, schema.HTTP{Version: "2", Path: "/big"}, s.URL)
+	if out := do(dial(t, d), 1, 10*time.Second); out.Class != drivers.OK || out.BytesIn < 5<<20 {
+		t.Fatalf("big: %s %v, %d bytes in", out.Class, out.Err, out.BytesIn)
+	}
+	d = newDriver(t, schema.HTTP{Version: "2", Method: "POST", Path: "/post", Body: "n{{seq}}",
+		Success: `status == 201 && headers["X-Len"] == "2" && body == "got n7"`}, s.URL)
+	if out := do(dial(t, d), 7, 10*time.Second); out.Class != drivers.OK {
+		t.Fatalf("post: %s %s %v", out.Class, out.Code, out.Err)
+	}
+	d = newDriver(t, schema.HTTP{Version: "2", Path: "/other"}, s.URL)
+	if out := do(dial(t, d), 1, 10*time.Second); out.Class != drivers.Status || out.Code != "503" || !out.Responded {
+		t.Fatalf("503: %s %s %v", out.Class, out.Code, out.Err)
+	}
+}
+
+// rawH2 is a hand-written HTTP/2 server connection for hostile cases:
+// it reads the preface, sends settings, and hands frames to the test.
+type rawH2 struct {
+	fr   *http2.Framer
+	enc  *hpack.Encoder
+	ebuf strings.Builder
+	c    net.Conn
+}
+
+func newRawH2(t testing.TB, c net.Conn, br *bufio.Reader, settings ...http2.Setting) *rawH2 {
+	pre := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(br, pre); err != nil || string(pre) != http2.ClientPreface {
+		return nil
+	}
+	r := &rawH2{fr: http2.NewFramer(c, br), c: c}
+	r.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	r.fr.WriteSettings(settings...)
+	return r
+}
+
+// newRawH2Server starts a raw HTTP/2 server: handle gets each accepted
+// connection (n counts them from 1) once its preface was read and the
+// settings sent; its URL is returned.
+func newRawH2Server(t testing.TB, handle func(n int64, r *rawH2), settings ...http2.Setting) string {
+	var conns atomic.Int64
+	srv := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		n := conns.Add(1)
+		if r := newRawH2(t, c, br, settings...); r != nil {
+			handle(n, r)
+		}
+	})
+	return "http://" + srv.addr
+}
+
+// headers writes a response header block.
+func (r *rawH2) headers(id uint32, end bool, fields ...string) {
+	var buf strings.Builder
+	enc := hpack.NewEncoder(&buf)
+	for i := 0; i+1 < len(fields); i += 2 {
+		enc.WriteField(hpack.HeaderField{Name: fields[i], Value: fields[i+1]})
+	}
+	r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: []byte(buf.String()), EndStream: end, EndHeaders: true})
+}
+
+// nextRequest reads frames until a request's HEADERS, answering what
+// needs an answer; 0 when the connection ends.
+func (r *rawH2) nextRequest() uint32 {
+	for {
+		f, err := r.fr.ReadFrame()
+		if err != nil {
+			return 0
+		}
+		switch f := f.(type) {
+		case *http2.MetaHeadersFrame:
+			return f.StreamID
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				r.fr.WriteSettingsAck()
+			}
+		}
+	}
+}
+
+// GOAWAY: a stream above the last-stream-id is sent again once on a
+// fresh connection and succeeds there (counted in GoAwayRetries); a
+// server that refuses it again ends it as reset/goaway.
+func TestH2_GoAwayRetriesOnce(t *testing.T) {
+	for _, always := range []bool{false, true} {
+		t.Run(map[bool]string{false: "then-ok", true: "refused-twice"}[always], func(t *testing.T) {
+			url := newRawH2Server(t, func(n int64, r *rawH2) {
+				switch {
+				case n == 1:
+					// Take the first request, refuse the second.
+					id := r.nextRequest()
+					if id == 0 || r.nextRequest() == 0 {
+						return
+					}
+					r.fr.WriteGoAway(id, http2.ErrCodeNo, nil)
+					r.headers(id, true, ":status", "200")
+					time.Sleep(50 * time.Millisecond)
+					return
+				case always:
+					if r.nextRequest() != 0 {
+						r.fr.WriteGoAway(0, http2.ErrCodeNo, nil)
+						time.Sleep(50 * time.Millisecond)
+					}
+					return
+				}
+				for id := r.nextRequest(); id != 0; id = r.nextRequest() {
+					r.headers(id, true, ":status", "200")
+				}
+			})
+			d := newDriver(t, schema.HTTP{Version: "2"}, url)
+			c := dial(t, d)
+			outs := make([]drivers.Outcome, 2)
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); outs[0] = do(c, 1, 5*time.Second) }()
+			time.Sleep(50 * time.Millisecond) // stream 1 first
+			outs[1] = do(c, 2, 5*time.Second)
+			wg.Wait()
+			if outs[0].Class != drivers.OK {
+				t.Errorf("stream at or below last-stream-id: %s %s %v", outs[0].Class, outs[0].Code, outs[0].Err)
+			}
+			if d.GoAwayRetries() != 1 {
+				t.Errorf("GoAwayRetries = %d, want 1", d.GoAwayRetries())
+			}
+			want := drivers.OK
+			if always {
+				want = drivers.Reset
+			}
+			if outs[1].Class != want || always && outs[1].Code != CodeGoAway {
+				t.Errorf("refused stream: %s %s %v; want %s", outs[1].Class, outs[1].Code, outs[1].Err, want)
+			}
+			if outs[1].Dialed != 1 {
+				t.Errorf("refused stream dialled %d, want 1", outs[1].Dialed)
+			}
+		})
+	}
+}
+
+// RST_STREAM ends its request as reset/rst-<CODE> and leaves the other
+// streams of the connection alone.
+func TestH2_RSTStreamIsItsOwnError(t *testing.T) {
+	url := newRawH2Server(t, func(_ int64, r *rawH2) {
+		for id := r.nextRequest(); id != 0; id = r.nextRequest() {
+			if id == 1 {
+				r.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+				continue
+			}
+			r.headers(id, true, ":status", "200")
+		}
+	})
+	d := newDriver(t, schema.HTTP{Version: "2"}, url)
+	c := dial(t, d)
+	out := do(c, 1, 5*time.Second)
+	if out.Class != drivers.Reset || out.Code != "rst-REFUSED_STREAM" {
+		t.Fatalf("reset stream: %s %s %v", out.Class, out.Code, out.Err)
+	}
+	if out := do(c, 2, 5*time.Second); out.Class != drivers.OK || out.Dialed != 0 {
+		t.Fatalf("next stream: %s %s %v (dialled %d)", out.Class, out.Code, out.Err, out.Dialed)
+	}
+}
+
+// A request body the server's window never lets out ends at the timeout
+// as timeout/flow-control-stall.
+func TestH2_FlowControlStall(t *testing.T) {
+	url := newRawH2Server(t, func(_ int64, r *rawH2) {
+		for id := r.nextRequest(); id != 0; id = r.nextRequest() {
+		}
+	}, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 10})
+	d := newDriver(t, schema.HTTP{Version: "2", Method: "POST", BodySize: 100}, url)
+	c := dial(t, d)
+	out := do(c, 1, 300*time.Millisecond)
+	if out.Class != drivers.Timeout || out.Code != CodeFlowStall {
+		t.Fatalf("stalled body: %s %s %v", out.Class, out.Code, out.Err)
+	}
+}
+
+// Hostile responses: a header list past 1 MiB, a frame past our 16 KiB
+// frame size, a missing :status, DATA before HEADERS. Each ends as
+// bad-frame with an h2 code; none makes the client buffer it whole.
+func TestH2_HostileResponses(t *testing.T) {
+	cases := []struct {
+		name string
+		send func(r *rawH2, id uint32)
+		code string
+	}{
+		{"huge header list", func(r *rawH2, id uint32) {
+			big := strings.Repeat("v", 15<<10)
+			var buf strings.Builder
+			enc := hpack.NewEncoder(&buf)
+			enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+			for i := 0; i < 80; i++ {
+				enc.WriteField(hpack.HeaderField{Name: "x-big", Value: big})
+			}
+			b := []byte(buf.String())
+			r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: b[:16000], EndHeaders: false})
+			b = b[16000:]
+			for len(b) > 0 {
+				n := min(len(b), 16000)
+				r.fr.WriteContinuation(id, n == len(b), b[:n])
+				b = b[n:]
+			}
+		}, "h2-PROTOCOL_ERROR"},
+		{"no status", func(r *rawH2, id uint32) { r.headers(id, true, "x-a", "b") }, "h2-PROTOCOL_ERROR"},
+		{"data first", func(r *rawH2, id uint32) { r.fr.WriteData(id, true, []byte("x")) }, "h2-PROTOCOL_ERROR"},
+		{"huge frame", func(r *rawH2, id uint32) {
+			r.headers(id, false, ":status", "200")
+			r.fr.WriteData(id, true, make([]byte, 1<<20))
+		}, "h2-FRAME_SIZE_ERROR"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			url := newRawH2Server(t, func(_ int64, r *rawH2) {
+				r.fr.AllowIllegalWrites = true
+				if id := r.nextRequest(); id != 0 {
+					tc.send(r, id)
+				}
+				io.Copy(io.Discard, r.c)
+			}, http2.Setting{ID: http2.SettingMaxFrameSize, Val: 1 << 20})
+			d := newDriver(t, schema.HTTP{Version: "2"}, url)
+			out := do(dial(t, d), 1, 5*time.Second)
+			if out.Class != drivers.BadFrame || out.Code != tc.code {
+				t.Fatalf("%s: %s %s %v; want bad-frame %s", tc.name, out.Class, out.Code, out.Err, tc.code)
+			}
+		})
+	}
+}
+
+// A connection that ends fails every stream in flight on it, and the
+// next request dials a new one.
+func TestH2_ConnectionLossFailsStreamsInFlight(t *testing.T) {
+	url := newRawH2Server(t, func(n int64, r *rawH2) {
+		if n == 1 {
+			r.nextRequest()
+			r.nextRequest()
+			return // close with two streams open
+		}
+		for id := r.nextRequest(); id != 0; id = r.nextRequest() {
+			r.headers(id, true, ":status", "204")
+		}
+	})
+	d := newDriver(t, schema.HTTP{Version: "2"}, url)
+	c := dial(t, d)
+	for i, out := range doConcurrently(c, 2, 5*time.Second) {
+		if out.Class != drivers.EOF && out.Class != drivers.Reset {
+			t.Errorf("stream %d: %s %s %v; want eof or reset", i, out.Class, out.Code, out.Err)
+		}
+	}
+	if out := do(c, 3, 5*time.Second); out.Class != drivers.OK || out.Dialed != 1 {
+		t.Fatalf("after the loss: %s %s %v, dialled %d", out.Class, out.Code, out.Err, out.Dialed)
+	}
+}
+
+// Close makes requests in flight return Cancelled promptly.
+func TestH2_CloseCancelsInFlight(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	s := newH2Server(t, false, 0, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	})
+	d := newDriver(t, h2Config(s), s.URL)
+	c := dial(t, d)
+	done := make(chan drivers.Outcome)
+	go func() { done <- do(c, 1, 30*time.Second) }()
+	for i := 0; i < 500 && s.now.Load() < 1; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.Close()
+	select {
+	case out := <-done:
+		if out.Class != drivers.Cancelled {
+			t.Errorf("closed in flight: %s %v", out.Class, out.Err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Do did not return after Close")
+	}
+}
