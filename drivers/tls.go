@@ -45,7 +45,10 @@ func TLSConfig(t *schema.TLS, host string, alpn []string) (*tls.Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		conf.Certificates = []tls.Certificate{cert}
+		// Always ours, whatever CAs the server says it accepts: Go would
+		// otherwise send none to a server that names other CAs, which
+		// then says "certificate required" of a client that has one.
+		conf.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
 	}
 	return conf, nil
 }
