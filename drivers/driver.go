@@ -199,6 +199,11 @@ type Outcome struct {
 	// intended start). Zero: the engine's own stamp just before Do, which
 	// includes any dial.
 	Sent time.Time
+	// Resent is 1 when the request was sent a second time because the
+	// server said it had not processed the first (HTTP/2 GOAWAY with a
+	// lower last-stream-id, RFC 9113 §6.8); its outcome is the second
+	// send's, its times run from its first. 0 otherwise.
+	Resent int
 }
 
 // ConfigError is a problem in a driver's configuration, found before any

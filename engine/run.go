@@ -492,6 +492,12 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	}
 	r.Log.Info().Int("repeat", rep).Str("phase", p.Name).Int64("requests", pr.Summary.Requests).
 		Str("elapsed", elapsed.Round(time.Millisecond).String()).Bool("interrupted", interrupted).Msg("phase end")
+	if n := pr.Summary.GoAwayRetries; n > 0 {
+		// Not an error of theirs, but a second send each: said where the
+		// console shows logs, and counted in the result (goaway_retries).
+		r.Log.Warn().Int("repeat", rep).Str("phase", p.Name).Int64("goaway_retries", n).
+			Msgf("%d request(s) were sent again on a fresh connection: an HTTP/2 GOAWAY said the server had not processed them (their response times run from their first send's intended start)", n)
+	}
 	return pr, nil
 }
 

@@ -282,6 +282,7 @@ func (c *h2conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome
 				return out
 			}
 			retried = true
+			out.Resent = 1
 			c.d.goAwayRetries.Add(1)
 			avoid = s
 			continue

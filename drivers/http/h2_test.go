@@ -338,6 +338,9 @@ func TestH2_GoAwayRetriesOnce(t *testing.T) {
 			if outs[1].Class != want || always && outs[1].Code != CodeGoAway {
 				t.Errorf("refused stream: %s %s %v; want %s", outs[1].Class, outs[1].Code, outs[1].Err, want)
 			}
+			if outs[1].Resent != 1 || outs[0].Resent != 0 {
+				t.Errorf("Resent = %d, %d; want 0 for the processed stream, 1 for the refused one", outs[0].Resent, outs[1].Resent)
+			}
 			if outs[1].Dialed != 1 {
 				t.Errorf("refused stream dialled %d, want 1", outs[1].Dialed)
 			}

@@ -84,6 +84,7 @@ type shard struct {
 	requests, ok, errors, cancelled, timeouts, responded int64
 	cancelledAtEnd, leftOverUnsent                       int64
 	bytesIn, bytesOut, dialed                            int64
+	resent                                               int64 // Σ Outcome.Resent
 	responseSum, inflightSum                             time.Duration
 	waitSum, unansweredInflight                          time.Duration
 	lastSent, lastDone                                   time.Duration
@@ -166,6 +167,7 @@ func (s *shard) record(res *Result, opts *Options, timeline int, b *book) {
 	s.bytesIn += o.BytesIn
 	s.bytesOut += o.BytesOut
 	s.dialed += int64(o.Dialed)
+	s.resent += int64(o.Resent)
 	s.lastSent = max(s.lastSent, res.Sent)
 	inflight := svc
 	if o.Class == drivers.Cancelled {
@@ -413,6 +415,7 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 		s.BytesIn += sh.bytesIn
 		s.BytesOut += sh.bytesOut
 		s.Reconnects += sh.dialed
+		s.GoAwayRetries += sh.resent
 		s.ResponseSum = addSat(s.ResponseSum, sh.responseSum)
 		s.InflightSum = addSat(s.InflightSum, sh.inflightSum)
 		s.Response.add(&sh.response)
