@@ -32,6 +32,12 @@ const (
 	// number cut to the id field's width) was still in flight on the
 	// connection: its reply could not have been told apart. Client-side.
 	CodeIDInUse = "id-in-use"
+	// CodeCookieLimit marks a request whose virtual user's cookie jar
+	// went past its bounds (the HTTP driver's MaxCookies, MaxCookieSize,
+	// MaxCookieHeader: RFC 6265 §6.1's minimums): the target set more
+	// cookies, or larger ones, than the client keeps. Its class is
+	// ClientError. Client-side.
+	CodeCookieLimit = "cookie-limit"
 	// CodePhaseEnd marks a request of class Cancelled that was still in
 	// flight when its phase's drain ran out (the request timeout after the
 	// phase's time was up): a left-over arrival, censored, not the
@@ -148,11 +154,11 @@ func isTLS(err error) bool {
 }
 
 // ClientSide reports whether code names a failure of the load generator's
-// own machine (local ports or descriptors exhausted) rather than of the
-// target. Such failures are never blamed on the target (docs/design.md,
+// own machine or limits (local ports or descriptors exhausted, a request
+// id in use, a cookie jar full) rather than of the target. Such failures are never blamed on the target (docs/design.md,
 // "Client limits").
 func ClientSide(code string) bool {
-	return code == CodeAddrNotAvail || code == CodeFileLimit || code == CodeIDInUse
+	return code == CodeAddrNotAvail || code == CodeFileLimit || code == CodeIDInUse || code == CodeCookieLimit
 }
 
 // LikelyCause returns a one-line explanation and remedy for a client-side
@@ -165,6 +171,8 @@ func LikelyCause(code string) string {
 		return "descriptor limit reached: raise ulimit -n"
 	case CodeIDInUse:
 		return "the request id field wrapped around while an older request with the same id still waited for its reply: widen the id field, or shorten the timeout"
+	case CodeCookieLimit:
+		return "the target set more cookies (or longer ones) than a virtual user's jar keeps (50 cookies of 4096 bytes, RFC 6265 §6.1): look at its Set-Cookie fields, or turn the jar off (driver.http.cookies: false)"
 	}
 	return ""
 }

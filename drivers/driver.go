@@ -156,13 +156,20 @@ const (
 	RuleFailed  Class = "rule-failed"
 	// Capture is a flow step whose response lacked a value a capture
 	// takes (drivers/internal/capture: no such JSON path, header or
-	// match); its code is the capture's name. The iteration ends there.
+	// match, or a body cut before the capture could read it); its code
+	// is CaptureCode of the capture's name. The iteration ends there.
 	Capture   Class = "capture"
 	Cancelled Class = "cancelled"
 	// ClientError is a request the client could not make (e.g. code
 	// id-in-use): the client's problem, not the target's.
 	ClientError Class = "client"
 )
+
+// CaptureCode is the code of a Capture failure of the capture name:
+// "capture:" + name. The prefix keeps a capture named like another code
+// (timeout, 503, ECONNRESET) apart from it in errors_by; no other code
+// has a colon, and a capture name is an identifier (letters, digits, _).
+func CaptureCode(name string) string { return "capture:" + name }
 
 // Outcome is how one request ended, as told by the driver. It carries no
 // body: only what the recorder needs.

@@ -129,6 +129,9 @@ func GeneratorFault(pr *PhaseResult) string {
 	if tooLate(pr) {
 		why = append(why, fmt.Sprintf("%d of %d arrivals dispatched more than %s late (up to %s) while connections were free or while it was stalled itself", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Millisecond)))
 	}
+	if stepsTooLate(pr) {
+		why = append(why, lateSteps(pr))
+	}
 	if cpuSaturated(pr) {
 		cores := pr.clientCores()
 		why = append(why, fmt.Sprintf("client CPU at %.0f %% of its %d core(s)", 100*pr.ClientCPU/cores, int(cores)))
@@ -222,6 +225,23 @@ func withoutStep(m string) string {
 // connections were free: the generator fell behind its own schedule.
 func tooLate(pr *PhaseResult) bool {
 	return pr.LateArrivals*100 > pr.Summary.Arrivals && pr.LateArrivals >= minLateArrivals
+}
+
+// stepsTooLate reports whether more than 1 % of a flow phase's later
+// steps (LaterSteps), and at least minLateArrivals, woke over
+// LatenessLimit after they came due: the generator's own delay sits in
+// those steps' response times.
+func stepsTooLate(pr *PhaseResult) bool {
+	return pr.LateSteps*100 > pr.LaterSteps() && pr.LateSteps >= minLateArrivals
+}
+
+// lateSteps says how many flow steps the generator woke late, for the
+// messages; "" when none were.
+func lateSteps(pr *PhaseResult) string {
+	if pr.LateSteps == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d flow steps woken more than %s after their think time (up to %s)", pr.LateSteps, pr.LaterSteps(), LatenessLimit, pr.StepLatenessMax.Round(time.Microsecond))
 }
 
 // cpuSaturated reports whether the load generator's CPU was above 90 % of

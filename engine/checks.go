@@ -20,7 +20,7 @@ import (
 type Warning struct {
 	// Code names the kind: closed-model, single-repeat, achieved-below-offered,
 	// littles-law, few-samples, connections-missing, client-side-errors,
-	// schedule-lateness, client-cpu, target-thread-bound, busy-machine,
+	// schedule-lateness, step-lateness, client-cpu, target-thread-bound, busy-machine,
 	// cpu-steal (Checks);
 	// stale-target-counters (StaleCounters); timer-granularity
 	// (TimerGranularity).
@@ -153,6 +153,13 @@ func Checks(pl *Plan, res *Result) []Warning {
 			ws[len(ws)-1].Invalidates = true
 		case pr.LatenessMax > LatenessLimit:
 			at("schedule-lateness", "the load generator stalled: it dispatched %d of %d arrivals more than %s late (up to %s) while connections were free or while it was stalled itself (%s). The delay is the generator's, not the target's, and is inside those requests' response times (it can only raise them); with 1 %% of the arrivals or fewer, or fewer than %d, it does not invalidate the run", pr.LateArrivals, s.Arrivals, LatenessLimit, pr.LatenessMax.Round(time.Microsecond), stallCause(pr), minLateArrivals)
+		}
+		switch {
+		case !p.Warmup && stepsTooLate(pr):
+			at("step-lateness", "the load generator woke late for its flows' steps: %s, while it was stalled itself (%s). A step counts from when it came due, so the delay is inside those steps' and their iterations' response times: the run measures the generator, not the target", lateSteps(pr), stallCause(pr))
+			ws[len(ws)-1].Invalidates = true
+		case pr.StepLatenessMax > LatenessLimit:
+			at("step-lateness", "the load generator stalled: %s (%s). The delay is the generator's, not the target's, and is inside those steps' response times (it can only raise them); with 1 %% of the later steps or fewer, or fewer than %d, it does not invalidate the run", lateSteps(pr), stallCause(pr), minLateArrivals)
 		}
 		if cpuSaturated(pr) {
 			at("client-cpu", "client CPU %.0f %% of the %d core(s) the runner may use: the load generator is saturated and may be the bottleneck", 100*pr.ClientCPU/cores, int(cores))

@@ -184,6 +184,19 @@ func (fr *flowRun) iteration(shard int, seq uint64, local int64, intended, first
 	return it, sent, done
 }
 
+// LaterSteps counts the flow steps of pr that came due after a first
+// step (each flow's steps 2…n): the steps whose wake-up after their think
+// time can be late (LateSteps). 0 without flows.
+func (pr *PhaseResult) LaterSteps() int64 {
+	var n int64
+	for i, st := range pr.Steps {
+		if i > 0 && pr.Steps[i-1].Flow == st.Flow && st.Summary != nil {
+			n += st.Summary.Arrivals
+		}
+	}
+	return n
+}
+
 // StepPhases returns what the metrics of each flow step of pr are read
 // from (metric.StepPhase of its summary), by step name; nil for a phase
 // without flows.

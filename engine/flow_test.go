@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -412,5 +413,57 @@ func TestFlow_PlanSaysIterations(t *testing.T) {
 	}
 	if out := pl.Describe(); !strings.Contains(out, "one iteration of a flow") || !strings.Contains(out, "steps: login, items") {
 		t.Errorf("plan of a flow scenario:\n%s\nwant it to say its requests are iterations, and name the steps", out)
+	}
+}
+
+// TestFlow_LateWakeUpIsTheGenerators: the client wakes 30 ms late after
+// every think time (a stalled or descheduled generator). The steps still
+// count from when they came due, so the delay is inside their response
+// times, and it is booked as the generator's: every later step is late,
+// the worst by 30 ms, and a verdict on the phase would measure the
+// generator (step-lateness invalidates it). With wake-ups on time there
+// is no such warning.
+func TestFlow_LateWakeUpIsTheGenerators(t *testing.T) {
+	for _, stall := range []time.Duration{0, 30 * time.Millisecond} {
+		t.Run(stall.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				d := shopDriver()
+				pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 4}, Duration: dur("2s")}, 10*time.Second)
+				r := &Runner{Driver: d, Timeout: 10 * time.Second, NewSleeper: NewTimerSleeper,
+					thinkFor: func(d time.Duration, ch <-chan struct{}) bool {
+						return sleep(d+stall, ch)
+					}}
+				res, err := r.Run(t.Context(), pl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pr := res.Phases[0]
+				later := int64(2 * 20) // items and item of 20 iterations
+				if pr.LaterSteps() != later {
+					t.Fatalf("later steps %d, want %d", pr.LaterSteps(), later)
+				}
+				items := stepNamed(t, pr, "items").Summary
+				if got, want := loMax(items.Response), shopService[1]+stall; got != want {
+					t.Errorf("items response max %s, want %s: the late wake-up counts in the step", got, want)
+				}
+				if got, want := loMax(pr.Summary.Response), 160*time.Millisecond+2*stall; got != want {
+					t.Errorf("iteration response max %s, want %s", got, want)
+				}
+				ws := Checks(&Plan{Repeats: 3, Phases: []PhasePlan{*pr.Phase}}, res)
+				flagged := slices.ContainsFunc(ws, func(w Warning) bool { return w.Code == "step-lateness" && w.Invalidates })
+				if stall == 0 {
+					if pr.LateSteps != 0 || pr.StepLatenessMax != 0 || flagged || GeneratorFault(pr) != "" {
+						t.Errorf("on-time wake-ups: %d late steps (max %s), flagged %v, fault %q", pr.LateSteps, pr.StepLatenessMax, flagged, GeneratorFault(pr))
+					}
+					return
+				}
+				if pr.LateSteps != later || pr.StepLatenessMax != stall {
+					t.Errorf("late steps %d (max %s), want %d (%s)", pr.LateSteps, pr.StepLatenessMax, later, stall)
+				}
+				if !flagged || !strings.Contains(GeneratorFault(pr), "flow steps woken") {
+					t.Errorf("a generator late for every step is not the bottleneck: warnings %v, fault %q", ws, GeneratorFault(pr))
+				}
+			})
+		})
 	}
 }

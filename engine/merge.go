@@ -179,6 +179,8 @@ func mergePhase(p *PhasePlan, row []*PhaseResult) (*PhaseResult, error) {
 		m.ConnectionsClosedEarly += pr.ConnectionsClosedEarly
 		m.LatenessMax = max(m.LatenessMax, pr.LatenessMax)
 		m.LateArrivals += pr.LateArrivals
+		m.StepLatenessMax = max(m.StepLatenessMax, pr.StepLatenessMax)
+		m.LateSteps += pr.LateSteps
 		m.GCPauseMax = max(m.GCPauseMax, pr.GCPauseMax)
 		m.Interrupted = m.Interrupted || pr.Interrupted
 		m.StartLag = max(m.StartLag, pr.StartLag)

@@ -63,6 +63,15 @@ type PhaseResult struct {
 	// LatenessLimit after their intended start although no connection was
 	// busy: the generator's own delay, not the target's.
 	LateArrivals int64 `json:"late_arrivals"`
+	// StepLatenessMax is how late the engine woke for a flow step after
+	// its think time (past the step's due instant); 0 without flows. The
+	// delay is inside that step's response time, which counts from when
+	// the step came due.
+	StepLatenessMax time.Duration `json:"step_lateness_max,omitempty"`
+	// LateSteps counts the flow steps woken more than LatenessLimit after
+	// they came due: the generator's delay, not the target's. They weigh
+	// against the steps that came due after a first step (LaterSteps).
+	LateSteps int64 `json:"late_steps,omitempty"`
 	// ClientCPU is this process's CPU time over the phase divided by its
 	// wall-clock time: 1.0 is one core fully busy (getrusage user+system).
 	ClientCPU float64 `json:"client_cpu"`

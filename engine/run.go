@@ -92,6 +92,18 @@ type Runner struct {
 	// count ended (nil before the run's first phase): each phase counts
 	// from there, so a stray arriving between two phases is not lost.
 	straysMark *drivers.Strays
+	// thinkFor waits out a flow step's think time (nil: sleep); tests
+	// replace it with a clock that wakes late.
+	thinkFor func(d time.Duration, ch <-chan struct{}) bool
+}
+
+// thinkSleep waits d or until ch closes (a flow's think time); it
+// reports whether d passed.
+func (r *Runner) thinkSleep(d time.Duration, ch <-chan struct{}) bool {
+	if r.thinkFor != nil {
+		return r.thinkFor(d, ch)
+	}
+	return sleep(d, ch)
 }
 
 // interrupted reports whether ctx ended because the run was interrupted,
@@ -199,6 +211,9 @@ type phaseRun struct {
 	lateness time.Duration // max scheduler lateness; written by the pacer only
 	late     int64         // arrivals dispatched later than LatenessLimit; pacer only
 	busy     atomic.Int64  // open model, queue mode: arrivals handed to a worker and not yet done
+
+	stepLateness atomic.Int64 // max lateness of a flow step's wake-up after its think time, ns
+	stepsLate    atomic.Int64 // flow steps woken more than LatenessLimit after they came due
 
 	flow *flowRun // the flows' mix and per-step recorders; nil without a flow driver
 }
@@ -462,6 +477,8 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		ConnectionsClosedEarly: int(ph.closedEarly.Load()),
 		LatenessMax:            ph.lateness,
 		LateArrivals:           ph.late,
+		StepLatenessMax:        time.Duration(ph.stepLateness.Load()),
+		LateSteps:              ph.stepsLate.Load(),
 		ClientCPU:              cpu,
 		ClientCores:            runnerCores(),
 		GCPauseMax:             gcMax,
@@ -711,7 +728,24 @@ func (ph *phaseRun) think(until time.Duration) bool {
 	if ph.isDrained() {
 		return false
 	}
-	return sleep(until-time.Since(ph.start), ph.drained) && !ph.isDrained()
+	if !ph.r.thinkSleep(until-time.Since(ph.start), ph.drained) || ph.isDrained() {
+		return false
+	}
+	// The wake-up's delay past the due instant is inside the step's
+	// response time (it counts from when it came due), and it is the
+	// generator's: booked like a late arrival's.
+	if late := time.Since(ph.start) - until; late > 0 {
+		for {
+			old := ph.stepLateness.Load()
+			if int64(late) <= old || ph.stepLateness.CompareAndSwap(old, int64(late)) {
+				break
+			}
+		}
+		if late > LatenessLimit {
+			ph.stepsLate.Add(1)
+		}
+	}
+	return true
 }
 
 // closedWorker is one connection of the closed model: it sends its next

@@ -2,12 +2,14 @@ package reports
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // WriteJSON writes the run as indented JSON to path atomically: to a
@@ -40,8 +42,43 @@ func (r *Run) redactedJSON() ([]byte, error) {
 	if err := enc.Encode(&doc); err != nil {
 		return nil, fmt.Errorf("encode report: %w", err)
 	}
-	return r.Redactor().JSON(buf.Bytes())
+	return r.Redactor().JSONKeeping(buf.Bytes(), structuralKeys())
 }
+
+//go:embed result.schema.json
+var resultSchemaJSON []byte
+
+// structuralKeys are the field names of the JSON report (every key of a
+// "properties" object in result.schema.json): a secret equal to one
+// ("response", "phases") is redacted in the report's values, never in
+// its structure, which would make the saved result unreadable.
+var structuralKeys = sync.OnceValue(func() map[string]bool {
+	keys := map[string]bool{}
+	var doc any
+	if err := json.Unmarshal(resultSchemaJSON, &doc); err != nil {
+		panic("reports: result.schema.json: " + err.Error()) // embedded at build time and tested
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if props, ok := v["properties"].(map[string]any); ok {
+				for k := range props {
+					keys[k] = true
+				}
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(doc)
+	return keys
+})
 
 // Redacted returns the run as its JSON report holds it, its secrets
 // redacted in every string (the scenario's and phases' names, error

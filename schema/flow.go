@@ -57,7 +57,7 @@ type FlowStep struct {
 	ThinkTime Duration `yaml:"think_time,omitempty" json:"think_time,omitempty"`
 	// Capture takes values from the response, by name, for later steps;
 	// a capture that does not match fails the step (class capture, code
-	// the capture's name).
+	// capture:NAME).
 	Capture map[string]Capture `yaml:"capture,omitempty" json:"capture,omitempty"`
 }
 
@@ -182,7 +182,9 @@ func (l *loader) validateStep(sp string, st *FlowStep, captured map[string]bool)
 		case c.Header != "" && !isToken(c.Header):
 			l.failf(cp+".header", "invalid header name %s", quote(c.Header))
 		case c.Regex != "":
-			if _, err := regexp.Compile(c.Regex); err != nil {
+			// Its {{…}} holes are values, quoted when inserted: check
+			// the expression with each as a plain x.
+			if _, err := regexp.Compile(templateAction.ReplaceAllLiteralString(c.Regex, "x")); err != nil {
 				l.failf(cp+".regex", "not an RE2 expression: %v", err)
 			}
 		}
@@ -215,6 +217,13 @@ func (l *loader) validateStep(sp string, st *FlowStep, captured map[string]bool)
 	check(sp+".body", st.Body)
 	for _, name := range slices.Sorted(maps.Keys(st.Headers)) {
 		check(sp+".headers."+name, st.Headers[name])
+	}
+	// A capture's expression reads what the steps before it capture, not
+	// its own step's.
+	for _, name := range slices.Sorted(maps.Keys(st.Capture)) {
+		cp := sp + ".capture." + name
+		check(cp+".json", st.Capture[name].JSON)
+		check(cp+".regex", st.Capture[name].Regex)
 	}
 }
 

@@ -82,6 +82,10 @@ func TestFlows_Problems(t *testing.T) {
 			"{{tokn}} is not captured by an earlier step of this flow: did you mean {{token}}?"}},
 		{"capture from another flow", "    flows: [{name: a, steps: [{name: s, capture: {token: {json: x}}}]}, {name: b, steps: [{name: t, body: '{{token}}'}]}]\n", []string{
 			"flows[1].steps[0].body: {{token}} is not captured by an earlier step"}},
+		{"capture reads an earlier capture", "    flows: [{name: a, steps: [{name: s, capture: {token: {json: x}}}, {name: t, capture: {id: {json: 'items.#(t==\"{{tokn}}\").id'}, re: {regex: '{{id}}=(\\d+)'}}}]}]\n", []string{
+			`steps[1].capture.id.json: {{tokn}} is not captured by an earlier step of this flow: did you mean {{token}}?`,
+			`steps[1].capture.re.regex: {{id}} is not captured by an earlier step of this flow`}},
+		{"regex with holes", "    flows: [{name: a, steps: [{name: s, capture: {t: {regex: '({{seq}}'}, u: {regex: 'a{{{seq}}'}}}]}]\n", []string{"capture.t.regex: not an RE2 expression: error parsing regexp: missing closing ): `(x`"}},
 		{"bad method", "    flows: [{name: a, steps: [{name: s, method: get}]}]\n", []string{`methods are case-sensitive; did you mean "GET"?`}},
 		{"bad path", "    flows: [{name: a, steps: [{name: s, path: x}]}]\n", []string{`steps[0].path: expected a path starting with "/"`}},
 		{"cookie header with a jar", "    cookies: true\n    flows: [{name: a, steps: [{name: s, headers: {Cookie: x}}]}]\n", []string{

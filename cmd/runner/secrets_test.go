@@ -143,7 +143,7 @@ phases: [{name: "p-${RUNNER_I12_TOKEN}", closed: {connections: 1}, requests: 1}]
 // HDR log keeps its header. (Redacting the finished bytes broke them and
 // the run still said "report written".)
 func TestIssue12_SecretThatReadsLikeSyntax(t *testing.T) {
-	for _, secret := range []string{"true", "testcase", "Histogram"} {
+	for _, secret := range []string{"true", "testcase", "Histogram", "response", "phases"} {
 		t.Run(secret, func(t *testing.T) {
 			t.Setenv("RUNNER_I12_WORD", secret)
 			file := scenario(t, "s.yaml", `version: 1

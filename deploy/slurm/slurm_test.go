@@ -264,7 +264,7 @@ func readReport(t *testing.T, path string) report {
 // other packages' tests beside this one) can make a run that would pass
 // inconclusive with them, and the merge must then say so.
 var generatorFaults = map[string]bool{
-	"schedule-lateness": true, "client-cpu": true, "late-start": true,
+	"schedule-lateness": true, "step-lateness": true, "client-cpu": true, "late-start": true,
 	"segment-generator": true, "segments-apart": true,
 }
 

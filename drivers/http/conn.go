@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	nethttp "net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"strconv"
 	"strings"
@@ -18,9 +17,9 @@ import (
 	"time"
 
 	"github.com/expr-lang/expr/vm"
-	"golang.org/x/net/publicsuffix"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/internal/capture"
 )
 
 // errClosed is the error of a Do on a connection after Close.
@@ -71,8 +70,15 @@ type conn struct {
 	// jar holds this virtual user's cookies (nil with cookies off); it
 	// lives as long as the conn, through re-dials. tbuf renders the
 	// request target for its URL.
-	jar  *cookiejar.Jar
+	jar  *jar
 	tbuf []byte
+
+	// exprs caches the captures of templated expressions as rendered
+	// (namedCapture.expr), by kind and text, so that a virtual user that
+	// keeps its row compiles its regex once; at most maxExprs, then
+	// emptied. xbuf renders them.
+	exprs map[string]*capture.Capture
+	xbuf  []byte
 }
 
 var (
@@ -88,9 +94,7 @@ func newConn(d *Driver) *conn {
 	}
 	c.br = bufio.NewReaderSize(&c.cr, 16<<10)
 	if d.cookies {
-		// cookiejar.New returns no error (its signature keeps one for
-		// later options).
-		c.jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+		c.jar = newJar()
 	}
 	return c
 }
@@ -219,7 +223,13 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 	var jarURL *url.URL
 	if c.jar != nil {
 		jarURL = c.requestURL(d, seq, row, r.Vars)
-		w = appendCookie(w, c.jar.Cookies(jarURL))
+		var err error
+		if w, err = c.jar.appendHeader(w, jarURL); err != nil {
+			// Nothing is sent: the connection stays in sync.
+			c.wbuf = w
+			out.Class, out.Code, out.Err = drivers.ClientError, drivers.CodeCookieLimit, err
+			return out
+		}
 	}
 	bodyLen := len(d.filler)
 	if d.filler == nil {
@@ -273,12 +283,17 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 	// The exchange is complete: the connection is in sync, and the
 	// response's cookies count whatever the status and the rule say.
 	out.Responded = true
-	if c.jar != nil && len(c.resp.cookies) > 0 {
-		c.storeCookies(jarURL)
-	}
 	out.Class, out.Code, out.Err = c.judge()
 	if out.Class == drivers.OK && len(d.captures) > 0 {
-		out.Class, out.Code, out.Err = c.capture(d, r.Vars)
+		out.Class, out.Code, out.Err = c.capture(d, seq, row, r.Vars)
+	}
+	if c.jar != nil && len(c.resp.cookies) > 0 {
+		// A jar that overflowed outweighs the response's own outcome:
+		// the virtual user now lacks cookies the target set, and the
+		// requests after it would be blamed on the target.
+		if err := c.jar.store(jarURL, c.resp.cookies, time.Now()); err != nil {
+			out.Class, out.Code, out.Err = drivers.ClientError, drivers.CodeCookieLimit, fmt.Errorf("status %d: %w", c.resp.status, err)
+		}
 	}
 
 	// Keep the connection only if both sides want it and nothing is left
@@ -325,36 +340,6 @@ func (c *conn) requestURL(d *Driver, seq uint64, row []string, vars drivers.Vars
 	return u
 }
 
-// appendCookie appends the request's Cookie header field, "Cookie: a=1;
-// b=2", with cookies in the jar's order (RFC 6265 §5.4: longer paths
-// first, then earlier creation); nothing when there are none.
-func appendCookie(w []byte, cookies []*nethttp.Cookie) []byte {
-	if len(cookies) == 0 {
-		return w
-	}
-	w = append(w, "Cookie: "...)
-	for i, ck := range cookies {
-		if i > 0 {
-			w = append(w, "; "...)
-		}
-		w = append(w, ck.String()...)
-	}
-	return append(w, '\r', '\n')
-}
-
-// storeCookies files the response's Set-Cookie values in the jar under
-// u, the request's URL. A value that does not parse is ignored (RFC 6265
-// §5.2); the jar applies Domain, Path, Secure, Max-Age and Expires.
-func (c *conn) storeCookies(u *url.URL) {
-	cookies := make([]*nethttp.Cookie, 0, len(c.resp.cookies))
-	for _, line := range c.resp.cookies {
-		if ck, err := nethttp.ParseSetCookie(line); err == nil {
-			cookies = append(cookies, ck)
-		}
-	}
-	c.jar.SetCookies(u, cookies)
-}
-
 // readBody reads the body to its end (HEAD, 1xx, 204 and 304 have none,
 // RFC 9112 §6.3). It keeps up to MaxRuleBody bytes only when the rule
 // reads body.
@@ -384,6 +369,12 @@ func (c *conn) judge() (drivers.Class, string, error) {
 		env.Headers = c.resp.headers
 	}
 	if r.needBody {
+		if c.resp.bodyLen > int64(c.body.Len()) {
+			// What the rule would say of the whole body is not known
+			// (a `not contains` may pass on the part kept), as with a
+			// capture: the response cannot be judged ok.
+			return drivers.RuleFailed, strconv.Itoa(status), fmt.Errorf("status %d: success rule `%s` not evaluated: the body of %d bytes was cut at %d bytes (1 MiB), the most the client keeps", status, r.src, c.resp.bodyLen, c.body.Len())
+		}
 		env.Body = c.body.String()
 	}
 	ok, err := r.eval(&c.vm, env)
@@ -398,29 +389,69 @@ func (c *conn) judge() (drivers.Class, string, error) {
 
 // capture takes the values a flow step captures from its complete, ok
 // response into vars. A capture that does not match fails the step: class
-// capture, its name as code (docs/design.md, "Flows").
-func (c *conn) capture(d *Driver, vars drivers.Vars) (drivers.Class, string, error) {
+// capture, code drivers.CaptureCode of its name (docs/design.md,
+// "Flows"). So does a json or regex capture of a body longer than the
+// MaxRuleBody bytes kept: what it would find in the whole body is not
+// known (a cut JSON document does not parse; a regex may match
+// differently, or only, past the cut), so it is not evaluated.
+//
+// A templated expression is rendered for seq, the data row row and vars
+// first; a regex that does not compile as rendered fails the capture too.
+func (c *conn) capture(d *Driver, seq uint64, row []string, vars drivers.Vars) (drivers.Class, string, error) {
 	body := c.body.Bytes()
 	for _, nc := range d.captures {
-		v, ok := nc.c.Extract(c.resp.headers, body)
+		if nc.c.NeedsBody() && c.resp.bodyLen > int64(len(body)) {
+			return drivers.Capture, nc.code, fmt.Errorf("status %d: capture %s (%s) not evaluated: the body of %d bytes was cut at %d bytes (1 MiB), the most the client keeps", c.resp.status, nc.name, nc.c, c.resp.bodyLen, len(body))
+		}
+		cp := nc.c
+		if nc.expr != nil {
+			var err error
+			if cp, err = c.rendered(nc, seq, row, vars); err != nil {
+				// The scenario's expression, not the target: the client's.
+				return drivers.ClientError, nc.code, fmt.Errorf("status %d: capture %s not evaluated: %w", c.resp.status, nc.name, err)
+			}
+		}
+		v, ok := cp.Extract(c.resp.headers, body)
 		if !ok {
-			return drivers.Capture, nc.name, fmt.Errorf("status %d: capture %s (%s) found nothing in the response", c.resp.status, nc.name, nc.c)
+			return drivers.Capture, nc.code, fmt.Errorf("status %d: capture %s (%s) found nothing in the response", c.resp.status, nc.name, cp)
 		}
 		// A captured value goes into later requests as it is: a line
 		// break in it would add headers or a whole request of the
 		// target's making (request smuggling), and a huge one would
 		// grow every request after it. Such a value fails the capture.
 		if len(v) > MaxCaptured {
-			return drivers.Capture, nc.name, fmt.Errorf("status %d: capture %s is %d bytes, more than the %d a captured value may hold", c.resp.status, nc.name, len(v), MaxCaptured)
+			return drivers.Capture, nc.code, fmt.Errorf("status %d: capture %s is %d bytes, more than the %d a captured value may hold", c.resp.status, nc.name, len(v), MaxCaptured)
 		}
 		if i := strings.IndexFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
-			return drivers.Capture, nc.name, fmt.Errorf("status %d: capture %s holds control character %q at byte %d: it would break the requests it goes into", c.resp.status, nc.name, v[i], i)
+			return drivers.Capture, nc.code, fmt.Errorf("status %d: capture %s holds control character %q at byte %d: it would break the requests it goes into", c.resp.status, nc.name, v[i], i)
 		}
 		if vars != nil {
 			vars[nc.name] = v
 		}
 	}
 	return drivers.OK, "", nil
+}
+
+// maxExprs bounds a conn's cache of rendered capture expressions.
+const maxExprs = 64
+
+// rendered is the capture nc evaluates for seq, row and vars: its
+// expression rendered, values escaped, and compiled (cached).
+func (c *conn) rendered(nc namedCapture, seq uint64, row []string, vars drivers.Vars) (*capture.Capture, error) {
+	c.xbuf = append(c.xbuf[:0], nc.c.String()[0]) // j(son) or r(egex)
+	c.xbuf = nc.expr.render(c.xbuf, seq, row, vars)
+	if cp, ok := c.exprs[string(c.xbuf)]; ok {
+		return cp, nil
+	}
+	cp, err := nc.c.With(string(c.xbuf[1:]))
+	if err != nil {
+		return nil, err
+	}
+	if c.exprs == nil || len(c.exprs) >= maxExprs {
+		c.exprs = make(map[string]*capture.Capture, maxExprs)
+	}
+	c.exprs[string(c.xbuf)] = cp
+	return cp, nil
 }
 
 // defaultSuccess is the success rule when the scenario sets none: any 2xx,

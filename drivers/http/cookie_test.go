@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	nethttp "net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -131,8 +133,10 @@ func TestCookiesOffByDefault(t *testing.T) {
 	}
 }
 
-// A Set-Cookie line longer than the 16 KiB read buffer is read whole and
-// stored; a Cookie header in the scenario is refused with cookies on.
+// A Set-Cookie line longer than the 16 KiB read buffer is read whole: it
+// is refused as longer than MaxCookieSize, its length told exactly, and
+// the next request carries no Cookie; a Cookie header in the scenario is
+// refused with cookies on.
 func TestLongSetCookieAndHeaderConflict(t *testing.T) {
 	value := strings.Repeat("v", 20<<10)
 	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
@@ -146,17 +150,19 @@ func TestLongSetCookieAndHeaderConflict(t *testing.T) {
 				continue
 			}
 			status := "204 No Content"
-			if !strings.Contains(line, "Cookie: big="+value) {
+			if strings.Contains(line, "Cookie:") {
 				status = "400 Bad Request"
 			}
 			fmt.Fprintf(c, "HTTP/1.1 %s\r\nContent-Length: 0\r\n\r\n", status)
 		}
 	})
 	c := dial(t, newDriver(t, schema.HTTP{Path: "/{{seq}}", Cookies: boolp(true)}, "http://"+s.addr))
-	for seq := uint64(1); seq <= 2; seq++ {
-		if out := do(c, seq, 5*time.Second); out.Class != drivers.OK {
-			t.Fatalf("request %d: %s %s %v", seq, out.Class, out.Code, out.Err)
-		}
+	want := fmt.Sprintf("cookie big is %d bytes, more than the 4096", len("big=; Path=/")+len(value))
+	if out := do(c, 1, 5*time.Second); out.Code != drivers.CodeCookieLimit || !strings.Contains(fmt.Sprint(out.Err), want) {
+		t.Fatalf("request 1: %s %s %v, want cookie-limit saying %q", out.Class, out.Code, out.Err, want)
+	}
+	if out := do(c, 2, 5*time.Second); out.Class != drivers.OK {
+		t.Fatalf("request 2: %s %s %v", out.Class, out.Code, out.Err)
 	}
 	_, err := New(schema.HTTP{Cookies: boolp(true), Headers: map[string]string{"cookie": "a=b"}}, "http://127.0.0.1:1", "")
 	if ps := problemKeys(err); err == nil || len(ps) != 1 || ps[0] != "headers.cookie" || !strings.Contains(err.Error(), "cookie jar") {
@@ -176,5 +182,147 @@ func wholeHead(br *bufio.Reader) (string, error) {
 		if line == "\r\n" {
 			return b.String(), nil
 		}
+	}
+}
+
+// setCookieServer answers every request with the Set-Cookie lines its
+// next field holds for the request's path (none when absent) and notes
+// the Cookie header of every request in got: its length and how many
+// cookies it carries, "len=N n=M".
+type setCookieServer struct {
+	*server
+	mu   sync.Mutex
+	next map[string][]string
+	got  drivertest.Received
+}
+
+func newSetCookieServer(t *testing.T) *setCookieServer {
+	cs := &setCookieServer{next: map[string][]string{}}
+	cs.server = newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		h := r.Header.Get("Cookie")
+		n := 0
+		if h != "" {
+			n = strings.Count(h, ";") + 1
+		}
+		cs.got.Add(fmt.Sprintf("len=%d n=%d", len(h), n))
+		cs.mu.Lock()
+		lines := cs.next[r.URL.Path]
+		cs.mu.Unlock()
+		for _, l := range lines {
+			w.Header().Add("Set-Cookie", l)
+		}
+	})
+	return cs
+}
+
+// set makes the responses to path set lines.
+func (cs *setCookieServer) set(path string, lines ...string) {
+	cs.mu.Lock()
+	cs.next[path] = lines
+	cs.mu.Unlock()
+}
+
+// TestIssue16_HostileCookiesBounded, from the flow review: a target that
+// sets 50 new cookies in every response grew each virtual user's jar
+// without end; its requests reached 1.5 MB and their errors were blamed
+// on the target. The jar keeps MaxCookies: the response that would go
+// past fails its request as the client's (class client, code
+// cookie-limit, saying the jar overflowed), and no request carries more
+// than MaxCookies cookies.
+func TestIssue16_HostileCookiesBounded(t *testing.T) {
+	cs := newSetCookieServer(t)
+	c := dial(t, newDriver(t, schema.HTTP{Path: "/{{seq}}", Cookies: boolp(true)}, cs.URL))
+	for seq := 1; seq <= 6; seq++ {
+		var lines []string
+		for i := range 50 {
+			lines = append(lines, fmt.Sprintf("c%d_%d=%s; Path=/", seq, i, strings.Repeat("v", 100)))
+		}
+		cs.set(fmt.Sprint("/", seq), lines...)
+		out := do(c, uint64(seq), 5*time.Second)
+		if seq == 1 {
+			if out.Class != drivers.OK {
+				t.Fatalf("request 1 (50 cookies set, the bound): %s %s %v", out.Class, out.Code, out.Err)
+			}
+			continue
+		}
+		if out.Class != drivers.ClientError || out.Code != drivers.CodeCookieLimit || !out.Responded ||
+			!strings.Contains(fmt.Sprint(out.Err), "cookie jar overflow: 50 of the response's 50 Set-Cookie fields not kept") {
+			t.Errorf("request %d: %s %s %v, want class client, code cookie-limit, naming the overflow", seq, out.Class, out.Code, out.Err)
+		}
+	}
+	got := cs.got.Take()
+	want := []string{"len=0 n=0"}
+	for range 5 {
+		want = append(want, fmt.Sprintf("len=%d n=50", 50*len("c1_00=")-10+50*100+49*2))
+	}
+	if strings.Join(got, " | ") != strings.Join(want, " | ") {
+		t.Errorf("the target was sent Cookie headers\n%s\nwant\n%s", strings.Join(got, " | "), strings.Join(want, " | "))
+	}
+	if !drivers.ClientSide(drivers.CodeCookieLimit) || drivers.LikelyCause(drivers.CodeCookieLimit) == "" {
+		t.Errorf("cookie-limit is not told as the client's")
+	}
+}
+
+// TestCookieJarBounds: the jar's bounds count what it keeps, as RFC 6265
+// files it: a Set-Cookie of MaxCookieSize bytes is kept and one byte more
+// is not; changing or deleting a kept cookie at the bound, and a cookie
+// for another domain (which the jar refuses), do not count; and a jar
+// that holds more than it may send sends nothing.
+func TestCookieJarBounds(t *testing.T) {
+	many := func(prefix string, n int, attrs string) []string {
+		var lines []string
+		for i := range n {
+			lines = append(lines, fmt.Sprintf("%s%d=v%s", prefix, i, attrs))
+		}
+		return lines
+	}
+	exact := "big=" + strings.Repeat("x", MaxCookieSize-len("big=; Path=/")) + "; Path=/"
+	for _, c := range []struct {
+		name  string
+		steps [][]string // the Set-Cookie lines of each response
+		want  []string   // each request's class and code
+		sent  string     // the last request's Cookie header, as the target noted it
+	}{
+		{"a cookie of MaxCookieSize", [][]string{{exact}, nil}, []string{"ok", "ok"}, fmt.Sprintf("len=%d n=1", len(exact)-len("; Path=/"))},
+		{"one byte more", [][]string{{"x" + exact}, nil}, []string{"client cookie-limit", "ok"}, "len=0 n=0"},
+		{"changed at the bound", [][]string{many("a", 50, "; Path=/"), many("a", 50, "2; Path=/"), nil}, []string{"ok", "ok", "ok"}, "len=388 n=50"},
+		{"deleted to make room", [][]string{many("a", 50, ""), append(many("a", 10, "; Max-Age=0"), many("b", 10, "")...), nil}, []string{"ok", "ok", "ok"}, "len=338 n=50"},
+		{"expired to make room", [][]string{many("a", 50, ""), append(many("a", 10, "; Expires=Thu, 01 Jan 1970 00:00:00 GMT"), many("b", 10, "")...), nil}, []string{"ok", "ok", "ok"}, "len=338 n=50"},
+		{"another domain", [][]string{append(many("a", 50, ""), many("f", 10, "; Domain=example.com")...), nil}, []string{"ok", "ok"}, "len=338 n=50"},
+		{"one path more", [][]string{append(many("a", 50, "; Path=/"), "a0=v; Path=/x"), nil}, []string{"client cookie-limit", "ok"}, "len=338 n=50"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cs := newSetCookieServer(t)
+			conn := dial(t, newDriver(t, schema.HTTP{Path: "/{{seq}}", Cookies: boolp(true)}, cs.URL))
+			for i, lines := range c.steps {
+				cs.set(fmt.Sprint("/", i+1), lines...)
+				out := do(conn, uint64(i+1), 5*time.Second)
+				if got := strings.TrimSpace(string(out.Class) + " " + out.Code); got != c.want[i] {
+					t.Errorf("request %d: %s (%v), want %s", i+1, got, out.Err, c.want[i])
+				}
+			}
+			got := cs.got.Take()
+			if last := got[len(got)-1]; last != c.sent {
+				t.Errorf("the last request carried a Cookie header %s, want %s", last, c.sent)
+			}
+		})
+	}
+
+	// A jar that holds more than MaxCookies (filled behind the count's
+	// back) sends nothing: the request fails before a byte is written.
+	cs := newSetCookieServer(t)
+	cn := dial(t, newDriver(t, schema.HTTP{Cookies: boolp(true)}, cs.URL))
+	u, _ := url.Parse(cs.URL + "/")
+	var cookies []*nethttp.Cookie
+	for i := range MaxCookies + 1 {
+		cookies = append(cookies, &nethttp.Cookie{Name: fmt.Sprint("k", i), Value: "v"})
+	}
+	cn.(*conn).jar.j.SetCookies(u, cookies)
+	out := do(cn, 1, 5*time.Second)
+	if out.Class != drivers.ClientError || out.Code != drivers.CodeCookieLimit || out.Responded || out.BytesOut != 0 || !strings.Contains(fmt.Sprint(out.Err), "51 cookies") {
+		t.Errorf("a jar over its bound: %s %s %v (responded %v, %d bytes out), want cookie-limit before sending", out.Class, out.Code, out.Err, out.Responded, out.BytesOut)
+	}
+	if got := cs.got.Take(); len(got) != 0 {
+		t.Errorf("the target received %v", got)
 	}
 }

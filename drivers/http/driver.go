@@ -116,7 +116,11 @@ var _ drivers.Driver = (*Driver)(nil)
 // for its URL: the target URL's scheme and host (not a Host header the
 // scenario sets) and the request's path. The jar outlives the re-dials
 // of its Conn, so with keep-alive off a virtual user keeps its cookies
-// from one connection to the next. Without cfg.Cookies nothing is
+// from one connection to the next. The jar is bounded (MaxCookies,
+// MaxCookieSize, MaxCookieHeader): a response that sets more fails its
+// request as drivers.ClientError, code drivers.CodeCookieLimit, whatever
+// its status, and a request whose cookies would go past the bounds is
+// not sent (the same class and code). Without cfg.Cookies nothing is
 // stored and no Cookie is sent, and a request allocates nothing.
 //
 // Path, header values and body are templates of {{seq}} and

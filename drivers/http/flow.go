@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/drivers/internal/capture"
+	"github.com/runner-dev/runner/drivers/internal/template"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -24,7 +26,13 @@ type flowSet struct {
 // the name later steps read it by.
 type namedCapture struct {
 	name string
+	code string // drivers.CaptureCode(name)
 	c    *capture.Capture
+	// expr is the capture's expression as a template of {{seq}},
+	// {{data.NAME}} and earlier steps' captures, its values escaped
+	// (capture.Escapers); nil when it has no hole and c is evaluated as
+	// it is.
+	expr *tmpl
 }
 
 // newFlows builds a flow driver (drivers.FlowDriver) for cfg.Flows: the
@@ -32,8 +40,9 @@ type namedCapture struct {
 // and each step's request from cfg with the step's method, path, body and
 // success, and its headers over cfg's. A step's templates may read
 // {{seq}} (the iteration's number), {{data.NAME}} (the iteration's row)
-// and what earlier steps of its flow capture. Errors name the step:
-// flows[i].steps[j].…
+// and what earlier steps of its flow capture; so may its captures' json
+// paths and regexes, their values escaped (compileCapture). Errors name
+// the step: flows[i].steps[j].…
 func newFlows(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 	base := cfg
 	base.Flows = nil
@@ -49,7 +58,7 @@ func newFlows(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 	for i, f := range cfg.Flows {
 		df := drivers.Flow{Name: f.Name, Weight: max(f.Weight, 1)}
 		var steps []*Driver
-		var captured []string
+		var captured []string // by the steps before this one
 		for j, st := range f.Steps {
 			at := fmt.Sprintf("flows[%d].steps[%d]", i, j)
 			sc := base
@@ -71,18 +80,24 @@ func newFlows(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 				errs = append(errs, prefixed(at, err))
 				sd = &Driver{}
 			}
+			earlier := slices.Clone(captured)
 			for _, name := range slices.Sorted(maps.Keys(st.Capture)) {
 				// Later steps may read it even when this step has
 				// errors of its own: each is said once, where it is.
 				captured = append(captured, name)
-				c, err := capture.Compile(st.Capture[name])
-				if err != nil {
+				nc, err := compileCapture(name, st.Capture[name], d.data, earlier)
+				var ce *drivers.ConfigError
+				switch {
+				case errors.As(err, &ce):
+					errs = append(errs, prefixed(at+".capture."+name, err))
+					continue
+				case err != nil:
 					errs = append(errs, bad(at+".capture."+name, err))
 					continue
 				}
-				sd.captures = append(sd.captures, namedCapture{name: name, c: c})
-				sd.captureBody = sd.captureBody || c.NeedsBody()
-				sd.captureHeaders = sd.captureHeaders || !c.NeedsBody()
+				sd.captures = append(sd.captures, nc)
+				sd.captureBody = sd.captureBody || nc.c.NeedsBody()
+				sd.captureHeaders = sd.captureHeaders || !nc.c.NeedsBody()
 			}
 			steps = append(steps, sd)
 			df.Steps = append(df.Steps, drivers.Step{Name: st.Name, Think: time.Duration(st.ThinkTime)})
@@ -94,6 +109,44 @@ func newFlows(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 		return nil, errors.Join(errs...)
 	}
 	return d, nil
+}
+
+// compileCapture compiles the capture name of spec. Its json path or
+// regex is a template of {{seq}}, {{data.NAME}} (a column of data) and
+// {{NAME}} for the values captured lists (those of earlier steps); a
+// regex with holes is checked with each hole as "x". Errors are
+// configuration errors keyed "json" or "regex" for a template that does
+// not parse or a regex that does not compile with its holes, and plain
+// errors (the capture's own) otherwise.
+func compileCapture(name string, spec schema.Capture, data *template.Data, captured []string) (namedCapture, error) {
+	nc := namedCapture{name: name, code: drivers.CaptureCode(name)}
+	key, expr := "json", &spec.JSON
+	if spec.Regex != "" {
+		key, expr = "regex", &spec.Regex
+	}
+	var t tmpl
+	if (spec.JSON == "") != (spec.Regex == "") && spec.Header == "" {
+		var err error
+		if t, err = parseTemplate(*expr, data, captured...); err != nil {
+			return nc, bad(key, err)
+		}
+		if len(t.holes) > 0 {
+			*expr = strings.Join(t.lits, "x")
+		}
+	}
+	c, err := capture.Compile(spec)
+	if err != nil {
+		if len(t.holes) > 0 {
+			return nc, bad(key, fmt.Errorf("with each {{…}} as x: %w", err))
+		}
+		return nc, err
+	}
+	nc.c = c
+	if len(t.holes) > 0 {
+		t.esc = c.Escapers(t.lits)
+		nc.expr = &t
+	}
+	return nc, nil
 }
 
 // prefixed puts at before the keys of err's configuration errors.

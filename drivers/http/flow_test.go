@@ -7,6 +7,8 @@ import (
 	"io"
 	nethttp "net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +61,7 @@ func shopConfig() schema.HTTP {
 // driver's headers under the step's (case-insensitive), the values earlier
 // steps captured (JSON, header, regex) rendered in later ones, and the
 // session cookie kept by default with flows. A capture that finds nothing
-// fails its step as class capture, coded with its name.
+// fails its step as class capture, coded capture:NAME.
 func TestFlowDriver_StepsCapturesAndCookies(t *testing.T) {
 	var seen []string
 	s := shopServer(t, &seen)
@@ -95,8 +97,8 @@ func TestFlowDriver_StepsCapturesAndCookies(t *testing.T) {
 	cfg.Flows[0].Steps[2].Path = "/items"
 	c2 := dial(t, newDriver(t, cfg, s.URL))
 	out := c2.Do(context.Background(), drivers.Request{Seq: 1, Vars: drivers.Vars{}})
-	if out.Class != drivers.Capture || out.Code != "token" || !out.Responded {
-		t.Errorf("a capture that finds nothing: %s %s %v, want class capture, code token", out.Class, out.Code, out.Err)
+	if out.Class != drivers.Capture || out.Code != "capture:token" || !out.Responded {
+		t.Errorf("a capture that finds nothing: %s %s %v, want class capture, code capture:token", out.Class, out.Code, out.Err)
 	}
 }
 
@@ -151,9 +153,176 @@ func TestFlowDriver_CapturedValueCannotSmuggle(t *testing.T) {
 		c := dial(t, newDriver(t, cfg, s.URL))
 		vars := drivers.Vars{}
 		out := c.Do(context.Background(), drivers.Request{Seq: 1, Vars: vars})
-		if out.Class != drivers.Capture || out.Code != "token" || vars["token"] != "" {
+		if out.Class != drivers.Capture || out.Code != "capture:token" || vars["token"] != "" {
 			t.Errorf("%s: %s %s %v (vars %q), want the capture to fail", name, out.Class, out.Code, out.Err, vars["token"])
 		}
 		s.Close()
+	}
+}
+
+// TestFlowDriver_CaptureCodeOwnNamespace, from the flow review: a capture
+// failure was coded with the capture's bare name, so a capture named
+// timeout (or ECONNRESET) was counted in errors_by together with real
+// timeouts. Its code is capture:NAME.
+func TestFlowDriver_CaptureCodeOwnNamespace(t *testing.T) {
+	s := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		fmt.Fprint(w, `{}`)
+	}))
+	defer s.Close()
+	for _, name := range []string{"timeout", "ECONNRESET", "status", "capture"} {
+		cfg := schema.HTTP{Flows: []schema.Flow{{Name: "f", Weight: 1, Steps: []schema.FlowStep{
+			{Name: "a", Path: "/a", Capture: map[string]schema.Capture{name: {JSON: "missing"}}},
+		}}}}
+		c := dial(t, newDriver(t, cfg, s.URL))
+		out := c.Do(context.Background(), drivers.Request{Seq: 1, Vars: drivers.Vars{}})
+		if out.Class != drivers.Capture || out.Code != "capture:"+name {
+			t.Errorf("capture %s finding nothing: %s %q %v, want class capture, code %q", name, out.Class, out.Code, out.Err, "capture:"+name)
+		}
+		c.Close()
+	}
+}
+
+// TestFlowDriver_CaptureOfCutBody, from the flow review: a body longer
+// than the MaxRuleBody bytes the client keeps made a json or regex
+// capture say it "found nothing", although it was never evaluated on the
+// whole body. It says the body was cut, and where; a header capture of
+// the same response still works, and a body of exactly MaxRuleBody bytes
+// is not cut.
+func TestFlowDriver_CaptureOfCutBody(t *testing.T) {
+	big := `{"pad": "` + strings.Repeat("x", MaxRuleBody) + `", "token": "t1"}`
+	exact := `{"token": "t1", "pad": "` + strings.Repeat("x", MaxRuleBody-len(`{"token": "t1", "pad": ""}`)) + `"}`
+	s := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		w.Header().Set("X-Token", "h1")
+		body := big
+		if r.URL.Path == "/exact" {
+			body = exact
+		}
+		if r.URL.Path == "/chunked" {
+			w.(nethttp.Flusher).Flush() // no Content-Length: chunked
+		}
+		fmt.Fprint(w, body)
+	}))
+	defer s.Close()
+	for _, c := range []struct {
+		path string
+		cp   schema.Capture
+		want drivers.Class
+	}{
+		{"/big", schema.Capture{JSON: "token"}, drivers.Capture},
+		{"/chunked", schema.Capture{JSON: "token"}, drivers.Capture},
+		{"/big", schema.Capture{Regex: `"pad": "(x)`}, drivers.Capture}, // found in the kept part, still not evaluated
+		{"/big", schema.Capture{Header: "X-Token"}, drivers.OK},
+		{"/exact", schema.Capture{JSON: "token"}, drivers.OK},
+	} {
+		cfg := schema.HTTP{Flows: []schema.Flow{{Name: "f", Weight: 1, Steps: []schema.FlowStep{
+			{Name: "a", Path: c.path, Capture: map[string]schema.Capture{"token": c.cp}},
+		}}}}
+		conn := dial(t, newDriver(t, cfg, s.URL))
+		out := conn.Do(context.Background(), drivers.Request{Seq: 1, Vars: drivers.Vars{}})
+		if out.Class != c.want {
+			t.Errorf("%s %+v: %s %s %v, want %s", c.path, c.cp, out.Class, out.Code, out.Err, c.want)
+		} else if c.want == drivers.Capture {
+			msg := fmt.Sprint(out.Err)
+			if out.Code != "capture:token" || strings.Contains(msg, "found nothing") || !strings.Contains(msg, fmt.Sprintf("body of %d bytes was cut at %d bytes", len(big), MaxRuleBody)) {
+				t.Errorf("%s %+v: %s %v, want code capture:token saying the body of %d bytes was cut at %d", c.path, c.cp, out.Code, out.Err, len(big), MaxRuleBody)
+			}
+		}
+		conn.Close()
+	}
+}
+
+// itemsBody lists items by owner, as objects in an array and as the keys
+// of an object; the owners hold the characters a JSON path and a regex
+// give a meaning to, and "axb" comes first to catch a "." taken as any
+// character.
+const itemsBody = `{"items": [{"owner": "axb", "id": 1}, {"owner": "a.b", "id": 2}, {"owner": "o\"neil", "id": 3}, {"owner": "a+b", "id": 4}, {"owner": "back\\slash", "id": 5}],
+ "ids": {"axb": 11, "a.b": 12, "o\"neil": 13, "a+b": 14, "back\\slash": 15}}`
+
+// TestIssue16_CaptureTemplates, from the flow review: data values could
+// not be used in capture expressions (a JSON path such as
+// items.#(owner=="{{data.user}}").id went to gjson as written and found
+// nothing). A json path or regex is a template of {{seq}}, {{data.NAME}}
+// and earlier steps' captures, each value escaped so that it stands for
+// itself: inside a query's "…" (JSON string escapes), as a key (gjson
+// path escapes), in a regex (regexp.QuoteMeta).
+func TestIssue16_CaptureTemplates(t *testing.T) {
+	s := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.URL.Path == "/me" {
+			fmt.Fprint(w, `{"who": "a+b"}`)
+			return
+		}
+		fmt.Fprint(w, itemsBody)
+	}))
+	defer s.Close()
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users.csv")
+	if err := os.WriteFile(users, []byte("user,plain\na.b,a.b\n\"o\"\"neil\",a+b\na+b,a.b\nback\\slash,a+b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := schema.HTTP{Data: users, Flows: []schema.Flow{{Name: "f", Weight: 1, Steps: []schema.FlowStep{
+		{Name: "me", Path: "/me", Capture: map[string]schema.Capture{"who": {JSON: "who"}}},
+		{Name: "items", Path: "/items", Capture: map[string]schema.Capture{
+			"query":   {JSON: `items.#(owner=="{{data.user}}").id`},
+			"key":     {JSON: `ids.{{ data.user }}`},
+			"re":      {Regex: `"owner": "{{data.plain}}", "id": (\d+)`},
+			"earlier": {Regex: `"{{who}}", "id": (\d+)`},
+			"quoted":  {JSON: `items.#(owner=="{{who}}").id`},
+			"seq":     {JSON: `items.{{seq}}.owner`},
+		}},
+	}}}}
+	c := dial(t, newDriver(t, cfg, s.URL))
+	for seq, want := range map[uint64]string{
+		1: "query=2 key=12 re=2 earlier=4 quoted=4 seq=a.b",
+		2: "query=3 key=13 re=4 earlier=4 quoted=4 seq=o\"neil",
+		3: "query=4 key=14 re=2 earlier=4 quoted=4 seq=a+b",
+		4: "query=5 key=15 re=4 earlier=4 quoted=4 seq=back\\slash",
+	} {
+		vars := drivers.Vars{}
+		for step := range 2 {
+			if out := c.Do(context.Background(), drivers.Request{Seq: seq, Step: step, Vars: vars}); out.Class != drivers.OK {
+				t.Fatalf("iteration %d step %d: %s %s %v", seq, step, out.Class, out.Code, out.Err)
+			}
+		}
+		got := fmt.Sprintf("query=%s key=%s re=%s earlier=%s quoted=%s seq=%s", vars["query"], vars["key"], vars["re"], vars["earlier"], vars["quoted"], vars["seq"])
+		if got != want {
+			t.Errorf("iteration %d captured %s, want %s", seq, got, want)
+		}
+	}
+
+	// What the iteration's values make of an expression is in the
+	// failure's message.
+	cfg.Flows[0].Steps[1].Capture = map[string]schema.Capture{"none": {JSON: `items.#(owner=="{{data.user}}x").id`}}
+	c = dial(t, newDriver(t, cfg, s.URL))
+	vars := drivers.Vars{}
+	c.Do(context.Background(), drivers.Request{Seq: 2, Vars: vars})
+	out := c.Do(context.Background(), drivers.Request{Seq: 2, Step: 1, Vars: vars})
+	if want := `capture none (json items.#(owner=="o\"neilx").id) found nothing`; out.Code != "capture:none" || !strings.Contains(fmt.Sprint(out.Err), want) {
+		t.Errorf("%s %s %v, want it to say %s", out.Class, out.Code, out.Err, want)
+	}
+}
+
+// TestFlowDriver_CaptureTemplateRefused: a capture expression's template
+// is checked at New as a step's path is: a name no earlier step
+// captures (a capture of the same step included), a column the data
+// file lacks, and a regex that does not compile with its holes are
+// refused at the capture's json or regex key.
+func TestFlowDriver_CaptureTemplateRefused(t *testing.T) {
+	for _, c := range []struct {
+		capture map[string]schema.Capture
+		key     string
+		want    string
+	}{
+		{map[string]schema.Capture{"item": {JSON: "items.#(token==\"{{nope}}\").id"}}, "flows[0].steps[1].capture.item.json", `unknown template action "{{nope}}"`},
+		{map[string]schema.Capture{"a": {JSON: "x"}, "b": {JSON: "items.{{a}}"}}, "flows[0].steps[1].capture.b.json", `unknown template action "{{a}}"`},
+		{map[string]schema.Capture{"item": {Regex: "{{data.user}}"}}, "flows[0].steps[1].capture.item.regex", "no data file"},
+		{map[string]schema.Capture{"item": {Regex: "({{token}}"}}, "flows[0].steps[1].capture.item.regex", "with each {{…}} as x: regex \"(x\": not an RE2 expression"},
+	} {
+		cfg := shopConfig()
+		cfg.Flows[0].Steps[1].Capture = c.capture
+		cfg.Flows[0].Steps[2].Path = "/items"
+		_, err := New(cfg, "http://127.0.0.1:1", "")
+		if fmt.Sprint(configKeys(err)) != "["+c.key+"]" || !strings.Contains(fmt.Sprint(err), c.want) {
+			t.Errorf("%v: keys %v of %v, want [%s] saying %s", c.capture, configKeys(err), err, c.key, c.want)
+		}
 	}
 }

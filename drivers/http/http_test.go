@@ -308,10 +308,16 @@ func TestSuccessRule(t *testing.T) {
 		codes [4]string
 	}{
 		// The body decides; a 404 whose body says ok is ok because the rule says so.
-		// A body beyond MaxRuleBody is cut: the rule sees only its start.
+		// A body beyond MaxRuleBody is cut: a rule on it is not
+		// evaluated, and the response is not ok.
 		{`body contains '"ok":true'`,
 			[4]drivers.Class{drivers.OK, drivers.RuleFailed, drivers.OK, drivers.RuleFailed},
 			[4]string{"", "200", "", "200"}},
+		// The rule would pass on the part kept (the text is past the
+		// cut): still not ok.
+		{`!(body contains '"ok":true')`,
+			[4]drivers.Class{drivers.RuleFailed, drivers.OK, drivers.RuleFailed, drivers.RuleFailed},
+			[4]string{"200", "", "404", "200"}},
 		// Headers: canonical name, first value.
 		{`headers["X-Result"] == "good" && status == 200`,
 			[4]drivers.Class{drivers.OK, drivers.RuleFailed, drivers.RuleFailed, drivers.OK},
@@ -335,6 +341,9 @@ func TestSuccessRule(t *testing.T) {
 				}
 				if out.Class == drivers.RuleFailed && !strings.Contains(out.Err.Error(), tt.rule) {
 					t.Errorf("seq %d: error %q does not quote the rule", i+1, out.Err)
+				}
+				if cut := i == 3 && d.rule.needBody; cut && !strings.Contains(fmt.Sprint(out.Err), "was cut at 1048576 bytes") {
+					t.Errorf("seq %d: error %q does not say the body was cut", i+1, out.Err)
 				}
 			}
 		})

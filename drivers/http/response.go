@@ -48,6 +48,10 @@ type response struct {
 	encoded bool  // some other Transfer-Encoding: the body runs to close
 	headers map[string]string
 	cookies []string // the values of every Set-Cookie field, in order
+	// bodyLen is how many body bytes readBody read (decoded, for a
+	// chunked body), kept or not: more than it kept means the kept
+	// body was cut.
+	bodyLen int64
 }
 
 // keep says what readResponseHead keeps beyond what framing needs.
@@ -345,15 +349,19 @@ func parseLength(v []byte) (int64, error) {
 }
 
 // readBody consumes the body of r from br, keeping up to MaxRuleBody
-// bytes in keep when keep is not nil. A body delimited by the end of the
-// connection ends at io.EOF, which is its normal end.
+// bytes in keep when keep is not nil, and sets r.bodyLen. A body
+// delimited by the end of the connection ends at io.EOF, which is its
+// normal end.
 func readBody(br *bufio.Reader, r *response, head bool, keep *bytes.Buffer) error {
+	r.bodyLen = 0
 	if r.noBody(head) {
 		return nil
 	}
+	var err error
 	switch {
 	case r.chunked:
-		if err := consume(httputil.NewChunkedReader(br), keep, -1); err != nil {
+		r.bodyLen, err = consume(httputil.NewChunkedReader(br), keep, -1)
+		if err != nil {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
@@ -361,29 +369,33 @@ func readBody(br *bufio.Reader, r *response, head bool, keep *bytes.Buffer) erro
 		}
 		return readTrailer(br)
 	case r.length >= 0:
-		return consume(br, keep, r.length)
+		r.bodyLen, err = consume(br, keep, r.length)
+		return err
 	default:
 		r.close = true
-		return consume(br, keep, -1)
+		r.bodyLen, err = consume(br, keep, -1)
+		return err
 	}
 }
 
 // consume reads n bytes from src (to io.EOF when n < 0), copying the
-// first MaxRuleBody of them to keep if it is not nil. Fewer than n bytes
-// before the end is io.ErrUnexpectedEOF.
-func consume(src io.Reader, keep *bytes.Buffer, n int64) error {
+// first MaxRuleBody of them to keep if it is not nil, and returns how
+// many it read. Fewer than n bytes before the end is io.ErrUnexpectedEOF.
+func consume(src io.Reader, keep *bytes.Buffer, n int64) (int64, error) {
+	var read int64
 	if keep != nil {
 		limit := int64(MaxRuleBody)
 		if n >= 0 {
 			limit = min(limit, n)
 		}
 		got, err := keep.ReadFrom(io.LimitReader(src, limit))
+		read = got
 		if err != nil {
-			return err
+			return read, err
 		}
 		if n >= 0 {
 			if got < limit {
-				return io.ErrUnexpectedEOF
+				return read, io.ErrUnexpectedEOF
 			}
 			n -= got
 		}
@@ -393,24 +405,26 @@ func consume(src io.Reader, keep *bytes.Buffer, n int64) error {
 			step := int(min(n, 1<<30))
 			d, err := br.Discard(step)
 			n -= int64(d)
+			read += int64(d)
 			if err == io.EOF {
-				return io.ErrUnexpectedEOF
+				return read, io.ErrUnexpectedEOF
 			}
 			if err != nil {
-				return err
+				return read, err
 			}
 		}
-		return nil
+		return read, nil
 	}
 	if n >= 0 {
 		got, err := io.CopyN(io.Discard, src, n)
+		read += got
 		if err == io.EOF && got < n {
-			return io.ErrUnexpectedEOF
+			return read, io.ErrUnexpectedEOF
 		}
-		return err
+		return read, err
 	}
-	_, err := io.Copy(io.Discard, src)
-	return err
+	got, err := io.Copy(io.Discard, src)
+	return read + got, err
 }
 
 // readTrailer reads the trailer section after the last chunk, up to and

@@ -26,6 +26,10 @@ type tmpl struct {
 	holes  []int    // seqHole, a column index of the data file, or ≤ varHole
 	vars   []string // the names of the captured values the holes ≤ varHole read
 	litLen int      // total length of lits
+	// esc, when not nil, escapes the value of each hole but {{seq}}'s
+	// as it is rendered (a capture's expression: capture.Escapers); nil
+	// inserts values as they are.
+	esc []func(string) string
 }
 
 // parseTemplate splits s around `{{seq}}` and `{{data.NAME}}` (spaces
@@ -125,13 +129,18 @@ func (t *tmpl) size(seq uint64, row []string, vars drivers.Vars) int {
 }
 
 // render appends t with every hole filled: `{{seq}}` with seq in decimal,
-// a column with its value in row, a captured name with its value in vars.
+// a column with its value in row, a captured name with its value in vars
+// (each escaped by t.esc when it is set).
 func (t *tmpl) render(dst []byte, seq uint64, row []string, vars drivers.Vars) []byte {
 	for i, l := range t.lits {
 		if i > 0 {
 			switch h := t.holes[i-1]; {
 			case h == seqHole:
 				dst = strconv.AppendUint(dst, seq, 10)
+			case t.esc != nil && h <= varHole:
+				dst = append(dst, t.esc[i-1](vars[t.vars[varHole-h]])...)
+			case t.esc != nil:
+				dst = append(dst, t.esc[i-1](row[h])...)
 			case h <= varHole:
 				dst = append(dst, vars[t.vars[varHole-h]]...)
 			default:

@@ -151,7 +151,15 @@ func (r *Redactor) Bytes(b []byte) []byte {
 // can then never break the document, while the layout stays b's. It
 // returns b itself when there is nothing to redact; an error only when b
 // holds a string that is not valid JSON.
-func (r *Redactor) JSON(b []byte) ([]byte, error) {
+func (r *Redactor) JSON(b []byte) ([]byte, error) { return r.JSONKeeping(b, nil) }
+
+// JSONKeeping is JSON that leaves the object keys in keep as they are:
+// the names of a document's own fields are its structure, not the run's
+// data, and a secret that happens to equal one (an ${ENV} value
+// "response") must not make the document unreadable. Keys not in keep
+// (map keys: counter names, error codes) and every string value are
+// redacted as JSON does.
+func (r *Redactor) JSONKeeping(b []byte, keep map[string]bool) ([]byte, error) {
 	if r.Empty() {
 		return b, nil
 	}
@@ -175,6 +183,10 @@ func (r *Redactor) JSON(b []byte) ([]byte, error) {
 		if err := json.Unmarshal(b[i:end+1], &v); err != nil {
 			return nil, fmt.Errorf("redact: JSON string at byte %d: %w", i, err)
 		}
+		if keep[v] && isKey(b[end+1:]) {
+			i = end
+			continue
+		}
 		if red := r.String(v); red != v {
 			var enc bytes.Buffer
 			e := json.NewEncoder(&enc)
@@ -191,6 +203,13 @@ func (r *Redactor) JSON(b []byte) ([]byte, error) {
 		return b, nil
 	}
 	return append(out, b[last:]...), nil
+}
+
+// isKey reports whether the JSON text after a string (rest) makes it an
+// object key: the next byte other than white space is a colon.
+func isKey(rest []byte) bool {
+	rest = bytes.TrimLeft(rest, " \t\r\n")
+	return len(rest) > 0 && rest[0] == ':'
 }
 
 // Writer returns a writer that redacts each Write to w before passing it

@@ -122,3 +122,26 @@ func TestIssue12_JSONKeepsStructure(t *testing.T) {
 		t.Errorf("no secret changed the document")
 	}
 }
+
+// TestJSONKeepingLeavesStructure: a secret equal to one of a document's
+// own field names is kept where it is that field's key and redacted
+// everywhere else: in a value, and in a key that is data (a map's).
+func TestJSONKeepingLeavesStructure(t *testing.T) {
+	r := New([]string{"response"})
+	in := []byte(`{"response": {"p99": 1}, "errors_by": {"response": 2}, "name": "response", "list": ["response"]}`)
+	out, err := r.JSONKeeping(in, map[string]bool{"response": true, "errors_by": true, "name": true, "list": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"response": {"p99": 1}, "errors_by": {"response": 2}, "name": "[redacted]", "list": ["[redacted]"]}`
+	if string(out) != want {
+		t.Errorf("got  %s\nwant %s", out, want)
+	}
+	out, err = r.JSON(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), `"response"`) {
+		t.Errorf("JSON without keys to keep left the secret: %s", out)
+	}
+}

@@ -2,8 +2,8 @@
 // flow that come after: a capture spec (schema.Capture) is compiled once,
 // before any traffic, and extracted from each response's headers and
 // body. A capture that finds nothing is a step failure of class
-// drivers.Capture whose code is the capture's name; this package only
-// says found or not.
+// drivers.Capture whose code is drivers.CaptureCode of the capture's
+// name; this package only says found or not.
 package capture
 
 import (
@@ -132,6 +132,94 @@ func (c *Capture) Extract(headers map[string]string, body []byte) (string, bool)
 		return string(body[m[0]:m[1]]), true
 	}
 	return "", false
+}
+
+// Expr returns the expression c evaluates as written: the JSON path or
+// the regular expression; "" for a header capture.
+func (c *Capture) Expr() string {
+	switch c.kind {
+	case jsonPath:
+		return c.path
+	case regex:
+		return c.re.String()
+	}
+	return ""
+}
+
+// With returns a capture of c's kind that evaluates expr instead of c's
+// expression: the expression of a templated capture as rendered for one
+// request. An error when c is a header capture (its name is no
+// template) or a regex expr does not compile.
+func (c *Capture) With(expr string) (*Capture, error) {
+	switch c.kind {
+	case jsonPath:
+		return &Capture{kind: jsonPath, path: expr, src: "json " + expr}, nil
+	case regex:
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return nil, fmt.Errorf("regex %q: not an RE2 expression: %w", expr, err)
+		}
+		return &Capture{kind: regex, re: re, src: "regex " + expr}, nil
+	}
+	return nil, fmt.Errorf("%s: a header capture has no expression", c)
+}
+
+// Escapers returns how the value of each hole of a template of c's
+// expression is escaped when it is inserted, so that it stands for
+// itself: lits is the expression's text split around its holes (one more
+// than the holes). In a regex a value matches itself literally
+// (regexp.QuoteMeta; outside a character class). In a JSON path, a hole
+// inside a "…" string (a query's value, as in items.#(owner=="{{x}}"))
+// gets the JSON string escapes of \ and " (gjson unescapes them), and
+// one elsewhere the path escapes of a key (gjson.Escape: a \ before
+// . * ? | # @ and the other path characters). With the % and !% (like)
+// operators a value's * and ? stay wildcards. A header capture has no
+// holes: nil.
+func (c *Capture) Escapers(lits []string) []func(string) string {
+	if len(lits) < 2 || c.kind == header {
+		return nil
+	}
+	esc := make([]func(string) string, len(lits)-1)
+	switch c.kind {
+	case regex:
+		for i := range esc {
+			esc[i] = regexp.QuoteMeta
+		}
+	case jsonPath:
+		quoted := false
+		for i := range esc {
+			l := lits[i]
+			for j := 0; j < len(l); j++ {
+				switch l[j] {
+				case '\\':
+					j++ // an escaped character, a quote included
+				case '"':
+					quoted = !quoted
+				}
+			}
+			esc[i] = gjson.Escape
+			if quoted {
+				esc[i] = jsonStringEscape
+			}
+		}
+	}
+	return esc
+}
+
+// jsonStringEscape escapes \ and " for the inside of a JSON string.
+func jsonStringEscape(v string) string {
+	if !strings.ContainsAny(v, `\"`) {
+		return v
+	}
+	var b strings.Builder
+	b.Grow(len(v) + 8)
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\\' || v[i] == '"' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String()
 }
 
 // NeedsBody reports whether Extract reads the body (json and regex), so

@@ -149,3 +149,57 @@ func FuzzExtract(f *testing.F) {
 		}
 	})
 }
+
+// TestEscapers: a value inserted in a capture's expression stands for
+// itself, escaped as where it goes: in a JSON path inside a query's "…"
+// as a JSON string (after a \" the string goes on), elsewhere as a gjson
+// key; in a regex quoted; a header capture has no holes.
+func TestEscapers(t *testing.T) {
+	const v = `o"n\a.b*`
+	for _, tc := range []struct {
+		name string
+		spec schema.Capture
+		lits []string
+		want []string // each hole's escaping of v
+	}{
+		{"json in a query's string", schema.Capture{JSON: "x"}, []string{`items.#(owner=="`, `").id`}, []string{`o\"n\\a.b*`}},
+		{"json key", schema.Capture{JSON: "x"}, []string{`ids.`, ``}, []string{`o\"n\\a\.b\*`}},
+		{"json after an escaped quote", schema.Capture{JSON: "x"}, []string{`a\"b.`, ``}, []string{`o\"n\\a\.b\*`}},
+		{"json after a closed string", schema.Capture{JSON: "x"}, []string{`#(a=="`, `").`, ``}, []string{`o\"n\\a.b*`, `o\"n\\a\.b\*`}},
+		{"regex", schema.Capture{Regex: "x"}, []string{`id=`, `(\d+)`}, []string{`o"n\\a\.b\*`}},
+		{"header", schema.Capture{Header: "X"}, []string{"", ""}, nil},
+	} {
+		c, err := Compile(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		esc := c.Escapers(tc.lits)
+		var got []string
+		for _, e := range esc {
+			got = append(got, e(v))
+		}
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") || len(esc) != len(tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	// As rendered, the escaped value finds its own.
+	body := []byte(`{"items": [{"owner": "o\"n\\a.b*", "id": 7}], "ids": {"o\"n\\a.b*": 8}}`)
+	for expr, want := range map[string]string{`items.#(owner=="o\"n\\a.b*").id`: "7", `ids.o\"n\\a\.b\*`: "8"} {
+		c, _ := Compile(schema.Capture{JSON: "x"})
+		r, err := c.With(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := r.Extract(nil, body); got != want || !ok || r.String() != "json "+expr {
+			t.Errorf("%s: %q %v, want %s", r, got, ok, want)
+		}
+	}
+	re, _ := Compile(schema.Capture{Regex: "x"})
+	if _, err := re.With("("); err == nil || !strings.Contains(err.Error(), "not an RE2 expression") {
+		t.Errorf("a rendered regex that does not compile: %v", err)
+	}
+	h, _ := Compile(schema.Capture{Header: "X"})
+	if _, err := h.With("y"); err == nil {
+		t.Errorf("a header capture took an expression")
+	}
+}
