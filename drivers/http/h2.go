@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"strconv"
@@ -19,7 +18,6 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
-	"golang.org/x/net/publicsuffix"
 
 	"github.com/runner-dev/runner/drivers"
 )
@@ -102,8 +100,11 @@ func (d *Driver) Precheck(ctx context.Context, inflight int) (note string, err e
 // the current session. A session the server ended, or one that received
 // GOAWAY, is replaced by a fresh dial inside the next Do (Outcome.Dialed).
 type h2conn struct {
-	d   *Driver
-	jar *cookiejar.Jar // nil with cookies off; safe for concurrent use
+	d *Driver
+	// jar holds this virtual user's cookies (nil with cookies off); its
+	// streams run concurrently, so jarMu serialises its use.
+	jarMu sync.Mutex
+	jar   *jar
 
 	mu      sync.Mutex
 	sess    *session      // the session new streams go on; nil before the first dial
@@ -119,7 +120,7 @@ var (
 func newH2Conn(d *Driver) *h2conn {
 	c := &h2conn{d: d}
 	if d.cookies {
-		c.jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+		c.jar = newJar()
 	}
 	return c
 }
@@ -259,6 +260,10 @@ func (c *h2conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome
 			out.Sent = time.Time{}
 		}
 	}()
+	q, ok := c.prepare(r, &out)
+	if !ok {
+		return out
+	}
 	var avoid *session
 	retried := false
 	for attempt := 0; attempt < 4; attempt++ {
@@ -268,7 +273,7 @@ func (c *h2conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome
 		if err != nil {
 			return c.dialFailed(ctx, err, out)
 		}
-		res := s.exchange(ctx, timer.C, deadline, start, c, r, &out)
+		res := s.exchange(ctx, timer.C, deadline, start, c, q, &out)
 		switch res {
 		case exNotSent:
 			// The session ended or was told to go away before our
@@ -292,6 +297,44 @@ func (c *h2conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome
 	out.Class, out.Code = drivers.Reset, CodeGoAway
 	out.Err = errors.New("http2: no connection took the stream")
 	return out
+}
+
+// h2req is one request rendered for its stream: the same for a second
+// send after GOAWAY.
+type h2req struct {
+	spec   *Driver
+	r      drivers.Request
+	row    []string // its data row
+	jarURL *url.URL // what the cookie jar files it under; nil without one
+	cookie string   // the Cookie value the jar gives it; "" for none
+	body   []byte
+}
+
+// prepare renders r: its step's Driver, data row, cookies and body. A
+// jar past its bounds ends the request before it is sent (ok false, out
+// client/cookie-limit, as for HTTP/1.x).
+func (c *h2conn) prepare(r drivers.Request, out *drivers.Outcome) (q h2req, ok bool) {
+	q.spec, q.r = c.d.spec(r), r
+	if q.spec.data != nil {
+		q.row = q.spec.data.Row(r.Seq, r.Slot)
+	}
+	if c.jar != nil {
+		q.jarURL = h2RequestURL(c.d, q.spec, r, q.row)
+		c.jarMu.Lock()
+		h, err := c.jar.appendHeader(nil, q.jarURL)
+		c.jarMu.Unlock()
+		if err != nil {
+			out.Class, out.Code, out.Err = drivers.ClientError, drivers.CodeCookieLimit, err
+			return q, false
+		}
+		// "Cookie: a=1; b=2\r\n": one field, as RFC 9113 §8.2.3 allows.
+		q.cookie = strings.TrimSuffix(strings.TrimPrefix(string(h), "Cookie: "), "\r\n")
+	}
+	q.body = q.spec.filler
+	if q.body == nil && q.spec.body.size(r.Seq, q.row, r.Vars) > 0 {
+		q.body = q.spec.body.render(nil, r.Seq, q.row, r.Vars)
+	}
+	return q, true
 }
 
 // dialFailed ends a request whose session could not be had: as an
@@ -608,8 +651,8 @@ const (
 
 // exchange sends r on a new stream of s and waits for its end; out
 // receives the outcome (exDone) or only byte counts (the others).
-func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadline, start time.Time, c *h2conn, r drivers.Request, out *drivers.Outcome) int {
-	spec := c.d.spec(r)
+func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadline, start time.Time, c *h2conn, q h2req, out *drivers.Outcome) int {
+	spec, body := q.spec, q.body
 	// A slot under the server's limit.
 	s.mu.Lock()
 	for s.err == nil && !s.goAway && !s.retired && s.active >= int(s.maxStreams) {
@@ -635,18 +678,6 @@ func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadli
 
 	st := &stream{done: make(chan struct{}), recvWin: h2StreamWindow, head: spec.method == "HEAD"}
 	st.j.spec, st.j.jar = spec, c.jar
-	var row []string
-	if spec.data != nil {
-		row = spec.data.Row(r.Seq, r.Slot)
-	}
-	var jarURL *url.URL
-	if c.jar != nil {
-		jarURL = h2RequestURL(c.d, spec, r, row)
-	}
-	body := spec.filler
-	if body == nil && spec.body.size(r.Seq, row, r.Vars) > 0 {
-		body = spec.body.render(nil, r.Seq, row, r.Vars)
-	}
 
 	// HEADERS: id, encoding and write in one critical section, so ids
 	// and header blocks reach the wire in order.
@@ -667,12 +698,12 @@ func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadli
 	st.sendWin = s.initWin
 	s.streams[st.id] = st
 	s.mu.Unlock()
-	n, err := s.writeHeaders(st.id, spec, r, row, c.jar, jarURL, len(body) == 0, deadline, body)
+	n, err := s.writeHeaders(st.id, q, len(body) == 0, deadline)
 	s.wmu.Unlock()
 	out.BytesOut += n
 	if err != nil {
 		s.fail(fmt.Errorf("write request: %w", err), false)
-		return s.finish(ctx, st, out, c, r, jarURL)
+		return s.finish(ctx, st, out, c, q)
 	}
 	if len(body) > 0 {
 		if res, done := s.writeBody(ctx, expired, st, body, deadline, out); done {
@@ -692,7 +723,7 @@ func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadli
 		return exDone
 	}
 	s.account(st, start, out)
-	return s.finish(ctx, st, out, c, r, jarURL)
+	return s.finish(ctx, st, out, c, q)
 }
 
 // account books a stream's bytes in and first byte.
@@ -707,19 +738,26 @@ func (s *session) account(st *stream, start time.Time, out *drivers.Outcome) {
 }
 
 // finish turns an ended stream into the outcome.
-func (s *session) finish(ctx context.Context, st *stream, out *drivers.Outcome, c *h2conn, r drivers.Request, jarURL *url.URL) int {
+func (s *session) finish(ctx context.Context, st *stream, out *drivers.Outcome, c *h2conn, q h2req) int {
 	<-st.done
 	switch st.kind {
 	case endRefused:
 		return exRefused
 	case endOK:
 		out.Responded = true
-		if c.jar != nil && len(st.j.resp.cookies) > 0 {
-			st.j.storeCookies(jarURL)
-		}
 		out.Class, out.Code, out.Err = st.j.judge()
-		if out.Class == drivers.OK && len(st.j.spec.captures) > 0 {
-			out.Class, out.Code, out.Err = st.j.capture(st.j.spec, r.Vars)
+		if out.Class == drivers.OK && len(q.spec.captures) > 0 {
+			out.Class, out.Code, out.Err = st.j.capture(q.spec, q.r.Seq, q.row, q.r.Vars)
+		}
+		if c.jar != nil && len(st.j.resp.cookies) > 0 {
+			// As for HTTP/1.x: a jar that overflowed outweighs the
+			// response's own outcome.
+			c.jarMu.Lock()
+			err := c.jar.store(q.jarURL, st.j.resp.cookies, time.Now())
+			c.jarMu.Unlock()
+			if err != nil {
+				out.Class, out.Code, out.Err = drivers.ClientError, drivers.CodeCookieLimit, fmt.Errorf("status %d: %w", st.j.resp.status, err)
+			}
 		}
 		return exDone
 	case endReset:
@@ -817,23 +855,19 @@ func (s *session) writeControl(write func() error) {
 // writeHeaders encodes and writes a request's header block (HEADERS, then
 // CONTINUATION frames past the server's frame size); s.wmu held. It
 // returns the bytes written.
-func (s *session) writeHeaders(id uint32, spec *Driver, r drivers.Request, row []string, jar *cookiejar.Jar, jarURL *url.URL, endStream bool, deadline time.Time, body []byte) (int64, error) {
+func (s *session) writeHeaders(id uint32, q h2req, endStream bool, deadline time.Time) (int64, error) {
 	if v := s.tableSize.Swap(0); v > 0 {
 		s.henc.SetMaxDynamicTableSizeLimit(uint32(min(v-1, 4096)))
 	}
 	s.hbuf.Reset()
-	if err := encodeRequest(s.henc, spec.head.render(nil, r.Seq, row, r.Vars), s.d.scheme); err != nil {
+	if err := encodeRequest(s.henc, q.spec.head.render(nil, q.r.Seq, q.row, q.r.Vars), s.d.scheme); err != nil {
 		return 0, err
 	}
-	if jar != nil {
-		if cs := jar.Cookies(jarURL); len(cs) > 0 {
-			for _, ck := range cs {
-				s.henc.WriteField(hpack.HeaderField{Name: "cookie", Value: ck.String()})
-			}
-		}
+	if q.cookie != "" {
+		s.henc.WriteField(hpack.HeaderField{Name: "cookie", Value: q.cookie})
 	}
-	if spec.sendLen {
-		s.henc.WriteField(hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(body))})
+	if q.spec.sendLen {
+		s.henc.WriteField(hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(q.body))})
 	}
 	s.nc.SetWriteDeadline(deadline)
 	block := s.hbuf.Bytes()
@@ -1195,6 +1229,7 @@ func (s *session) onData(f *http2.DataFrame) error {
 		s.streamError(st.id, http2.ErrCodeFlowControl, errors.New("DATA beyond the stream's receive window"))
 		return nil
 	}
+	st.j.resp.bodyLen += int64(len(f.Data()))
 	if len(f.Data()) > 0 {
 		if st.head || st.j.resp.status == 204 || st.j.resp.status == 304 {
 			s.streamError(st.id, http2.ErrCodeProtocol, fmt.Errorf("a body after status %d or HEAD", st.j.resp.status))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"net"
 	nethttp "net/http"
@@ -487,5 +488,58 @@ func TestH2_CloseCancelsInFlight(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Do did not return after Close")
+	}
+}
+
+// Flows work over HTTP/2: each step is a stream, captures feed the next
+// step, and the slot's cookie jar (shared by the streams of its
+// connection, so used under a lock) carries the session cookie; eight
+// iterations at once on one connection all pass.
+func TestH2_FlowsCapturesAndCookies(t *testing.T) {
+	s := newH2Server(t, false, 0, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		switch r.URL.Path {
+		case "/login":
+			nethttp.SetCookie(w, &nethttp.Cookie{Name: "session", Value: "s1", Path: "/"})
+			io.WriteString(w, `{"token": "tok-`+r.URL.Query().Get("u")+`"}`)
+		case "/items":
+			ck, _ := r.Cookie("session")
+			if ck == nil || !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer tok-") {
+				w.WriteHeader(nethttp.StatusUnauthorized)
+				return
+			}
+			io.WriteString(w, r.Header.Get("Authorization"))
+		}
+	})
+	cfg := schema.HTTP{Version: "2", Flows: []schema.Flow{{Name: "shop", Weight: 1, Steps: []schema.FlowStep{
+		{Name: "login", Method: "POST", Path: "/login?u={{seq}}", Capture: map[string]schema.Capture{"token": {JSON: "token"}}},
+		{Name: "items", Path: "/items", Headers: map[string]string{"Authorization": "Bearer {{token}}"}, Success: `status == 200 && body startsWith "Bearer tok-"`},
+	}}}}
+	c := dial(t, newDriver(t, cfg, s.URL))
+	var wg sync.WaitGroup
+	errs := make(chan string, 16)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vars := drivers.Vars{}
+			for step := range 2 {
+				out := c.Do(context.Background(), drivers.Request{Seq: uint64(i + 1), Step: step, Vars: vars})
+				if out.Class != drivers.OK {
+					errs <- fmt.Sprintf("iteration %d step %d: %s %s %v", i+1, step, out.Class, out.Code, out.Err)
+					return
+				}
+			}
+			if vars["token"] != fmt.Sprintf("tok-%d", i+1) {
+				errs <- fmt.Sprintf("iteration %d captured %q", i+1, vars["token"])
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if s.accepted.Load() != 1 {
+		t.Errorf("%d connections, want 1", s.accepted.Load())
 	}
 }
