@@ -2,6 +2,7 @@ package http
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/pem"
@@ -22,6 +23,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/drivers/internal/drivertest"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -86,21 +88,6 @@ func h2Config(s *h2Server) schema.HTTP {
 	return cfg
 }
 
-// doConcurrently sends n requests at once on c and returns their outcomes.
-func doConcurrently(c drivers.Conn, n int, timeout time.Duration) []drivers.Outcome {
-	outs := make([]drivers.Outcome, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outs[i] = do(c, uint64(i+1), timeout)
-		}()
-	}
-	wg.Wait()
-	return outs
-}
-
 // Multiplexing: eight requests at once on one connection all overlap in
 // the server (its count of concurrent handlers reaches eight) over one
 // accepted connection, over h2c and over TLS with ALPN h2.
@@ -121,7 +108,7 @@ func TestH2_MultiplexesOnOneConnection(t *testing.T) {
 				}
 				close(release)
 			}()
-			outs := doConcurrently(c, 8, 10*time.Second)
+			outs := drivertest.InFlight(c, 8, 10*time.Second)
 			for i, out := range outs {
 				if out.Class != drivers.OK || !out.Responded {
 					t.Fatalf("request %d: %s %s %v", i, out.Class, out.Code, out.Err)
@@ -154,7 +141,7 @@ func TestH2_MaxConcurrentStreamsCapsInflight(t *testing.T) {
 		t.Errorf("Precheck = %q, %v; want the cap of 3 said", note, err)
 	}
 	c := dial(t, d)
-	for i, out := range doConcurrently(c, 12, 10*time.Second) {
+	for i, out := range drivertest.InFlight(c, 12, 10*time.Second) {
 		if out.Class != drivers.OK {
 			t.Fatalf("request %d: %s %s %v", i, out.Class, out.Code, out.Err)
 		}
@@ -453,7 +440,7 @@ func TestH2_ConnectionLossFailsStreamsInFlight(t *testing.T) {
 	})
 	d := newDriver(t, schema.HTTP{Version: "2"}, url)
 	c := dial(t, d)
-	for i, out := range doConcurrently(c, 2, 5*time.Second) {
+	for i, out := range drivertest.InFlight(c, 2, 5*time.Second) {
 		if out.Class != drivers.EOF && out.Class != drivers.Reset {
 			t.Errorf("stream %d: %s %s %v; want eof or reset", i, out.Class, out.Code, out.Err)
 		}
@@ -542,4 +529,37 @@ func TestH2_FlowsCapturesAndCookies(t *testing.T) {
 	if s.accepted.Load() != 1 {
 		t.Errorf("%d connections, want 1", s.accepted.Load())
 	}
+}
+
+// BenchmarkH2Do is the client side of HTTP/2 requests on one h2c
+// connection to a raw stub that answers every stream with a fixed
+// HEADERS frame (status 200, END_STREAM) and allocates little, so
+// allocs/op are mostly the driver's: one request at a time (serial), and
+// 16 streams in flight (parallel).
+func BenchmarkH2Do(b *testing.B) {
+	url := newRawH2Server(b, func(_ int64, r *rawH2) {
+		var hb bytes.Buffer
+		hpack.NewEncoder(&hb).WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+		resp := hb.Bytes()
+		r.fr.ReadMetaHeaders = nil // the stub does not decode
+		for {
+			f, err := r.fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			switch f := f.(type) {
+			case *http2.HeadersFrame:
+				if r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: f.StreamID, BlockFragment: resp, EndStream: true, EndHeaders: true}) != nil {
+					return
+				}
+			case *http2.SettingsFrame:
+				if !f.IsAck() {
+					r.fr.WriteSettingsAck()
+				}
+			}
+		}
+	})
+	d := newDriver(b, schema.HTTP{Version: "2", Path: "/item/{{seq}}"}, url)
+	b.Run("serial", func(b *testing.B) { drivertest.Serial(b, dial(b, d)) })
+	b.Run("parallel-16", func(b *testing.B) { drivertest.Parallel(b, dial(b, d), 16) })
 }
