@@ -149,8 +149,29 @@ func isTLS(err error) bool {
 	// required"): with TLS 1.3 a server that refuses our client
 	// certificate says so after our side of the handshake is done, so it
 	// reaches the first read of the response.
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "remote error"
+	return remoteAlert(err)
+}
+
+// remoteAlert reports whether err's chain holds a *net.OpError of Op
+// "remote error" (crypto/tls's form of an alert from the peer), however
+// deep: errors.As would stop at the first *net.OpError, a dial's.
+func remoteAlert(err error) bool {
+	switch e := err.(type) {
+	case nil:
+		return false
+	case *net.OpError:
+		if e.Op == "remote error" {
+			return true
+		}
+	case interface{ Unwrap() []error }:
+		for _, x := range e.Unwrap() {
+			if remoteAlert(x) {
+				return true
+			}
+		}
+		return false
+	}
+	return remoteAlert(errors.Unwrap(err))
 }
 
 // ClientSide reports whether code names a failure of the load generator's

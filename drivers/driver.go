@@ -51,17 +51,16 @@ type Prober interface {
 	Alive() error
 }
 
-// Prechecker is implemented by drivers that must see the target once
-// before any traffic to know the run can measure what the scenario says:
-// HTTP/2 fails a run whose server does not select h2 by ALPN, and tells
-// when the server's limit of concurrent streams caps the in-flight cap.
-type Prechecker interface {
-	// Precheck opens one connection, checks it, and closes it. inflight
-	// is the largest in-flight cap per connection of the plan's phases.
-	// The error says why the run cannot start; note, when not empty, is
-	// a line for the run's log (a cap the server sets). Precheck runs
-	// before the first phase's counters are read.
-	Precheck(ctx context.Context, inflight int) (note string, err error)
+// StreamCapper is implemented by drivers whose servers can cap the
+// requests in flight per connection below the phase's inflight: HTTP/2's
+// SETTINGS_MAX_CONCURRENT_STREAMS. Requests past the cap wait in the
+// client for a stream. The engine reads it after a phase's dial-in and
+// says in the log when the cap is below the phase's inflight.
+type StreamCapper interface {
+	// StreamCap returns the smallest cap a server announced on the
+	// connections dialled so far; 0 when none announced one. It is safe
+	// for concurrent use.
+	StreamCap() int
 }
 
 // Inflighter is implemented by drivers whose connections carry more than

@@ -283,6 +283,14 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		}
 		return nil, fmt.Errorf("phase %q: %w: %s", p.Name, ErrNoConnection, strings.Join(why, "; "))
 	}
+	if sc, ok := r.Driver.(drivers.StreamCapper); ok && p.Inflight > 1 {
+		// Known once the dial-in's connections have their server's
+		// settings: said before the phase's traffic.
+		if c := sc.StreamCap(); c > 0 && c < p.Inflight {
+			r.Log.Warn().Str("phase", p.Name).Int("stream_cap", c).Int("inflight", p.Inflight).
+				Msgf("the server allows %d concurrent streams per HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS): in-flight per connection is capped at %d, not the %d the phase asks; the requests past it wait in the client (their wait is in the response time)", c, c, p.Inflight)
+		}
+	}
 	if din.opened >= CollectAfterDials {
 		// The handshakes left garbage that the generator's high GOGC
 		// would keep resident for the whole phase: collect it and give

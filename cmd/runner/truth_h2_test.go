@@ -75,6 +75,11 @@ reconcile:
 		t.Errorf("λ·W = %.3f, in flight %.3f + waiting in the client %.3f: Little's law off by more than 3 %%", l, in, wait)
 	}
 	t.Logf("h2c, 1 connection: λ·W = %.3f = in flight %.3f + waiting %.3f (target range %.3f…%.3f)\n%s", l, in, wait, lo, hi, r.stdout)
+	if strings.Contains(r.stdout, "did not start from zero") {
+		// A connection before the first phase (a check of the target
+		// outside the plan) shows as a stale counter.
+		t.Errorf("the target counted a connection before the first phase:\n%s", r.stdout)
+	}
 	if strings.Contains(r.stderr, "concurrent streams") {
 		t.Errorf("the reference target's stream limit (250) was said to cap inflight 8:\n%s", r.stderr)
 	}

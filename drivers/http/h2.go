@@ -69,31 +69,10 @@ const (
 // select h2 by ALPN.
 var errNotH2 = errors.New("the server did not select h2 by ALPN")
 
-// Precheck implements drivers.Prechecker. For HTTP/1.x it does nothing.
-// For HTTP/2 it dials one connection as Dial does (ALPN h2 over TLS, the
-// preface and the server's SETTINGS), within the request timeout, and
-// closes it: a server that selects no h2, answers the preface with
-// anything but SETTINGS, or cannot be reached fails the run before any
-// traffic with that error. note says when the server's
-// SETTINGS_MAX_CONCURRENT_STREAMS is below inflight: streams past it
-// wait, so fewer requests than inflight are in flight per connection.
-func (d *Driver) Precheck(ctx context.Context, inflight int) (note string, err error) {
-	if !d.h2 {
-		return "", nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
-	defer cancel()
-	s, _, err := d.dialH2(ctx)
-	if err != nil {
-		return "", fmt.Errorf("HTTP/2 check of %s: %w", d.addr, err)
-	}
-	maxStreams := s.MaxStreams()
-	s.fail(errClosed, true)
-	if int(maxStreams) < inflight {
-		return fmt.Sprintf("the server allows %d concurrent streams per HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS): in-flight per connection is capped at %d, not the %d the scenario asks", maxStreams, maxStreams, inflight), nil
-	}
-	return "", nil
-}
+// StreamCap implements drivers.StreamCapper: the smallest
+// SETTINGS_MAX_CONCURRENT_STREAMS a server sent on this driver's HTTP/2
+// connections; 0 when none sent one (HTTP/1.x too).
+func (d *Driver) StreamCap() int { return int(d.streamCap.Load()) }
 
 // h2conn is one HTTP/2 connection slot (drivers.Conn). Do is safe for
 // concurrent use, up to MaxInflight at once: each call is one stream of
@@ -400,7 +379,10 @@ func (d *Driver) dialH2(ctx context.Context) (s *session, tcp bool, err error) {
 			if p != "" {
 				sel = strconv.Quote(p)
 			}
-			return nil, tcp, fmt.Errorf("%w (it selected %s): %s does not speak HTTP/2 over TLS; use version \"1.1\"", errNotH2, sel, d.addr)
+			// A dial error (net.OpError "dial"): drivers.Classify makes
+			// it a connect failure, not a reset of a request.
+			return nil, tcp, &net.OpError{Op: "dial", Net: "tcp", Addr: nc.RemoteAddr(),
+				Err: fmt.Errorf("%w (it selected %s): the server does not speak HTTP/2 over TLS; use version \"1.1\"", errNotH2, sel)}
 		}
 	}
 	s = newSession(d, nc)
@@ -414,7 +396,7 @@ func (d *Driver) dialH2(ctx context.Context) (s *session, tcp bool, err error) {
 	}
 	if err != nil {
 		nc.Close()
-		return nil, tcp, err
+		return nil, tcp, &net.OpError{Op: "dial", Net: "tcp", Addr: nc.RemoteAddr(), Err: err}
 	}
 	nc.SetDeadline(time.Time{})
 	go s.readLoop()
@@ -533,6 +515,12 @@ func (s *session) applySettings(sf *http2.SettingsFrame) error {
 		switch st.ID {
 		case http2.SettingMaxConcurrentStreams:
 			s.maxStreams = min(st.Val, MaxH2Inflight)
+			for {
+				c := s.d.streamCap.Load()
+				if c != 0 && c <= int64(s.maxStreams) || s.d.streamCap.CompareAndSwap(c, int64(s.maxStreams)) {
+					break
+				}
+			}
 		case http2.SettingMaxFrameSize:
 			s.maxFrame = st.Val
 		case http2.SettingInitialWindowSize:
@@ -1331,6 +1319,7 @@ func h2RequestURL(d, spec *Driver, r drivers.Request, row []string) *url.URL {
 type goAwayCounts struct {
 	goAwayRetries atomic.Int64
 	goAways       atomic.Int64
+	streamCap     atomic.Int64 // StreamCap; 0: none announced
 }
 
 // GoAwayRetries is the number of requests sent again on a fresh

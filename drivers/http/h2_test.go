@@ -130,17 +130,19 @@ func TestH2_MultiplexesOnOneConnection(t *testing.T) {
 // The server's SETTINGS_MAX_CONCURRENT_STREAMS caps the streams at once:
 // twelve requests with a limit of 3 never overlap more than 3 in the
 // server and all succeed (those past the limit wait for a stream), and
-// Precheck says the cap.
+// StreamCap says the cap once a connection has the server's settings.
 func TestH2_MaxConcurrentStreamsCapsInflight(t *testing.T) {
 	s := newH2Server(t, false, 3, func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		time.Sleep(20 * time.Millisecond)
 	})
 	d := newDriver(t, h2Config(s), s.URL)
-	note, err := d.Precheck(context.Background(), 12)
-	if err != nil || !strings.Contains(note, "allows 3 concurrent streams") {
-		t.Errorf("Precheck = %q, %v; want the cap of 3 said", note, err)
+	if got := d.StreamCap(); got != 0 {
+		t.Errorf("StreamCap before any dial = %d, want 0", got)
 	}
 	c := dial(t, d)
+	if got := d.StreamCap(); got != 3 {
+		t.Errorf("StreamCap = %d, want the server's 3", got)
+	}
 	for i, out := range drivertest.InFlight(c, 12, 10*time.Second) {
 		if out.Class != drivers.OK {
 			t.Fatalf("request %d: %s %s %v", i, out.Class, out.Code, out.Err)
@@ -149,33 +151,36 @@ func TestH2_MaxConcurrentStreamsCapsInflight(t *testing.T) {
 	if got := s.max.Load(); got > 3 || got < 2 {
 		t.Errorf("the server saw at most %d at once, want 3 (2 on a slow machine) and never more", got)
 	}
-	if note, err := d.Precheck(context.Background(), 3); note != "" || err != nil {
-		t.Errorf("Precheck at the limit = %q, %v; want nothing to say", note, err)
-	}
 }
 
-// A TLS server that does not select h2 fails the precheck and every dial
-// with an error naming what it selected.
+// A TLS server that does not select h2 fails every dial with an error
+// naming what it selected (the run then fails before traffic: no
+// connection established); so does an HTTP/1.x-only cleartext server,
+// which answers the preface with something that is not SETTINGS.
 func TestH2_ServerWithoutH2Refused(t *testing.T) {
-	hs := httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {}))
-	hs.TLS = &tls.Config{NextProtos: []string{"http/1.1"}}
-	hs.StartTLS()
-	defer hs.Close()
-	ca := filepath.Join(t.TempDir(), "ca.pem")
-	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hs.Certificate().Raw}), 0o600)
-	d := newDriver(t, schema.HTTP{Version: "2", TLS: &schema.TLS{CAFile: ca}}, hs.URL)
-	_, err := d.Precheck(context.Background(), 1)
-	if err == nil || !strings.Contains(err.Error(), "did not select h2") {
-		t.Fatalf("Precheck = %v; want the ALPN refusal", err)
+	for _, protos := range [][]string{{"http/1.1"}, nil} {
+		hs := httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {}))
+		hs.TLS = &tls.Config{NextProtos: protos}
+		hs.StartTLS()
+		defer hs.Close()
+		ca := filepath.Join(t.TempDir(), "ca.pem")
+		os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hs.Certificate().Raw}), 0o600)
+		d := newDriver(t, schema.HTTP{Version: "2", TLS: &schema.TLS{CAFile: ca}}, hs.URL)
+		_, err := d.Dial(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "did not select h2") {
+			t.Fatalf("server ALPN %q: Dial = %v; want the ALPN refusal", protos, err)
+		}
+		if !strings.Contains(err.Error(), "no application protocol") && !strings.Contains(err.Error(), "it selected no protocol") {
+			t.Errorf("server ALPN %q: error %q does not say what the server selected", protos, err)
+		}
+		if out := (&h2conn{d: d}).dialFailed(context.Background(), err, drivers.Outcome{}); out.Class != drivers.Connect || out.Code != "ALPN" {
+			t.Errorf("server ALPN %q: outcome %s %s; want connect ALPN", protos, out.Class, out.Code)
+		}
 	}
-	if !strings.Contains(err.Error(), "no application protocol") {
-		t.Errorf("error %q does not say what the server selected", err)
-	}
-	// An HTTP/1.x-only cleartext server answers the preface with junk.
 	plain := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {})
-	d = newDriver(t, schema.HTTP{Version: "2"}, plain.URL)
-	if _, err := d.Precheck(context.Background(), 1); err == nil {
-		t.Fatal("Precheck against an HTTP/1.1 server passed")
+	d := newDriver(t, schema.HTTP{Version: "2"}, plain.URL)
+	if _, err := d.Dial(context.Background()); err == nil {
+		t.Fatal("Dial to an HTTP/1.1 server passed")
 	}
 }
 

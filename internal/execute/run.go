@@ -12,7 +12,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/internal/clock"
 	"github.com/runner-dev/runner/internal/limits"
@@ -170,19 +169,6 @@ func Run(ctx context.Context, rep *reports.Run, o Options) error {
 		return fail("%s: %s: %v", sc.File, d.Key, err)
 	}
 	rep.Insecure = d.Insecure
-	if pc, ok := d.Driver.(drivers.Prechecker); ok {
-		inflight := 1
-		for _, p := range pl.Phases {
-			inflight = max(inflight, p.Inflight)
-		}
-		note, err := pc.Precheck(ctx, inflight)
-		if err != nil {
-			return fail("%s: %s: %v", sc.File, d.Key, err)
-		}
-		if note != "" {
-			o.Log.Warn().Str("driver", d.Key).Msg(note)
-		}
-	}
 	r := &engine.Runner{
 		Driver:   d.Driver,
 		Timeout:  d.Timeout,
