@@ -234,3 +234,36 @@ func TestEmptySlotDialledOnceForItsWorkers(t *testing.T) {
 		}
 	})
 }
+
+// streamCapped is a fake driver whose server caps the streams per
+// connection (drivers.StreamCapper), as HTTP/2's
+// SETTINGS_MAX_CONCURRENT_STREAMS does.
+type streamCapped struct {
+	*fake.Driver
+	cap int
+}
+
+func (d streamCapped) StreamCap() int { return d.cap }
+
+// A server's stream cap below the phase's inflight is said in the log
+// once per phase, after its dial-in; at or above it, nothing is said.
+func TestStreamCapLogged(t *testing.T) {
+	for _, tc := range []struct{ cap, inflight, lines int }{{2, 8, 1}, {8, 8, 0}, {0, 8, 0}} {
+		synctest.Test(t, func(t *testing.T) {
+			logs := &logLines{start: time.Now()}
+			d := streamCapped{&fake.Driver{Inflight: 8, Service: constService(time.Millisecond)}, tc.cap}
+			pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(100), Connections: 1, Inflight: tc.inflight}, Duration: dur("100ms")}, time.Second)
+			r := &Runner{Driver: d, Timeout: time.Second, NewSleeper: NewTimerSleeper, Log: zerolog.New(logs)}
+			if _, err := r.Run(context.Background(), pl); err != nil {
+				t.Fatal(err)
+			}
+			got := logs.find("concurrent streams per HTTP/2 connection")
+			if len(got) != tc.lines {
+				t.Fatalf("cap %d, inflight %d: %d lines, want %d:\n%s", tc.cap, tc.inflight, len(got), tc.lines, logs)
+			}
+			if tc.lines > 0 && !strings.Contains(got[0].msg, "capped at 2, not the 8") {
+				t.Errorf("line %q does not say the cap and the inflight", got[0].msg)
+			}
+		})
+	}
+}
