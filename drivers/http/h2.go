@@ -410,12 +410,15 @@ type session struct {
 
 	// wmu serialises writes: the framer's write side, the HPACK encoder
 	// (whose dynamic table needs header blocks on the wire in the order
-	// they were encoded) and bw.
-	wmu  sync.Mutex
-	bw   *bufio.Writer
-	fr   *http2.Framer
-	henc *hpack.Encoder
-	hbuf bytes.Buffer
+	// they were encoded) and bw. Its holder lets go with unlockW, which
+	// writes the control frames queued meanwhile (pending, under cmu).
+	wmu     sync.Mutex
+	cmu     sync.Mutex
+	pending []func() error
+	bw      *bufio.Writer
+	fr      *http2.Framer
+	henc    *hpack.Encoder
+	hbuf    bytes.Buffer
 
 	mu         sync.Mutex
 	streams    map[uint32]*stream
@@ -489,7 +492,7 @@ func (s *session) handshake() error {
 		return err
 	}
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	defer s.wmu.Unlock() // before the read loop: nothing is queued
 	if err := s.fr.WriteSettingsAck(); err != nil {
 		return err
 	}
@@ -678,7 +681,7 @@ func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadli
 	if s.err != nil {
 		s.active--
 		s.mu.Unlock()
-		s.wmu.Unlock()
+		s.unlockW()
 		return exNotSent
 	}
 	st.id = s.nextID
@@ -687,7 +690,7 @@ func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadli
 	s.streams[st.id] = st
 	s.mu.Unlock()
 	n, err := s.writeHeaders(st.id, q, len(body) == 0, deadline)
-	s.wmu.Unlock()
+	s.unlockW()
 	out.BytesOut += n
 	if err != nil {
 		s.fail(fmt.Errorf("write request: %w", err), false)
@@ -827,16 +830,53 @@ func (s *session) forget(st *stream) bool {
 // writeControl writes one connection-level frame (a SETTINGS or PING
 // ack, a WINDOW_UPDATE, a RST_STREAM) and flushes; a failed write ends
 // the session.
+//
+// It never waits for wmu: the frame is queued, and written now if wmu is
+// free, else by its holder as it lets go (unlockW). The read loop calls
+// it, and a read loop waiting for a writer stuck on a server that does
+// not read while it cannot write would stop reading, and the two would
+// wait on each other until the write's deadline.
 func (s *session) writeControl(write func() error) {
-	s.wmu.Lock()
-	s.nc.SetWriteDeadline(time.Now().Add(s.d.timeout))
-	err := write()
-	if err == nil {
-		err = s.bw.Flush()
+	s.cmu.Lock()
+	s.pending = append(s.pending, write)
+	s.cmu.Unlock()
+	if s.wmu.TryLock() {
+		s.unlockW()
 	}
-	s.wmu.Unlock()
-	if err != nil {
-		s.fail(fmt.Errorf("write: %w", err), false)
+}
+
+// unlockW writes the control frames queued (writeControl), then releases
+// wmu; it takes wmu again for frames queued meanwhile that found it held.
+// A failed write ends the session.
+func (s *session) unlockW() {
+	for {
+		s.cmu.Lock()
+		q := s.pending
+		s.pending = nil
+		s.cmu.Unlock()
+		var err error
+		if len(q) > 0 {
+			s.nc.SetWriteDeadline(time.Now().Add(s.d.timeout))
+			for _, w := range q {
+				if err == nil {
+					err = w()
+				}
+			}
+			if err == nil {
+				err = s.bw.Flush()
+			}
+		}
+		s.wmu.Unlock()
+		if err != nil {
+			s.fail(fmt.Errorf("write: %w", err), false)
+			return
+		}
+		s.cmu.Lock()
+		more := len(s.pending) > 0
+		s.cmu.Unlock()
+		if !more || !s.wmu.TryLock() {
+			return
+		}
 	}
 }
 
@@ -962,7 +1002,7 @@ func (s *session) writeBody(ctx context.Context, expired <-chan time.Time, st *s
 		if err == nil {
 			err = s.bw.Flush()
 		}
-		s.wmu.Unlock()
+		s.unlockW()
 		out.BytesOut += 9 + n
 		if err != nil {
 			s.fail(fmt.Errorf("write request body: %w", err), false)
