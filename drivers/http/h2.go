@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -92,8 +93,10 @@ type h2conn struct {
 }
 
 var (
-	_ drivers.Conn   = (*h2conn)(nil)
-	_ drivers.Prober = (*h2conn)(nil)
+	_ drivers.Conn         = (*h2conn)(nil)
+	_ drivers.Prober       = (*h2conn)(nil)
+	_ drivers.StrayCounter = (*Driver)(nil)
+	_ drivers.StreamCapper = (*Driver)(nil)
 )
 
 func newH2Conn(d *Driver) *h2conn {
@@ -432,9 +435,10 @@ type session struct {
 	goAway     bool
 	goAwayCode http2.ErrCode
 	lastID     uint32
-	retired    bool  // replaced by a fresh session: closed once idle
-	err        error // why the session ended; nil while it lives
-	recvUnack  int64 // connection-level DATA bytes not yet granted back
+	retired    bool            // replaced by a fresh session: closed once idle
+	err        error           // why the session ended; nil while it lives
+	recvUnack  int64           // connection-level DATA bytes not yet granted back
+	late       map[uint32]bool // streams that timed out, whose response would be late
 	// tableSize is the server's SETTINGS_HEADER_TABLE_SIZE + 1 not yet
 	// applied to the encoder (0: nothing new); the encoder is wmu's.
 	tableSize atomic.Int64
@@ -704,11 +708,15 @@ func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadli
 	select {
 	case <-st.done:
 	case <-ctx.Done():
-		s.cancel(st, http2.ErrCodeCancel)
 		out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("read response: %w", context.Cause(ctx))
+		if s.cancel(st, http2.ErrCodeCancel) && out.Class == drivers.Timeout {
+			s.timedOut(st.id)
+		}
 		return exDone
 	case <-expired:
-		s.cancel(st, http2.ErrCodeCancel)
+		if s.cancel(st, http2.ErrCodeCancel) {
+			s.timedOut(st.id)
+		}
 		out.Class, out.Err = drivers.Timeout, fmt.Errorf("read response: %w", os.ErrDeadlineExceeded)
 		s.account(st, start, out)
 		return exDone
@@ -799,12 +807,40 @@ func h2Code(err error) string {
 
 // cancel ends a stream we give up on: RST_STREAM to the server, and its
 // slot freed. Frames that still come for it are dropped.
-func (s *session) cancel(st *stream, code http2.ErrCode) {
+// It reports whether the stream was still open.
+func (s *session) cancel(st *stream, code http2.ErrCode) bool {
 	if !s.forget(st) {
-		return
+		return false
 	}
 	st.end(endConn, errClosed)
 	s.writeControl(func() error { return s.fr.WriteRSTStream(st.id, code) })
+	return true
+}
+
+// maxTimedOut bounds the ids of timed-out streams a session remembers
+// to count their late responses: past it, the set starts again.
+const maxTimedOut = 4096
+
+// timedOut remembers a stream that timed out, whose response may still
+// come (and is then counted late, drivers.Strays).
+func (s *session) timedOut(id uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.late == nil || len(s.late) >= maxTimedOut {
+		s.late = map[uint32]bool{}
+	}
+	s.late[id] = true
+}
+
+// lateResponse counts a response's head on a stream that timed out.
+func (s *session) lateResponse(id uint32) {
+	s.mu.Lock()
+	late := s.late[id]
+	delete(s.late, id)
+	s.mu.Unlock()
+	if late {
+		s.d.late.Add(1)
+	}
 }
 
 // forget removes a stream and frees its slot; false when it was already
@@ -1116,7 +1152,12 @@ func (s *session) onHeaders(f *http2.MetaHeadersFrame) error {
 		if f.StreamID%2 == 0 || f.StreamID >= s.nextIDLocked() {
 			return &h2ProtoError{http2.ErrCodeProtocol, fmt.Sprintf("HEADERS on stream %d, which we never opened", f.StreamID)}
 		}
-		return nil // a stream we cancelled: its HPACK state is already taken
+		// A stream we cancelled (its HPACK state is already taken): a
+		// response to one that timed out is counted late.
+		if status, err := parseH2Status(f.PseudoValue("status")); err == nil && status >= 200 {
+			s.lateResponse(f.StreamID)
+		}
+		return nil
 	}
 	s.mu.Lock()
 	if st.first.IsZero() {
@@ -1329,6 +1370,12 @@ func (s *session) onGoAway(f *http2.GoAwayFrame) {
 	s.mu.Unlock()
 	if first {
 		s.d.goAways.Add(1)
+		s.d.closeMu.Lock()
+		if s.d.closes == nil {
+			s.d.closes = map[string]int64{}
+		}
+		s.d.closes["goaway-"+f.ErrCode.String()]++
+		s.d.closeMu.Unlock()
 	}
 	for _, st := range refused {
 		if s.forget(st) {
@@ -1360,6 +1407,20 @@ type goAwayCounts struct {
 	goAwayRetries atomic.Int64
 	goAways       atomic.Int64
 	streamCap     atomic.Int64 // StreamCap; 0: none announced
+	late          atomic.Int64 // responses to streams that had timed out
+	closeMu       sync.Mutex
+	closes        map[string]int64 // GOAWAYs by code, "goaway-NO_ERROR"
+}
+
+// Strays implements drivers.StrayCounter. Late counts HTTP/2 responses
+// whose stream had timed out (and was reset) before they came; Closes
+// counts the HTTP/2 connections the server ended with GOAWAY, by its
+// code ("goaway-NO_ERROR"). HTTP/1.x has none of either: zeros. Safe
+// for concurrent use.
+func (d *Driver) Strays() drivers.Strays {
+	d.closeMu.Lock()
+	defer d.closeMu.Unlock()
+	return drivers.Strays{Late: d.late.Load(), Closes: maps.Clone(d.closes)}
 }
 
 // GoAwayRetries is the number of requests sent again on a fresh

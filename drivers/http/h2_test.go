@@ -321,6 +321,9 @@ func TestH2_GoAwayRetriesOnce(t *testing.T) {
 			if outs[0].Class != drivers.OK {
 				t.Errorf("stream at or below last-stream-id: %s %s %v", outs[0].Class, outs[0].Code, outs[0].Err)
 			}
+			if got := d.Strays().Closes["goaway-NO_ERROR"]; got < 1 || got > 2 {
+				t.Errorf("GOAWAY closes %d, want 1 (2 when refused twice)", got)
+			}
 			if d.GoAwayRetries() != 1 {
 				t.Errorf("GoAwayRetries = %d, want 1", d.GoAwayRetries())
 			}
@@ -567,4 +570,26 @@ func BenchmarkH2Do(b *testing.B) {
 	d := newDriver(b, schema.HTTP{Version: "2", Path: "/item/{{seq}}"}, url)
 	b.Run("serial", func(b *testing.B) { drivertest.Serial(b, dial(b, d)) })
 	b.Run("parallel-16", func(b *testing.B) { drivertest.Parallel(b, dial(b, d), 16) })
+}
+
+// A response that comes after its stream timed out (and was reset) is
+// counted late (drivers.Strays), and the request stays a timeout.
+func TestH2_LateResponseCounted(t *testing.T) {
+	url := newRawH2Server(t, func(_ int64, r *rawH2) {
+		for id := r.nextRequest(); id != 0; id = r.nextRequest() {
+			time.Sleep(150 * time.Millisecond)
+			r.headers(id, true, ":status", "200")
+		}
+	})
+	d := newDriver(t, schema.HTTP{Version: "2"}, url)
+	c := dial(t, d)
+	if out := do(c, 1, 50*time.Millisecond); out.Class != drivers.Timeout {
+		t.Fatalf("slow stream: %s %v, want timeout", out.Class, out.Err)
+	}
+	for i := 0; i < 100 && d.Strays().Late == 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := d.Strays().Late; got != 1 {
+		t.Errorf("late %d, want 1", got)
+	}
 }
