@@ -20,6 +20,15 @@ import (
 // It returns the https:// base URL.
 func startNginxTLS(t *testing.T, ca *testpki.CA, http2 bool, server string) string {
 	t.Helper()
+	return startNginxTLSWith(t, ca, http2, "", server+`
+        location / { return 200 "$server_protocol $ssl_client_s_dn\n"; }`)
+}
+
+// startNginxTLSWith is startNginxTLS with top, lines before the events
+// block (load_module), and server holding the whole rest of the server
+// block, its locations included.
+func startNginxTLSWith(t *testing.T, ca *testpki.CA, http2 bool, top, server string) string {
+	t.Helper()
 	prefix := t.TempDir()
 	if err := os.Mkdir(filepath.Join(prefix, "tmp"), 0o755); err != nil {
 		t.Fatal(err)
@@ -32,6 +41,7 @@ func startNginxTLS(t *testing.T, ca *testpki.CA, http2 bool, server string) stri
 	tmp := filepath.Join(prefix, "tmp")
 	addr := runNginx(t, prefix, func(port int) string {
 		return fmt.Sprintf(`user root;
+%[7]s
 worker_processes 1;
 error_log stderr warn;
 events { worker_connections 1024; }
@@ -47,10 +57,9 @@ http {
         ssl_certificate %[4]s;
         ssl_certificate_key %[5]s;
         %[6]s
-        location / { return 200 "$server_protocol $ssl_client_s_dn\n"; }
     }
 }
-`, tmp, port, listen, cert.CertFile, cert.KeyFile, server)
+`, tmp, port, listen, cert.CertFile, cert.KeyFile, server, top)
 	})
 	return "https://" + addr
 }

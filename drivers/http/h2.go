@@ -682,10 +682,17 @@ func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadli
 		out.Sent = time.Now()
 	}
 	s.mu.Lock()
-	if s.err != nil {
+	if s.err != nil || s.goAway || s.retired {
+		// Ended, or told to go away, since the slot was taken: the
+		// stream would be above the last-stream-id. Nothing was sent.
 		s.active--
+		idle := s.active == 0 && s.err == nil
+		s.broadcast()
 		s.mu.Unlock()
 		s.unlockW()
+		if idle {
+			s.fail(errors.New("http2: connection closed after its last stream"), true)
+		}
 		return exNotSent
 	}
 	st.id = s.nextID
@@ -770,8 +777,12 @@ func (s *session) finish(ctx context.Context, st *stream, out *drivers.Outcome, 
 	err := st.err
 	out.Err = fmt.Errorf("read response: %w", err)
 	s.mu.Lock()
-	goAway, code := s.goAway, s.goAwayCode
+	goAway, code, last := s.goAway, s.goAwayCode, s.lastID
 	s.mu.Unlock()
+	if goAway && st.id > last && !errors.Is(err, errClosed) {
+		// Above the last-stream-id: not processed, whatever ended it.
+		return exRefused
+	}
 	switch {
 	case errors.Is(err, errClosed):
 		out.Class = drivers.Cancelled
