@@ -32,6 +32,10 @@ const (
 	// number cut to the id field's width) was still in flight on the
 	// connection: its reply could not have been told apart. Client-side.
 	CodeIDInUse = "id-in-use"
+	// CodeRequestTooLong marks a frame request not sent because its
+	// rendered payload is longer than max_payload, or a part of it longer
+	// than its length field holds (the frame driver). Client-side.
+	CodeRequestTooLong = "request-too-long"
 	// CodeCookieLimit marks a request whose virtual user's cookie jar
 	// went past its bounds (the HTTP driver's MaxCookies, MaxCookieSize,
 	// MaxCookieHeader: RFC 6265 §6.1's minimums): the target set more
@@ -176,10 +180,11 @@ func remoteAlert(err error) bool {
 
 // ClientSide reports whether code names a failure of the load generator's
 // own machine or limits (local ports or descriptors exhausted, a request
-// id in use, a cookie jar full) rather than of the target. Such failures are never blamed on the target (docs/design.md,
+// id in use, a cookie jar full, a frame its layout cannot declare)
+// rather than of the target. Such failures are never blamed on the target (docs/design.md,
 // "Client limits").
 func ClientSide(code string) bool {
-	return code == CodeAddrNotAvail || code == CodeFileLimit || code == CodeIDInUse || code == CodeCookieLimit
+	return code == CodeAddrNotAvail || code == CodeFileLimit || code == CodeIDInUse || code == CodeCookieLimit || code == CodeRequestTooLong
 }
 
 // LikelyCause returns a one-line explanation and remedy for a client-side
@@ -192,6 +197,8 @@ func LikelyCause(code string) string {
 		return "descriptor limit reached: raise ulimit -n"
 	case CodeIDInUse:
 		return "the request id field wrapped around while an older request with the same id still waited for its reply: widen the id field, or shorten the timeout"
+	case CodeRequestTooLong:
+		return "the scenario rendered a payload (or a part of it) longer than the layout can declare: shorten the data, or widen the field or max_payload"
 	case CodeCookieLimit:
 		return "the target set more cookies (or longer ones) than a virtual user's jar keeps (50 cookies of 4096 bytes, RFC 6265 §6.1): look at its Set-Cookie fields, or turn the jar off (driver.http.cookies: false)"
 	}

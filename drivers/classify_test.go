@@ -110,11 +110,12 @@ func TestClassify_RealDial(t *testing.T) {
 
 func TestClientSide(t *testing.T) {
 	for code, want := range map[string]bool{
-		"EADDRNOTAVAIL": true,
-		"EMFILE":        true,
-		"ECONNREFUSED":  false,
-		"503":           false,
-		"":              false,
+		"EADDRNOTAVAIL":    true,
+		"EMFILE":           true,
+		"request-too-long": true,
+		"ECONNREFUSED":     false,
+		"503":              false,
+		"":                 false,
 	} {
 		if got := ClientSide(code); got != want {
 			t.Errorf("ClientSide(%q) = %v, want %v", code, got, want)

@@ -47,21 +47,9 @@ type StepSpread struct {
 // key (metric.Def.Across), durations in milliseconds; median, min and
 // max, never an average of percentiles (docs/design.md, "Repeats").
 func Across(res *Result) []PhaseSpread {
-	var order []*PhasePlan
-	by := map[*PhasePlan][]*PhaseResult{}
-	for _, pr := range res.Phases {
-		if pr.Interrupted {
-			continue
-		}
-		if _, ok := by[pr.Phase]; !ok {
-			order = append(order, pr.Phase)
-		}
-		by[pr.Phase] = append(by[pr.Phase], pr)
-	}
 	var out []PhaseSpread
-	for _, p := range order {
-		prs := by[p]
-		ps := PhaseSpread{Phase: p.Name, Metrics: map[string]Spread{}}
+	for _, prs := range ByPhase(res, func(pr *PhaseResult) bool { return !pr.Interrupted }) {
+		ps := PhaseSpread{Phase: prs[0].Phase.Name, Metrics: map[string]Spread{}}
 		for _, pr := range prs {
 			ps.Repeats = append(ps.Repeats, pr.Repeat)
 		}
@@ -72,6 +60,39 @@ func Across(res *Result) []PhaseSpread {
 		ps.Metrics = spreads(phs, false)
 		ps.Steps = stepSpreads(prs)
 		out = append(out, ps)
+	}
+	return out
+}
+
+// ByPhase groups the phase results of res that keep accepts (nil keeps
+// all) by the plan's phase they ran, one group per phase in order of
+// first appearance, each in repeat order. A phase is known by its index
+// in the repeat and its name, never by its *PhasePlan: a result read back
+// from JSON (reports.Load) holds one PhasePlan value per phase result, so
+// its repeats of one phase share no pointer. A result without its phase
+// or summary is left out.
+func ByPhase(res *Result, keep func(*PhaseResult) bool) [][]*PhaseResult {
+	if res == nil {
+		return nil
+	}
+	type key struct {
+		index int
+		name  string
+	}
+	var out [][]*PhaseResult
+	at := map[key]int{}
+	for _, pr := range res.Phases {
+		if pr == nil || pr.Phase == nil || pr.Summary == nil || keep != nil && !keep(pr) {
+			continue
+		}
+		k := key{pr.Phase.Index, pr.Phase.Name}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], pr)
 	}
 	return out
 }

@@ -63,3 +63,23 @@ func TestAcrossRepeatsMedianNotMean(t *testing.T) {
 		t.Errorf("even median throughput %v is not the lower middle", m)
 	}
 }
+
+// TestAcross_PhasesReadBackFromJSON: a result read back from JSON holds
+// one PhasePlan value per phase result; its repeats of one phase are
+// still one phase across repeats (by index and name), and two phases of
+// one name at different indexes stay two.
+func TestAcross_PhasesReadBackFromJSON(t *testing.T) {
+	res := &Result{}
+	for rep := 1; rep <= 3; rep++ {
+		for i, name := range []string{"steady", "steady"} {
+			res.Phases = append(res.Phases, &PhaseResult{Repeat: rep, Phase: &PhasePlan{Index: i, Name: name, Model: Closed}, Summary: summaryOf(10*time.Millisecond, time.Duration(rep)*time.Second)})
+		}
+	}
+	got := Across(res)
+	if len(got) != 2 || len(got[0].Repeats) != 3 || len(got[1].Repeats) != 3 {
+		t.Fatalf("across %+v, want 2 phases of 3 repeats each", got)
+	}
+	if s := got[0].Metrics["p999_ms"]; s.Median != 2000 || s.Min != 1000 || s.Max != 3000 {
+		t.Errorf("p99.9 across %+v, want 2000 [1000 – 3000] ms", s)
+	}
+}

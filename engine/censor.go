@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/engine/measure"
 )
 
 // Censoring says why a measured (repeat, phase) cannot support a PASS: part
@@ -31,8 +32,8 @@ func Censoring(pl *Plan, pr *PhaseResult) string {
 	var why []string
 	if n := s.LeftOver(); n > 0 && !readsMetric(pl, p.Name, "left_over") {
 		lo, _ := s.LeftOverBound.Min()
-		why = append(why, fmt.Sprintf("%d of %d arrivals were left over (%d never sent by the drain's bound, the timeout %s after the phase's end; %d cut in flight): their response times are censored, each at least %s, and no latency figure holds them (accept them explicitly with a rule on left_over alone, e.g. left_over == 0, or lengthen the timeout)",
-			n, s.Arrivals, s.LeftOverUnsent, p.Grace, s.CancelledAtEnd, lo.Round(time.Millisecond)))
+		why = append(why, fmt.Sprintf("%d of %d arrivals were left over (%d never sent by the drain's bound, the timeout %s after the phase's end; %s): their response times are censored, each at least %s, and no latency figure holds them (accept them explicitly with a rule on left_over alone, e.g. left_over == 0, or lengthen the timeout)",
+			n, s.Arrivals, s.LeftOverUnsent, p.Grace, LeftOverCut(s), lo.Round(time.Millisecond)))
 	}
 	if s.Dropped > 0 && !p.Drop && !readsMetric(pl, p.Name, "dropped") {
 		// Not made by this runner (queue mode sends or leaves over), but
@@ -40,6 +41,23 @@ func Censoring(pl *Plan, pr *PhaseResult) string {
 		why = append(why, fmt.Sprintf("%d of %d arrivals were dropped in a phase that queues them (accept them with a rule on dropped alone)", s.Dropped, s.Arrivals))
 	}
 	return strings.Join(why, "; ")
+}
+
+// LeftOverCut says how the drain's end cut the left-over arrivals it
+// did not leave unsent: "N cut in flight" (a request, or a flow step's
+// request, under way) and "M cut between steps (thinking)" for the M
+// iterations of flows it caught while their virtual users were thinking,
+// no request of theirs in flight (Summary.CancelledThinking); each part
+// shown when it counts any, "0 cut in flight" when neither does.
+func LeftOverCut(s *measure.Summary) string {
+	inFlight := s.CancelledAtEnd - s.CancelledThinking
+	switch {
+	case s.CancelledThinking == 0:
+		return fmt.Sprintf("%d cut in flight", inFlight)
+	case inFlight == 0:
+		return fmt.Sprintf("%d cut between steps (thinking)", s.CancelledThinking)
+	}
+	return fmt.Sprintf("%d cut in flight, %d cut between steps (thinking)", inFlight, s.CancelledThinking)
 }
 
 // readsMetric reports whether a rule of the plan that applies to phase

@@ -223,8 +223,18 @@ type LittleCheck struct {
 	Want float64
 	// Against names Want for people, e.g. "4 connections".
 	Against string
-	why     string
+	// Counts says what L counts when it is not requests: for a phase
+	// that ran flows, "iterations in progress, thinking included" (λ
+	// counts iterations and W runs from an iteration's intended start to
+	// its last step's completion, think times included, so L holds the
+	// virtual users thinking between steps too, not only requests at the
+	// target); "" for requests.
+	Counts string
+	why    string
 }
+
+// FlowLittleCounts is LittleCheck.Counts of a phase that ran flows.
+const FlowLittleCounts = "iterations in progress, thinking included"
 
 // thinkCycles is the fewest think times a closed phase must span for its
 // Little's law check: over fewer cycles per connection the window's edges
@@ -236,6 +246,10 @@ const thinkCycles = 10
 func Little(pr *PhaseResult) LittleCheck {
 	s, p := pr.Summary, pr.Phase
 	c := LittleCheck{L: s.LittleL()}
+	unit := "requests"
+	if len(pr.Steps) > 0 {
+		c.Counts, unit = FlowLittleCounts, "iterations"
+	}
 	if p.Model == Closed && len(p.Steps) == 0 {
 		// Every connection is either waiting for a response or thinking:
 		// N = λ·(W + Z).
@@ -270,6 +284,11 @@ func Little(pr *PhaseResult) LittleCheck {
 	// parts, each measured.
 	c.Want = s.InflightMean()
 	c.Against = fmt.Sprintf("mean in-flight at the target %.2f", c.Want)
+	if c.Counts != "" {
+		// An iteration is in progress from its first send to its last
+		// completion, its think times included.
+		c.Against = fmt.Sprintf("mean iterations in progress %.2f (first send to last completion, thinking included)", c.Want)
+	}
 	wait, un := s.WaitingMean(), s.UnansweredMean()
 	var parts []string
 	if wait > littleFloor {
@@ -277,10 +296,14 @@ func Little(pr *PhaseResult) LittleCheck {
 		if s.Responded > 0 {
 			lag = s.WaitSum / time.Duration(s.Responded)
 		}
-		parts = append(parts, fmt.Sprintf("on average %.2f answered requests waited in the client before their send (mean send lag %s): %s", wait, lag.Round(time.Microsecond), waitCause(pr)))
+		parts = append(parts, fmt.Sprintf("on average %.2f answered %s waited in the client before their send (mean send lag %s): %s", wait, unit, lag.Round(time.Microsecond), waitCause(pr)))
 	}
 	if un > littleFloor {
-		parts = append(parts, fmt.Sprintf("%.2f were in flight at the target without ever getting a response (timeouts, resets, cut at the end: in the in-flight mean, not in W)", un))
+		where := "in flight at the target"
+		if c.Counts != "" {
+			where = "iterations in progress"
+		}
+		parts = append(parts, fmt.Sprintf("%.2f were %s without ever getting a response (timeouts, resets, cut at the end: in the in-flight mean, not in W)", un, where))
 	}
 	if un > wait && len(parts) == 2 {
 		parts[0], parts[1] = parts[1], parts[0] // the larger part first

@@ -260,7 +260,36 @@ func TestFlow_CutWhileThinking(t *testing.T) {
 		if second := stepNamed(t, pr, "second").Summary; second.Arrivals != 0 || second.Requests != 0 {
 			t.Errorf("second step: arrivals %d requests %d, want none", second.Arrivals, second.Requests)
 		}
+		// Cut between steps, not in flight (the defect: "10 cut in
+		// flight"): counted apart and said so.
+		if s.CancelledAtEnd != 10 || s.CancelledThinking != 10 {
+			t.Errorf("cut %d, of which thinking %d; want 10, 10", s.CancelledAtEnd, s.CancelledThinking)
+		}
+		if got, want := LeftOverCut(s), "10 cut between steps (thinking)"; got != want {
+			t.Errorf("LeftOverCut %q, want %q", got, want)
+		}
+		if first := stepNamed(t, pr, "first").Summary; first.CancelledThinking != 0 {
+			t.Errorf("step first: %d cut thinking; a step's own request is never", first.CancelledThinking)
+		}
 	})
+}
+
+// TestLeftOverCut: the words for each mix of the drain's cuts.
+func TestLeftOverCut(t *testing.T) {
+	for _, c := range []struct {
+		atEnd, thinking int64
+		want            string
+	}{
+		{0, 0, "0 cut in flight"},                                 // as before flows
+		{3, 0, "3 cut in flight"},                                 // single requests, or a step's request
+		{3, 3, "3 cut between steps (thinking)"},                  // every one thinking
+		{5, 2, "3 cut in flight, 2 cut between steps (thinking)"}, // both
+	} {
+		s := &measure.Summary{CancelledAtEnd: c.atEnd, CancelledThinking: c.thinking}
+		if got := LeftOverCut(s); got != c.want {
+			t.Errorf("LeftOverCut(at end %d, thinking %d) = %q, want %q", c.atEnd, c.thinking, got, c.want)
+		}
+	}
 }
 
 // TestFlow_SegmentsMergeStepByStep: a flow mix run in N segments and
@@ -369,6 +398,9 @@ func TestFlow_NoStepAfterTheDrain(t *testing.T) {
 		}
 		if lo, _ := s.LeftOverBound.Min(); lo < time.Second {
 			t.Errorf("left-over bound min %s: an iteration cut at the drain's end had been running over 1s", lo)
+		}
+		if s.CancelledThinking != 5 {
+			t.Errorf("%d of the 5 left over cut while thinking, want all: their next step never came due", s.CancelledThinking)
 		}
 	})
 }

@@ -651,15 +651,17 @@ func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 	out, sent, done := ph.flow.iteration(shard, seq, int64(local), intended, first, ph.think, func(r drivers.Request) (drivers.Outcome, time.Duration, time.Duration) {
 		return ph.do(k, r)
 	})
-	if out.Class == drivers.Cancelled && out.Code == "" {
-		// Cut short before a step came due: its bound runs to the cut.
+	thinking := out.Class == drivers.Cancelled && out.Code == ""
+	if thinking {
+		// Cut short before a step came due, its user thinking: its bound
+		// runs to the cut.
 		out.Code = ph.cutCode()
 		done = time.Since(ph.start)
 	}
 	if closed {
 		intended = sent
 	}
-	ph.rec.Record(shard, &measure.Result{Seq: seq, Intended: intended, Sent: sent, Done: done, Outcome: out})
+	ph.rec.Record(shard, &measure.Result{Seq: seq, Intended: intended, Sent: sent, Done: done, Outcome: out, Thinking: thinking})
 }
 
 // do sends r on connection k and returns its outcome with its send and

@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -206,8 +207,10 @@ var stepColors = []string{colorResp, colorServ, colorOK, colorMax, colorP90, "#8
 
 // stepsChart plots the response time of each flow step (from when the
 // step came due, ok responses) against the percentile, as
-// percentileChart does, one series per step.
-func stepsChart(title string, steps []engine.StepResult) chart {
+// percentileChart does, one series per step, with the rules' limits on
+// the response time of a step it shows (step.login.p99 < 50ms), as
+// percentileChart draws the phase's.
+func stepsChart(title string, steps []engine.StepResult, bs []budget) chart {
 	c := chart{Title: title + ": flow steps' response time by percentile (from when each step came due)", Kind: kindStepPercentile, Log: true,
 		XLabel: "percentile (log scale of 1/(1−p))", YLabel: "response time (ms)"}
 	var n int64
@@ -223,6 +226,11 @@ func stepsChart(title string, steps []engine.StepResult) chart {
 			d = &st.Summary.Response
 		}
 		c.Series = append(c.Series, series{Label: st.Name, Color: stepColors[i%len(stepColors)], Dash: i >= len(stepColors), Y: c.curve(d)})
+	}
+	for _, b := range bs {
+		if b.Latency && slices.ContainsFunc(steps, func(st engine.StepResult) bool { return st.Name == b.Step }) {
+			c.Budgets = append(c.Budgets, budgetLine{Label: b.Text, Y: b.Value})
+		}
 	}
 	return c
 }
@@ -289,12 +297,12 @@ func gapMs(d time.Duration) float64 {
 	return msf(d)
 }
 
-// latencyBudgets are the lines of the response-time budgets that keep
-// says a chart shows.
+// latencyBudgets are the lines of the phase's own response-time budgets
+// (not a flow step's) that keep says a chart shows.
 func latencyBudgets(bs []budget, keep func(budget) bool) []budgetLine {
 	var out []budgetLine
 	for _, b := range bs {
-		if b.Latency && keep(b) {
+		if b.Latency && b.Step == "" && keep(b) {
 			out = append(out, budgetLine{Label: b.Text, Y: b.Value})
 		}
 	}
@@ -381,7 +389,7 @@ func throughputChart(title string, s *measure.Summary, bs []budget) chart {
 		c.Title += " (empty timeline)"
 	}
 	for _, b := range bs {
-		if !b.Latency && b.Metric == "throughput" {
+		if !b.Latency && b.Step == "" && b.Metric == "throughput" {
 			c.Budgets = append(c.Budgets, budgetLine{Label: b.Text, Y: b.Value})
 		}
 	}
@@ -425,16 +433,25 @@ func errorsChart(title string, s *measure.Summary) chart {
 // law from the timeline (L = λ·W = Σ response time of the ok responses
 // completed in the second / 1 s), against the phase's exact mean
 // in-flight (Summary.InflightMean).
-func inSystemChart(title string, s *measure.Summary) chart {
+//
+// With flow true (a phase that ran flows) the timeline's responses are
+// iterations whose response time includes the think times, so the chart
+// counts iterations in progress, virtual users thinking between steps
+// included (engine.FlowLittleCounts), and says so.
+func inSystemChart(title string, s *measure.Summary, flow bool) chart {
 	tl, step := bucketed(s.Timeline)
-	ss := []stepSeries{{label: "in system (ok, λ·W " + per(step) + ")", color: colorMean,
+	what, inflight, ylabel := "in system", "mean in-flight over the phase", "requests"
+	if flow {
+		what, inflight, ylabel = engine.FlowLittleCounts, "mean iterations in progress over the phase", "iterations"
+	}
+	ss := []stepSeries{{label: what + " (ok, λ·W " + per(step) + ")", color: colorMean,
 		value: func(b measure.TimelineBucket) float64 { return b.ResponseSum.Seconds() }}}
 	if s.Elapsed > 0 && len(tl) > 0 {
 		m := s.InflightMean()
-		ss = append(ss, stepSeries{label: fmt.Sprintf("mean in-flight over the phase %.2f", m), color: colorRef, dash: true,
+		ss = append(ss, stepSeries{label: fmt.Sprintf("%s %.2f", inflight, m), color: colorRef, dash: true,
 			value: func(measure.TimelineBucket) float64 { return m * float64(step) }})
 	}
-	return stepChart(title+": in system per second ≈ λ·W (Little's law)", kindInSystem, "requests", tl, step, s.Elapsed, ss...)
+	return stepChart(title+": "+what+" per second ≈ λ·W (Little's law)", kindInSystem, ylabel, tl, step, s.Elapsed, ss...)
 }
 
 // phaseCharts are the charts of each repeat of one phase (prs, in repeat
@@ -451,9 +468,9 @@ func phaseCharts(prs []*engine.PhaseResult, bs []budget, red func(string) string
 		if pts := intervalPercentiles(s); len(pts) > 0 {
 			cs = append(cs, pctTimeChart(title, pts, s.Elapsed, bs))
 		}
-		cs = append(cs, throughputChart(title, s, bs), latencyTimeChart(title, s, bs), errorsChart(title, s), inSystemChart(title, s))
+		cs = append(cs, throughputChart(title, s, bs), latencyTimeChart(title, s, bs), errorsChart(title, s), inSystemChart(title, s, isFlow(pr)))
 		if isFlow(pr) {
-			cs = append(cs, stepsChart(title, pr.Steps))
+			cs = append(cs, stepsChart(title, pr.Steps, bs))
 		}
 		for j := range cs {
 			for k := range cs[j].Budgets {

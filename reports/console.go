@@ -160,8 +160,8 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	if n := s.LeftOver(); n > 0 {
 		lo, _ := s.LeftOverBound.Min()
 		med, _ := s.LeftOverBound.Percentile(50)
-		c.f("  left over     %d arrivals (%d never sent by the drain's bound, the timeout %s after the phase's end; %d cut in flight): response times censored, each ≥ its wait so far (≥ %s, median ≥ %s); in no latency figure\n",
-			n, s.LeftOverUnsent, dur(p.Grace), s.CancelledAtEnd, dur(lo), dur(med))
+		c.f("  left over     %d arrivals (%d never sent by the drain's bound, the timeout %s after the phase's end; %s): response times censored, each ≥ its wait so far (≥ %s, median ≥ %s); in no latency figure\n",
+			n, s.LeftOverUnsent, dur(p.Grace), engine.LeftOverCut(s), dur(lo), dur(med))
 	}
 	if n := s.Cancelled - s.CancelledUnsent - s.CancelledAtEnd; n > 0 {
 		c.f("  cancelled     %d sent requests (in flight when the run was interrupted; not target errors)\n", n)
@@ -177,7 +177,7 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	}
 	c.f("\n")
 	lc := engine.Little(pr)
-	c.f("  little's law  λ·W = %.2f vs %s, over %s\n", lc.L, lc.Against, s.CompletionWindow().Round(time.Millisecond))
+	c.f("  little's law  λ·W = %s vs %s, over %s\n", littleL(lc), lc.Against, s.CompletionWindow().Round(time.Millisecond))
 	who := ""
 	if m := c.r.Merged; m != nil {
 		who = fmt.Sprintf("(busiest of %d segments) ", m.N)
@@ -251,6 +251,15 @@ func (c *consoleWriter) steps(pr *engine.PhaseResult) {
 		}
 		c.f("\n")
 	}
+}
+
+// littleL renders λ·W of lc with two decimals and, when it counts no
+// requests (a phase that ran flows), what it counts in brackets.
+func littleL(lc engine.LittleCheck) string {
+	if lc.Counts == "" {
+		return fmt.Sprintf("%.2f", lc.L)
+	}
+	return fmt.Sprintf("%.2f (%s)", lc.L, lc.Counts)
 }
 
 // distLine renders a distribution: sample count, nearest-rank percentiles,

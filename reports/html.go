@@ -586,7 +586,7 @@ func phaseRows(prs []*engine.PhaseResult, spread *engine.PhaseSpread) []metricRo
 		return fmt.Sprint(pr.Summary.Cancelled - pr.Summary.CancelledUnsent - pr.Summary.CancelledAtEnd)
 	})
 	group("little's law")
-	row("λ·W", "little_l", l2, func(pr *engine.PhaseResult) string { return l2(engine.Little(pr).L) })
+	row("λ·W", "little_l", l2, func(pr *engine.PhaseResult) string { return littleL(engine.Little(pr)) })
 	row("against", "", nil, func(pr *engine.PhaseResult) string { return engine.Little(pr).Against })
 	group("client and target")
 	row("client cpu (of a core) / GC pause max", "", nil, func(pr *engine.PhaseResult) string {

@@ -440,10 +440,25 @@ func TestBudgets(t *testing.T) {
 		{`errors_by["503"] < 5`, "[]"},      // a map read
 		{"throughput > 100ms", "[]"},        // does not compile: no line either
 		{"p99 < 20", "[]"},                  // idem
+		// A flow step's limits, drawn on the steps' chart (step/metric).
+		{"step.login.p99 < 50ms", "[login/p99:50]"},
+		{"median(step.login.p95) < 5ms", "[login/p95:5]"},
+		{`step["log-in"].p99 < 1s`, "[log-in/p99:1000]"},                      // a name that cannot follow a dot
+		{`step['log-in'].max < 2ms`, "[log-in/max:2]"},                        // single quotes
+		{`step["a\"b"].p99 < 1ms`, `[a"b/p99:1]`},                             // an escaped quote
+		{"step.login.errors == 0 && step.login.max < 1s", "[login/max:1000]"}, // the limit of the two
+		{"step.login.service.p99 < 5ms", "[]"},                                // the step's service time
+		{"step.login.throughput > 5", "[]"},                                   // no chart of a step's throughput
+		{"step.login.p99 < 2 * p99", "[]"},                                    // two metrics
+		{`step["x"].p99 < 1ms or errors == 0`, "[]"},                          // either may hold
 	} {
 		var got []string
 		for _, b := range budgets(c.rule) {
-			got = append(got, fmt.Sprintf("%s:%g", b.Metric, b.Value))
+			name := b.Metric
+			if b.Step != "" {
+				name = b.Step + "/" + name
+			}
+			got = append(got, fmt.Sprintf("%s:%g", name, b.Value))
 		}
 		if fmt.Sprint(got) != c.want {
 			t.Errorf("budgets(%q) = %v, want %s", c.rule, got, c.want)
@@ -493,14 +508,7 @@ func TestHTMLEmpty(t *testing.T) {
 // A report read back from JSON renders like the run itself.
 func TestHTMLFromJSON(t *testing.T) {
 	r := fixture(t)
-	path := t.TempDir() + "/r.json"
-	if err := WriteJSON(path, r); err != nil {
-		t.Fatal(err)
-	}
-	back, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := roundTrip(t, r)
 	r.Scenario.File = "" // not in the JSON report
 	a, b := renderHTML(t, r), renderHTML(t, back)
 	if a != b {

@@ -276,15 +276,29 @@ func (m *mdWriter) observed(rr engine.RuleResult) string {
 	return strings.Join(parts, "<br>")
 }
 
+// phaseTitle is how the tables name a phase (name, escaped): with
+// "(iterations)" when its figures count a flow's iterations and
+// "(warmup)" for a warmup, in one pair of brackets when both apply
+// ("shop (iterations, warmup)"); a phase named "warmup" is not called a
+// warmup twice ("warmup (iterations)").
+func (m *mdWriter) phaseTitle(name string, flow, warmup bool) string {
+	var marks []string
+	if flow {
+		marks = append(marks, "iterations")
+	}
+	if warmup && !strings.EqualFold(strings.TrimSpace(name), "warmup") {
+		marks = append(marks, "warmup")
+	}
+	s := m.t(name)
+	if len(marks) > 0 {
+		s += " (" + strings.Join(marks, ", ") + ")"
+	}
+	return s
+}
+
 // phaseLabel names a (repeat, phase) for the per-repeat tables.
 func (m *mdWriter) phaseLabel(pr *engine.PhaseResult) string {
-	s := m.t(pr.Phase.Name)
-	if isFlow(pr) {
-		s += " (iterations)"
-	}
-	if pr.Phase.Warmup {
-		s += " (warmup)"
-	}
+	s := m.phaseTitle(pr.Phase.Name, isFlow(pr), pr.Phase.Warmup)
 	if pr.Interrupted {
 		s += " **INTERRUPTED**"
 	}
@@ -349,13 +363,7 @@ func (m *mdWriter) latency() {
 				}
 			}
 		}
-		name := m.t(ps.Phase)
-		if flow {
-			name += " (iterations)"
-		}
-		if warmup {
-			name += " (warmup)"
-		}
+		name := m.phaseTitle(ps.Phase, flow, warmup)
 		m.f("| %s | %d | %s |", name, len(ps.Repeats), strings.Join(samples, ", "))
 		for _, c := range cols {
 			v := mdSpreadMs(ps.Metrics, c.Across)
@@ -396,10 +404,7 @@ func (m *mdWriter) steps() {
 	}
 	m.f("### Flow steps\n\n%s Percentiles marked \\* rest on fewer samples than they need to mean much (10 beyond them: 1000 for p99).\n\n", stepsNote)
 	for _, name := range order {
-		title := m.t(name)
-		if by[name][0].Phase.Warmup {
-			title += " (warmup)"
-		}
+		title := m.phaseTitle(name, false, by[name][0].Phase.Warmup)
 		m.f("#### %s\n\n| Repeat | Flow | Step |", title)
 		for _, f := range stepFigures {
 			title := f.title
@@ -499,11 +504,14 @@ func mdOrDash(s string) string {
 
 func (m *mdWriter) little() {
 	m.f("### Little's law\n\n")
-	m.f("λ·W (throughput of responses × their mean response time) should match the number of requests in the system; a gap means requests waited in the client or ended without a response.\n\n")
-	m.f("| Phase | Repeat | λ·W | Against |\n|---|---:|---:|---|\n")
+	m.f("λ·W (throughput of responses × their mean response time) should match the number of requests in the system; a gap means requests waited in the client or ended without a response.")
+	if slices.ContainsFunc(m.r.Result.Phases, isFlow) {
+		m.f(" In a phase that ran flows λ counts iterations and W runs from an iteration's intended start to its last step's completion, think times included: λ·W counts %s (virtual users thinking between steps too), not requests at the target.", engine.FlowLittleCounts)
+	}
+	m.f("\n\n| Phase | Repeat | λ·W | Against |\n|---|---:|---:|---|\n")
 	for _, pr := range m.r.Result.Phases {
 		lc := engine.Little(pr)
-		m.f("| %s | %d | %.2f | %s |\n", m.phaseLabel(pr), pr.Repeat, lc.L, m.t(lc.Against))
+		m.f("| %s | %d | %s | %s |\n", m.phaseLabel(pr), pr.Repeat, littleL(lc), m.t(lc.Against))
 	}
 	m.f("\n")
 }

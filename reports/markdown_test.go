@@ -2,7 +2,6 @@ package reports
 
 import (
 	"bytes"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -232,14 +231,7 @@ func TestMarkdownSaysWhenNotJudged(t *testing.T) {
 // A report loaded back from its JSON renders as the run did.
 func TestMarkdownFromLoadedJSON(t *testing.T) {
 	r := richFixture(t)
-	path := filepath.Join(t.TempDir(), "r.json")
-	if err := WriteJSON(path, r); err != nil {
-		t.Fatal(err)
-	}
-	back, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := roundTrip(t, r)
 	if got, want := markdownOf(t, back), markdownOf(t, r); got != want {
 		t.Errorf("markdown of the loaded report differs:\n%s\nwant:\n%s", got, want)
 	}

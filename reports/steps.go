@@ -138,24 +138,9 @@ type phaseSteps struct {
 // the worse middle value (engine.Across). Steps keep the order of the
 // phase's first such repeat (mix order).
 func stepsAcross(res *engine.Result) []phaseSteps {
-	if res == nil {
-		return nil
-	}
-	var order []*engine.PhasePlan
-	by := map[*engine.PhasePlan][]*engine.PhaseResult{}
-	for _, pr := range res.Phases {
-		if pr == nil || pr.Phase == nil || pr.Interrupted || len(pr.Steps) == 0 {
-			continue
-		}
-		if _, ok := by[pr.Phase]; !ok {
-			order = append(order, pr.Phase)
-		}
-		by[pr.Phase] = append(by[pr.Phase], pr)
-	}
 	var out []phaseSteps
-	for _, p := range order {
-		prs := by[p]
-		ps := phaseSteps{Phase: p.Name}
+	for _, prs := range engine.ByPhase(res, func(pr *engine.PhaseResult) bool { return !pr.Interrupted && isFlow(pr) }) {
+		ps := phaseSteps{Phase: prs[0].Phase.Name}
 		for _, pr := range prs {
 			ps.Repeats = append(ps.Repeats, pr.Repeat)
 		}

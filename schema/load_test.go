@@ -302,7 +302,7 @@ func TestProblems(t *testing.T) {
 			`s.yaml:5:13: driver.frame.preset: unknown preset "lkdx"; did you mean "lkdf"?`,
 			`s.yaml:6:26: driver.frame.layout.byte_order: expected big or little, found "middle"`,
 			`s.yaml:6:59: driver.frame.layout.fields[0].size: expected u8, u16, u32 or u64, found "u24"`,
-			`s.yaml:6:70: driver.frame.layout.fields[0].role: expected id, length or type, found "idx"`,
+			`s.yaml:6:70: driver.frame.layout.fields[0].role: expected id, length, type or status, found "idx"`,
 			`s.yaml:8:19: driver.frame.payload_file: both payload and payload_file; expected at most one`,
 			`s.yaml:9:14: driver.frame.timeout: expected a positive duration, found 0s`,
 		}},
@@ -319,11 +319,25 @@ func TestProblems(t *testing.T) {
 		{"seed without order", "version: 1\ntarget: {url: \"ws://127.0.0.1:9\"}\ndriver:\n  websocket: {message: x, data: u.csv, data_seed: 3}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
 			`s.yaml:4:51: driver.websocket.data_seed: data_seed seeds data_order: random, and data_order is not given (default rows)`,
 		}},
+		// Column numbers: line 5 is "reconcile: {fetch: {memcached_stats: true, field: x}, …":
+		// memcached_stats' value is at column 38, field's at 51.
+		{"fetch memcached without frame", "version: 1\ntarget: {serve: http}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\nreconcile: {fetch: {memcached_stats: true, field: x}, expect: [errors == 0]}\n", []string{
+			`s.yaml:5:38: reconcile.fetch.memcached_stats: memcached_stats reads memcached at the target's tcp:// address: it needs the frame driver`,
+			`s.yaml:5:51: reconcile.fetch.field: field applies to a JSON reply (path or message), not to memcached_stats`,
+		}},
+		{"fetch memcached false", "version: 1\ntarget: {url: \"tcp://127.0.0.1:9\"}\ndriver: {frame: {preset: lkdf}}\nphases: [{closed: {connections: 1}, duration: 1s}]\nreconcile: {fetch: {memcached_stats: false}, expect: [errors == 0]}\n", []string{
+			`s.yaml:5:38: reconcile.fetch.memcached_stats: false reads nothing; leave memcached_stats out, or set it to true`,
+		}},
+		// Line 4 is "  frame: {payload: x, layout: {…, parts: [{name: k}]}}":
+		// payload's value at column 20.
+		{"frame parts and payload", "version: 1\ntarget: {url: \"tcp://127.0.0.1:9\"}\ndriver:\n  frame: {payload: x, layout: {fields: [{name: i, size: u32, role: status}], parts: [{name: k}]}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
+			`s.yaml:4:20: driver.frame.payload: layout.parts make the payload; leave payload out`,
+		}},
 		{"order without data", "version: 1\ntarget: {url: \"tcp://127.0.0.1:9\"}\ndriver:\n  frame: {preset: lkdf, payload: x, data_order: connection}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
 			`s.yaml:4:49: driver.frame.data_order: data_order applies to the rows of a data file, and there is no data (data: FILE)`,
 		}},
 		{"fetch none", "version: 1\ntarget: {serve: http}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\nreconcile: {fetch: {}, expect: [errors == 0]}\n", []string{
-			`s.yaml:5:20: reconcile.fetch: no channel; expected one of path (GET, JSON), prometheus (GET, Prometheus text) or message (WebSocket control message)`,
+			`s.yaml:5:20: reconcile.fetch: no channel; expected one of path (GET, JSON), prometheus (GET, Prometheus text), message (WebSocket control message) or memcached_stats (memcached's stats command)`,
 		}},
 		// The counters may live at a URL of their own (an exporter's port),
 		// over http or https, without user info.

@@ -85,12 +85,14 @@ type Frame struct {
 	// Layout declares a frame header field by field.
 	Layout *FrameLayout `yaml:"layout,omitempty" json:"layout,omitempty"`
 	// Payload is the template of each request's payload: {{seq}},
-	// {{bytes N}} (N filler bytes), {{data.NAME}}; default empty.
+	// {{bytes N}} (N filler bytes), {{data.NAME}}; default empty (or the
+	// layout's parts).
 	Payload string `yaml:"payload,omitempty" json:"payload,omitempty"`
 	// PayloadFile sends a file's bytes as every request's payload
 	// (relative to the scenario file); instead of Payload.
 	PayloadFile string `yaml:"payload_file,omitempty" json:"payload_file,omitempty"`
-	// Data is a .csv or .json file for {{data.NAME}}, as for websocket.
+	// Data is a .csv or .json file for {{data.NAME}} (in payload or the
+	// layout's parts) and the layout's column fields, as for websocket.
 	Data string `yaml:"data,omitempty" json:"data,omitempty"`
 	// DataOrder is how requests pick their row of Data: rows (default:
 	// request seq reads row (seq−1) mod n, in turn), connection (the
@@ -123,6 +125,22 @@ type FrameLayout struct {
 	// bad frame, found before any of it is read. Default 1MiB, at most
 	// 64MiB.
 	MaxPayload Size `yaml:"max_payload,omitempty" json:"max_payload,omitempty"`
+	// Parts declare the payload in named parts, sent in order (instead of
+	// the driver's payload or payload_file; at most 8). A header field
+	// with length_of carries a part's length in bytes; in a reply it
+	// says how long that part is, and the one part without such a field
+	// (at most one) is the rest of the payload.
+	Parts []FramePart `yaml:"parts,omitempty" json:"parts,omitempty"`
+}
+
+// FramePart is one named part of a request's payload.
+type FramePart struct {
+	// Name names the part for length_of (extras, key, value, …).
+	Name string `yaml:"name" json:"name"`
+	// Template renders the part for each request, as the driver's
+	// payload does ({{seq}}, {{bytes N}}, {{data.NAME}}); empty sends
+	// nothing.
+	Template string `yaml:"template,omitempty" json:"template,omitempty"`
 }
 
 // FrameField is one header field.
@@ -134,10 +152,30 @@ type FrameField struct {
 	// Value makes the field a constant: sent as is, and a reply with
 	// another value is a bad frame (code bad-<name>).
 	Value *int64 `yaml:"value,omitempty" json:"value,omitempty"`
+	// RequestValue is sent in every request; alone it leaves replies
+	// unchecked (memcached's vbucket, at the place of the reply's status).
+	RequestValue *int64 `yaml:"request_value,omitempty" json:"request_value,omitempty"`
+	// ResponseValue is what every reply must carry (else a bad frame,
+	// code bad-<name>); with RequestValue a constant that differs by
+	// direction (memcached's magic: request 0x80, response 0x81).
+	ResponseValue *int64 `yaml:"response_value,omitempty" json:"response_value,omitempty"`
 	// Role is id (the request id: the request's sequence number), length
 	// (the payload length), type (request_type sent, response_type
-	// expected) or empty (sent as 0, not checked in replies).
-	Role string `yaml:"role,omitempty" json:"role,omitempty" jsonschema:"enum=id,enum=length,enum=type"`
+	// expected), status (the reply's status: a value outside success ends
+	// that request as an error with code status-0x<value>) or empty
+	// (sent as 0, not checked in replies).
+	Role string `yaml:"role,omitempty" json:"role,omitempty" jsonschema:"enum=id,enum=length,enum=type,enum=status"`
+	// Success lists the status values of a successful reply (role
+	// status only); default [0].
+	Success []int64 `yaml:"success,omitempty" json:"success,omitempty"`
+	// LengthOf names a part of layout.parts: the field is that part's
+	// length in bytes, sent as rendered and read from replies to split
+	// their payload (memcached's key length and extras length).
+	LengthOf string `yaml:"length_of,omitempty" json:"length_of,omitempty"`
+	// Column sends the request's data row's column of that name (a whole
+	// number, decimal or 0x hexadecimal, that fits the field); replies are
+	// not checked (memcached's opcode, to mix GET and SET rows).
+	Column string `yaml:"column,omitempty" json:"column,omitempty"`
 }
 
 // WebSocket describes the message every arrival sends over a WebSocket
@@ -397,6 +435,11 @@ type Fetch struct {
 	// sent on a connection of its own to the driver's path; the reply is
 	// a JSON object of counters (websocket driver only).
 	Message string `yaml:"message,omitempty" json:"message,omitempty"`
+	// MemcachedStats reads memcached's own counters: "stats" sent over
+	// the text protocol on a connection of its own to the target's
+	// tcp:// address, each "STAT name value" line with a number a counter
+	// (cmd_get, get_hits, get_misses, cmd_set, …), until END.
+	MemcachedStats bool `yaml:"memcached_stats,omitempty" json:"memcached_stats,omitempty"`
 	// Field is the dot path of the counters object inside a JSON reply
 	// (path or message), e.g. stats; default the whole reply.
 	Field string `yaml:"field,omitempty" json:"field,omitempty"`

@@ -70,8 +70,10 @@ func (l *loader) validate(s *Scenario) {
 		}
 		// Without fetch, reconcile is missing a required key, reported as such.
 		l.validateRules("reconcile.expect", s.Reconcile.Expect, s.Phases, true)
+		l.checkStatusCodes("reconcile.expect", s.Reconcile.Expect, s.Driver)
 	}
 	l.validateRules("assert", s.Assert, s.Phases, s.Reconcile != nil && l.has("reconcile.fetch"))
+	l.checkStatusCodes("assert", s.Assert, s.Driver)
 	l.validateOutputs(s.Outputs)
 }
 
@@ -181,8 +183,15 @@ func (l *loader) validateFrame(f *Frame) {
 	}
 	if l.has(p+".payload") && l.has(p+".payload_file") {
 		l.failf(p+".payload_file", "both payload and payload_file; expected at most one")
-	} else if l.has(p+".data") && !l.has(p+".payload") {
-		l.failf(p+".data", "data is read by {{data.NAME}} in payload, and there is no payload template")
+	} else if l.has(p+".data") && !l.has(p+".payload") && (f.Layout == nil || len(f.Layout.Parts) == 0 && !hasColumn(f.Layout.Fields)) {
+		l.failf(p+".data", "data is read by {{data.NAME}} in payload (or in layout.parts, or by a layout field's column), and there is none")
+	}
+	if lay := f.Layout; lay != nil && len(lay.Parts) > 0 && l.ok(p+".layout.parts") {
+		for _, k := range []string{"payload", "payload_file"} {
+			if l.has(p + "." + k) {
+				l.failf(p+"."+k, "layout.parts make the payload; leave %s out", k)
+			}
+		}
 	}
 	if l.has(p+".timeout") && l.ok(p+".timeout") && f.Timeout <= 0 {
 		l.failf(p+".timeout", "expected a positive duration, found %s", f.Timeout)
@@ -205,14 +214,19 @@ func (l *loader) validateFrame(f *Frame) {
 			if l.ok(fp+".size") && !slices.Contains([]string{"u8", "u16", "u32", "u64"}, fd.Size) {
 				l.failf(fp+".size", "expected u8, u16, u32 or u64, found %s", quote(fd.Size))
 			}
-			if l.has(fp+".role") && l.ok(fp+".role") && !slices.Contains([]string{"id", "length", "type"}, fd.Role) {
-				l.failf(fp+".role", "expected id, length or type, found %s", quote(fd.Role))
+			if l.has(fp+".role") && l.ok(fp+".role") && !slices.Contains([]string{"id", "length", "type", "status"}, fd.Role) {
+				l.failf(fp+".role", "expected id, length, type or status, found %s", quote(fd.Role))
 			}
 		}
 		if l.has(p+".layout.max_payload") && l.ok(p+".layout.max_payload") && (lay.MaxPayload <= 0 || lay.MaxPayload > 64<<20) {
 			l.failf(p+".layout.max_payload", "expected a size from 1B to 64MiB, found %s", lay.MaxPayload)
 		}
 	}
+}
+
+// hasColumn reports whether a layout field is sent from a data column.
+func hasColumn(fields []FrameField) bool {
+	return slices.ContainsFunc(fields, func(f FrameField) bool { return f.Column != "" })
 }
 
 func (l *loader) validateWebSocket(w *WebSocket, t Target) {
@@ -301,14 +315,14 @@ func (l *loader) validateFetch(f *Fetch, d Driver) {
 		return
 	}
 	var set []string
-	for _, k := range []string{"path", "prometheus", "message"} {
+	for _, k := range []string{"path", "prometheus", "message", "memcached_stats"} {
 		if l.has(p + "." + k) {
 			set = append(set, k)
 		}
 	}
 	switch {
 	case len(set) == 0:
-		l.failf(p, "no channel; expected one of path (GET, JSON), prometheus (GET, Prometheus text) or message (WebSocket control message)")
+		l.failf(p, "no channel; expected one of path (GET, JSON), prometheus (GET, Prometheus text), message (WebSocket control message) or memcached_stats (memcached's stats command)")
 	case len(set) > 1:
 		l.failf(p, "more than one channel (%s); expected exactly one", strings.Join(set, ", "))
 	}
@@ -326,8 +340,18 @@ func (l *loader) validateFetch(f *Fetch, d Driver) {
 			l.failf(p+".message", "a control message needs the websocket driver; use path (GET, JSON) or prometheus")
 		}
 	}
+	if l.has(p+".memcached_stats") && l.ok(p+".memcached_stats") {
+		switch {
+		case !f.MemcachedStats:
+			l.failf(p+".memcached_stats", "false reads nothing; leave memcached_stats out, or set it to true")
+		case d.Frame == nil:
+			l.failf(p+".memcached_stats", "memcached_stats reads memcached at the target's tcp:// address: it needs the frame driver")
+		}
+	}
 	if l.has(p+".field") && l.ok(p+".field") {
 		switch {
+		case l.has(p + ".memcached_stats"):
+			l.failf(p+".field", "field applies to a JSON reply (path or message), not to memcached_stats")
 		case l.has(p + ".prometheus"):
 			l.failf(p+".field", "field applies to a JSON reply (path or message), not to prometheus")
 		case f.Field == "" || strings.Contains(f.Field, ".."):
@@ -744,6 +768,51 @@ func (l *loader) validateRules(path string, rules []Rule, phases []Phase, fetche
 	}
 	if unscoped && len(phases) > 0 && judged == 0 {
 		l.failf(path, "every phase is a warmup phase, so these rules would judge nothing; make a phase measured (warmup: false)")
+	}
+}
+
+// checkStatusCodes refuses a rule that reads errors_by["status-0x…"], a
+// frame layout's status code, in a form the status field never gives:
+// the driver writes status-0x and the value in upper-case hexadecimal,
+// two digits a byte of the field (status-0x0001 for u16), so
+// errors_by["status-0x1"] would read 0 whatever the target answers, and
+// a rule such as errors_by["status-0x1"] == 0 would pass on nothing.
+func (l *loader) checkStatusCodes(path string, rules []Rule, d Driver) {
+	if d.Frame == nil || d.Frame.Layout == nil || l.reads == nil || len(rules) > MaxRules {
+		return
+	}
+	size := 0
+	for _, f := range d.Frame.Layout.Fields {
+		if f.Role == "status" {
+			size = map[string]int{"u8": 1, "u16": 2, "u32": 4, "u64": 8}[f.Size]
+		}
+	}
+	if size == 0 {
+		return
+	}
+	for i, r := range rules {
+		p := index(path, i)
+		expr := cmp.Or(l.pathIf(p+".rule"), p)
+		if !l.ok(expr) {
+			continue
+		}
+		for _, m := range l.reads(r.Expr) {
+			key, ok := strings.CutPrefix(m, `errors_by["`)
+			if !ok || !strings.HasPrefix(strings.ToLower(key), "status-0x") {
+				continue
+			}
+			key = strings.TrimSuffix(key, `"]`)
+			v, err := strconv.ParseUint(key[len("status-0x"):], 16, 64)
+			want := fmt.Sprintf("status-0x%0*X", 2*size, v)
+			if err != nil || size < 8 && v >= 1<<(8*size) {
+				l.failf(expr, "errors_by[%s] never counts: a %d-byte status field's codes are status-0x and %d hexadecimal digits, e.g. %s", quote(key), size, 2*size, fmt.Sprintf("status-0x%0*X", 2*size, 1))
+				break // one problem per rule
+			}
+			if key != want {
+				l.failf(expr, "errors_by[%s] never counts: the status field's codes are written %s (upper case, %d digits); did you mean errors_by[%s]?", quote(key), want, 2*size, quote(want))
+				break
+			}
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"syscall"
@@ -49,4 +50,19 @@ func startGroup(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) (exited <-chan 
 			<-done
 		}
 	}
+}
+
+// stopAtEnd stops a server the test started (stop, from startGroup) when
+// the test ends, and then fails the test if anything still listens on
+// addrs (a worker left behind).
+func stopAtEnd(t *testing.T, name string, stop func(), addrs ...string) {
+	t.Cleanup(func() {
+		stop()
+		for _, a := range addrs {
+			if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+				c.Close()
+				t.Errorf("%s still listens on %s after stop", name, a)
+			}
+		}
+	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,119 @@ func TestFlowShop_Truth(t *testing.T) {
 		}
 		if got := s.Response.Sum(); got != sum {
 			t.Errorf("phase %s: iterations' response times add up to %s, their steps' and think times to %s: want equal", pr.Phase.Name, got, sum)
+		}
+	}
+}
+
+// TestFlowShop_Reports runs the shipped flow (two repeats, short phases)
+// and holds its reports to what the reviewers found missing or wrong:
+//   - `runner report --format console` of the saved result is the live
+//     console, line for line (it dropped the steps' lines across repeats);
+//   - Markdown names the warmup phase, called warmup, once ("warmup
+//     (iterations)", not "warmup (iterations) (warmup)");
+//   - Little's law of the flow's phases counts iterations in progress,
+//     thinking included, nowhere "in-flight at the target";
+//   - the HTML steps' chart draws the rule step.login.p99 < 50ms;
+//   - a run of single requests judged against the flow's result
+//     (--baseline) and compared with it (runner compare) says that the
+//     phase's figures are not comparable and names the steps only the
+//     flow ran; the baseline rule's PASS is INCONCLUSIVE.
+func TestFlowShop_Reports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load for about 5 s")
+	}
+	dir := t.TempDir()
+	flow, md, page := filepath.Join(dir, "flow.json"), filepath.Join(dir, "flow.md"), filepath.Join(dir, "flow.html")
+	code, live, stderr := cli(t, "run", "--log-level", "disabled", "--set", "repeats=2", "--set", "phases.warmup.duration=500ms", "--set", "phases.steady.duration=1s",
+		"--json", flow, "--markdown", md, "--html", page, filepath.Join("..", "..", "scenarios", "flow-shop.yaml"))
+	if code == exitInvalid || code == exitCouldNotRun {
+		t.Fatalf("exit %d\n%s%s", code, live, stderr)
+	}
+	// The live console ends with where the results went; the rest is the
+	// report.
+	i := strings.Index(live, "\nresults: ")
+	if i < 0 {
+		t.Fatalf("no results line:\n%s", live)
+	}
+	live = live[:i+1]
+	code, saved, stderr := cli(t, "report", "--format", "console", flow)
+	if code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	if saved != live {
+		t.Errorf("the saved result's console differs from the live one:\n%s\nlive:\n%s", saved, live)
+	}
+	for _, step := range []string{"login", "items", "item"} {
+		if n := strings.Count(saved, "    step "+step+" "); n != 2 {
+			t.Errorf("step %s: %d lines across repeats in the saved console, want one per phase (warmup, steady)", step, n)
+		}
+	}
+
+	mdText, pageText := readFile(t, md), readFile(t, page)
+	if !strings.Contains(mdText, "| warmup (iterations) | 1 |") || strings.Contains(mdText, "(warmup)") {
+		t.Errorf("markdown names the warmup phase wrongly:\n%s", mdText)
+	}
+	for name, text := range map[string]string{"console": live, "markdown": mdText, "html": pageText} {
+		if strings.Contains(text, "in-flight at the target") || !strings.Contains(text, "iterations in progress, thinking included") {
+			t.Errorf("%s: Little's law of a flow phase is not worded for iterations", name)
+		}
+	}
+	drawn := false
+	for _, fig := range strings.Split(pageText, "<figcaption>")[1:] {
+		caption, _, _ := strings.Cut(fig, "</figcaption>")
+		if strings.Contains(caption, "flow steps") && strings.Contains(caption, "limit step.login.p99 &lt; 50ms") {
+			drawn = true
+		}
+	}
+	if !drawn {
+		t.Error("no steps' chart draws the limit step.login.p99 < 50ms")
+	}
+
+	// Single requests against the flow's result: the same target, a phase
+	// of the same name.
+	single := scenario(t, "single.yaml", `version: 1
+name: single
+target: {serve: http}
+driver: {http: {method: GET, path: /hello, timeout: 2s}}
+phases:
+  - {name: steady, open: {rate: 100/s, connections: 4}, duration: 500ms}
+repeats: 1
+assert:
+  - throughput > baseline.throughput * 0.01
+`)
+	out := filepath.Join(dir, "single.json")
+	code, stdout, stderr := cli(t, "run", "--log-level", "disabled", "--baseline", flow, "--json", out, single)
+	if code != exitInconclusive {
+		t.Errorf("a run of requests judged against iterations: exit %d, want %d (inconclusive)\n%s%s", code, exitInconclusive, stdout, stderr)
+	}
+	r, err := reports.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warned := false
+	for _, w := range r.Warnings {
+		if w.Code == "baseline-flows" {
+			warned = true
+			for _, want := range []string{"the baseline ran flows", "this run single requests", "not comparable", "steps only the baseline ran: login, items, item", "throughput > baseline.throughput * 0.01"} {
+				if !strings.Contains(w.Message, want) {
+					t.Errorf("warning %q lacks %q", w.Message, want)
+				}
+			}
+			if !w.Invalidates || w.Phase != "steady" {
+				t.Errorf("warning of phase %q invalidates %v, want steady, true", w.Phase, w.Invalidates)
+			}
+		}
+	}
+	if !warned {
+		t.Errorf("no baseline-flows warning: %+v", r.Warnings)
+	}
+	code, stdout, stderr = cli(t, "compare", flow, out)
+	if code != 0 {
+		t.Fatalf("compare: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"WARNING: phase steady: BASE ran flows", "NEW single requests", "steps only BASE ran: login, items, item", "NOT COMPARABLE"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("compare lacks %q:\n%s", want, stdout)
 		}
 	}
 }

@@ -59,15 +59,7 @@ func startHAProxy(t *testing.T, backend string) (fe, metrics string) {
 		done, stop := startGroup(t, cmd, syscall.SIGTERM)
 		addrs := []string{fmt.Sprintf("127.0.0.1:%d", fePort), fmt.Sprintf("127.0.0.1:%d", statsPort)}
 		if up := waitListening(addrs, done); up {
-			t.Cleanup(func() {
-				stop()
-				for _, a := range addrs {
-					if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
-						c.Close()
-						t.Errorf("haproxy still listens on %s after stop", a)
-					}
-				}
-			})
+			stopAtEnd(t, "haproxy", stop, addrs...)
 			return "http://" + addrs[0], "http://" + addrs[1] + "/metrics"
 		}
 		stop()

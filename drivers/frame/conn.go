@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,10 @@ type link struct {
 type reply struct {
 	n  int64 // header and payload bytes
 	at time.Time
+	// code and err, when code is set, say that the reply's status is not
+	// a success value: its request ends as a Status error with them.
+	code string
+	err  error
 }
 
 // conn is one drivers.Conn: a link, re-opened when it ends, and the table
@@ -120,8 +125,12 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 	dl := relink.StartDeadline(ctx, r.Deadline)
 	defer dl.Stop()
 	id := r.Seq & c.d.layout.IDMask()
-	bp := c.render(r.Seq, r.Slot, id)
+	bp, err := c.render(r.Seq, r.Slot, id)
 	defer release(bp)
+	if err != nil {
+		out.Class, out.Code, out.Err = drivers.ClientError, drivers.CodeRequestTooLong, err
+		return out
+	}
 	buf := *bp
 	var l *link
 	var ch chan reply
@@ -287,21 +296,48 @@ func (c *conn) fail(l *link, out drivers.Outcome, ours bool) {
 var frameBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // render builds the whole request frame, header and payload, in a pooled
-// buffer; put it back with release once written. slot is the request's
-// connection slot (data_order: connection).
-func (c *conn) render(seq uint64, slot int, id uint64) *[]byte {
+// buffer; put it back with release once written (also after an error).
+// slot is the request's connection slot (data_order: connection). With
+// layout.parts each part is rendered in turn and its length recorded for
+// its length_of field; column fields take the request's data row. Error:
+// a part longer than its length field holds, a payload longer than
+// max_payload.
+func (c *conn) render(seq uint64, slot int, id uint64) (*[]byte, error) {
 	d := c.d
 	bp := frameBufs.Get().(*[]byte)
 	h := d.layout.HeaderLen()
 	b := append((*bp)[:0], make([]byte, h)...)
-	if d.payload != nil {
+	rq := Request{ID: id}
+	var err error
+	switch {
+	case d.parts != nil:
+		for j, t := range d.parts {
+			start := len(b)
+			b = t.Render(b, seq, slot)
+			rq.Parts[j] = len(b) - start
+			if uint64(rq.Parts[j]) > d.layout.PartMax(j) && err == nil {
+				names, _ := d.layout.Parts()
+				err = fmt.Errorf("part %s of request %d is %d bytes; its length field %s holds at most %d", names[j], seq, rq.Parts[j], d.layout.PartField(j), d.layout.PartMax(j))
+			}
+		}
+	case d.payload != nil:
 		b = d.payload.Render(b, seq, slot)
-	} else {
+	default:
 		b = append(b, d.fixed...)
 	}
-	d.layout.PutHeader(b[:h], id, len(b)-h)
+	if len(d.cols) > 0 {
+		row := d.data.Row(seq, slot)
+		for k, col := range d.cols {
+			rq.Columns[k], _ = parseNumber(row[col]) // every row checked by New
+		}
+	}
+	rq.Length = len(b) - h
+	if int64(rq.Length) > d.layout.MaxPayload() && err == nil {
+		err = fmt.Errorf("the payload of request %d is %d bytes; the layout allows at most %d (max_payload)", seq, rq.Length, d.layout.MaxPayload())
+	}
+	d.layout.PutRequest(b[:h], &rq)
 	*bp = b
-	return bp
+	return bp, err
 }
 
 // release returns a rendered frame's buffer to the pool, unless it grew
@@ -314,6 +350,9 @@ func release(bp *[]byte) {
 
 func judge(rep reply, start time.Time, out drivers.Outcome) drivers.Outcome {
 	out.Class, out.Responded = drivers.OK, true
+	if rep.code != "" {
+		out.Class, out.Code, out.Err = drivers.Status, rep.code, rep.err
+	}
 	out.BytesIn = rep.n
 	out.FirstByte = rep.at.Sub(start)
 	return out
@@ -392,7 +431,15 @@ func (c *conn) read(l *link) {
 			c.ended(l, drivers.Outcome{Class: drivers.BadFrame, Code: bf.Code, Err: fmt.Errorf("bad frame from the target: %s", bf.Msg)})
 			return
 		}
-		if err := skip(br, h.Length); err != nil {
+		rep := reply{n: int64(len(hdr)) + h.Length, at: at}
+		if h.Failed {
+			var msg string
+			msg, err = c.failure(br, &h)
+			rep.code, rep.err = d.layout.StatusCode(h.Status), errors.New(msg)
+		} else {
+			err = skip(br, h.Length)
+		}
+		if err != nil {
 			o := readEnd(err, "payload")
 			if errors.Is(err, io.EOF) {
 				// The header came whole: an end before the payload's last
@@ -405,10 +452,57 @@ func (c *conn) read(l *link) {
 			c.ended(l, o)
 			return
 		}
-		if s, delivered := c.table.Deliver(h.ID, reply{n: int64(len(hdr)) + h.Length, at: at}); !delivered {
+		if s, delivered := c.table.Deliver(h.ID, rep); !delivered {
 			d.counts.Count(s)
 		}
 	}
+}
+
+// quoteMax bounds what a failed reply's error quotes of its payload.
+const quoteMax = 64
+
+// failure reads past the payload of a reply whose status failed (h),
+// and returns its request's error message: the status, the success values, and
+// up to quoteMax bytes of the payload's text (the part without a length
+// field when the layout has parts: memcached's "Not found"), quoted. The
+// payload's bytes beyond those are skipped, never buffered. A read error
+// is returned as skip's.
+func (c *conn) failure(br *bufio.Reader, h *Header) (string, error) {
+	l := c.d.layout
+	off, n := int64(0), h.Length
+	if l.rest >= 0 {
+		for j := range l.rest {
+			off += h.Parts[j]
+		}
+		n = h.Parts[l.rest]
+	}
+	var quote [quoteMax]byte
+	q := quote[:min(n, quoteMax)]
+	if err := skip(br, off); err != nil {
+		return "", err
+	}
+	if _, err := io.ReadFull(br, q); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = io.EOF // the header came whole: a cut payload, as skip says it
+		}
+		return "", err
+	}
+	if err := skip(br, h.Length-off-int64(len(q))); err != nil {
+		return "", err
+	}
+	var ok []string
+	for _, v := range l.success {
+		ok = append(ok, fmt.Sprintf("0x%0*X", 2*l.fields[l.status].size, v))
+	}
+	msg := fmt.Sprintf("%s %s, not a success value (%s)", l.fields[l.status].name, strings.TrimPrefix(l.StatusCode(h.Status), "status-"), strings.Join(ok, ", "))
+	if len(q) > 0 {
+		more := ""
+		if n > int64(len(q)) {
+			more = "…"
+		}
+		msg += fmt.Sprintf(": %q%s", q, more)
+	}
+	return msg, nil
 }
 
 // skipBufs recycles the buffers skip reads large payloads into.

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
@@ -32,8 +34,11 @@ const (
 type Driver struct {
 	addr    string
 	layout  *Layout
-	payload *template.Template // nil: fixed (file) or empty
-	fixed   []byte             // payload_file's bytes
+	payload *template.Template   // nil: fixed (file), parts or empty
+	fixed   []byte               // payload_file's bytes
+	parts   []*template.Template // layout.parts, in order
+	data    *template.Data       // the rows column fields read
+	cols    []int                // each column field's data column, in field order
 	timeout time.Duration
 	dialer  net.Dialer
 
@@ -105,6 +110,9 @@ func New(cfg schema.Frame, baseURL, dir string) (*Driver, error) {
 			errs = append(errs, err)
 		}
 	}
+	if d.layout != nil {
+		d.compileParts(cfg, data, bad)
+	}
 	switch {
 	case cfg.PayloadFile != "":
 		b, err := drivers.ReadFile(abs(cfg.PayloadFile), drivers.MaxFile)
@@ -130,10 +138,71 @@ func New(cfg schema.Frame, baseURL, dir string) (*Driver, error) {
 	return d, nil
 }
 
+// compileParts parses the layout's part templates over data and binds
+// its column fields to data's columns, checking every row's value: a
+// whole number (decimal, or hexadecimal after 0x) that fits its field.
+// Parts replace payload and payload_file.
+func (d *Driver) compileParts(cfg schema.Frame, data *template.Data, bad func(string, error)) {
+	names, templates := d.layout.Parts()
+	if len(names) > 0 && (cfg.Payload != "" || cfg.PayloadFile != "") {
+		bad("layout.parts", errors.New("layout.parts make the payload; leave payload and payload_file out"))
+	}
+	for j, text := range templates {
+		t, err := template.Parse(text, data)
+		if err != nil && (cfg.Data == "" || data != nil) {
+			bad(fmt.Sprintf("layout.parts[%d].template", j), fmt.Errorf("part %s: %w", names[j], err))
+		}
+		d.parts = append(d.parts, t)
+	}
+	d.data = data
+	for _, c := range d.layout.Columns() {
+		key := fmt.Sprintf("layout.fields[%d].column", c.Field)
+		switch {
+		case cfg.Data == "":
+			bad(key, fmt.Errorf("column %s: no data file (driver data: FILE)", c.Name))
+			continue
+		case data == nil:
+			continue // the data file's error says it
+		case data.Column(c.Name) < 0:
+			bad(key, fmt.Errorf("the data file %s has no column %q; columns: %s", data.File, c.Name, strings.Join(data.Columns, ", ")))
+			continue
+		}
+		k := data.Column(c.Name)
+		for i, row := range data.Rows {
+			if v, ok := parseNumber(row[k]); !ok || v > c.Max {
+				bad(key, fmt.Errorf("the data file %s, row %d: column %s is %q; expected a whole number from 0 to %d (decimal, or hexadecimal after 0x)", data.File, i+1, c.Name, row[k], c.Max))
+				break
+			}
+		}
+		d.cols = append(d.cols, k)
+	}
+}
+
+// parseNumber reads a column field's value: decimal digits, or
+// hexadecimal digits after 0x or 0X (no sign, no octal, no
+// underscores: strconv.ParseUint with a base other than 0).
+func parseNumber(s string) (uint64, bool) {
+	base := 10
+	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		s, base = s[2:], 16
+	}
+	v, err := strconv.ParseUint(s, base, 64)
+	return v, err == nil
+}
+
 // payloadSize is the largest payload a request sends (the one for seq 1
 // with a template: only {{seq}} and {{data}} vary in length).
 func (d *Driver) payloadSize() int64 {
-	if d.payload != nil {
+	switch {
+	case d.parts != nil:
+		n := 0
+		for _, t := range d.parts {
+			if t != nil {
+				n += len(t.Render(nil, 1<<63, 0))
+			}
+		}
+		return int64(n)
+	case d.payload != nil:
 		return int64(len(d.payload.Render(nil, 1<<63, 0)))
 	}
 	return int64(len(d.fixed))

@@ -36,20 +36,32 @@ func serveTCP(t testing.TB, handle func(n int, nc net.Conn)) string {
 func stub(t *testing.T, answer func(conn int, id uint32, payload []byte) []byte) string {
 	t.Helper()
 	return serveTCP(t, func(n int, nc net.Conn) {
-		hdr := make([]byte, 16)
-		for {
-			if _, err := io.ReadFull(nc, hdr); err != nil {
-				return
-			}
-			p := make([]byte, binary.BigEndian.Uint32(hdr[12:]))
-			if _, err := io.ReadFull(nc, p); err != nil {
-				return
-			}
+		frames(nc, 16, 12, func(hdr, p []byte) bool {
 			if out := answer(n, binary.BigEndian.Uint32(hdr[8:]), p); out != nil {
 				nc.Write(out)
 			}
-		}
+			return true
+		})
 	})
+}
+
+// frames reads frames of a hdrLen-byte header with the payload's length
+// as a big-endian u32 at lenOff from nc, and hands each to fn until fn
+// returns false or the connection ends.
+func frames(nc net.Conn, hdrLen, lenOff int, fn func(hdr, payload []byte) bool) {
+	hdr := make([]byte, hdrLen)
+	for {
+		if _, err := io.ReadFull(nc, hdr); err != nil {
+			return
+		}
+		p := make([]byte, binary.BigEndian.Uint32(hdr[lenOff:]))
+		if _, err := io.ReadFull(nc, p); err != nil {
+			return
+		}
+		if !fn(hdr, p) {
+			return
+		}
+	}
 }
 
 func response(id uint32, payload []byte) []byte {

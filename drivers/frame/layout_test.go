@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/schema"
 )
 
@@ -110,19 +109,8 @@ func TestCompileErrors(t *testing.T) {
 		{schema.FrameLayout{Fields: []schema.FrameField{{Name: "i", Size: "u24", Role: "id"}}}, "layout.fields[0].size", `size "u24"`},
 	} {
 		_, err := Compile(&c.layout)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: %v, want %q", c.layout, err, c.want)
-			continue
-		}
-		found := false
-		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-			var ce *drivers.ConfigError
-			if errors.As(e, &ce) && ce.Key == c.key && strings.Contains(ce.Error(), c.want) {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("%q: not keyed at %s: %v", c.want, c.key, err)
+		if !hasProblem(err, c.key, c.want) {
+			t.Errorf("%+v: %v, want %q at %s", c.layout, err, c.want, c.key)
 		}
 	}
 }

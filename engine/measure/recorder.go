@@ -82,7 +82,7 @@ type shard struct {
 	mu sync.Mutex
 
 	requests, ok, errors, cancelled, timeouts, responded int64
-	cancelledAtEnd, leftOverUnsent                       int64
+	cancelledAtEnd, leftOverUnsent, cancelledThinking    int64
 	bytesIn, bytesOut, dialed                            int64
 	resent                                               int64 // Σ Outcome.Resent
 	responseSum, inflightSum                             time.Duration
@@ -213,6 +213,9 @@ func (s *shard) record(res *Result, opts *Options, timeline int, b *book) {
 		if o.Code == drivers.CodePhaseEnd {
 			// Left over: its response time is at least what it waited.
 			s.cancelledAtEnd++
+			if res.Thinking {
+				s.cancelledThinking++
+			}
 			s.leftOver.record(resp)
 		}
 	default:
@@ -404,6 +407,7 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 		s.Errors += sh.errors
 		s.Cancelled += sh.cancelled
 		s.CancelledAtEnd += sh.cancelledAtEnd
+		s.CancelledThinking += sh.cancelledThinking
 		s.LeftOverUnsent += sh.leftOverUnsent
 		s.Timeouts += sh.timeouts
 		s.LastSent = max(s.LastSent, sh.lastSent)

@@ -21,6 +21,11 @@ type Result struct {
 	Done time.Duration
 	// Outcome is how the request ended, as the driver told it.
 	Outcome drivers.Outcome
+	// Thinking is true for a flow's iteration that the phase cut between
+	// two steps, while its virtual user was thinking (Outcome of class
+	// drivers.Cancelled): no request of it was in flight when it was cut.
+	// A drain's cut of one counts in Summary.CancelledThinking too.
+	Thinking bool
 }
 
 // ResponseTime is Done − Intended: what a user feels, including any wait

@@ -75,6 +75,12 @@ type Summary struct {
 	// CancelledAtEnd is the part of Cancelled that the drain's end cut off
 	// in flight (Code drivers.CodePhaseEnd): left over, not interrupted.
 	CancelledAtEnd int64 `json:"cancelled_at_end"`
+	// CancelledThinking is the part of CancelledAtEnd that the drain's
+	// end cut between two steps of a flow's iteration, while its virtual
+	// user was thinking (Result.Thinking): left over with no request in
+	// flight. CancelledAtEnd − CancelledThinking were cut in flight. 0 in
+	// a phase without flows.
+	CancelledThinking int64 `json:"cancelled_thinking,omitempty"`
 	// Timeouts is the number of errors of class timeout (also in Errors).
 	Timeouts int64 `json:"timeouts"`
 	// Late is the number of responses that arrived after their request had
@@ -271,6 +277,7 @@ func (s *Summary) Merge(o *Summary) error {
 	s.Cancelled += o.Cancelled
 	s.CancelledUnsent += o.CancelledUnsent
 	s.CancelledAtEnd += o.CancelledAtEnd
+	s.CancelledThinking += o.CancelledThinking
 	s.Timeouts += o.Timeouts
 	s.Late += o.Late
 	s.UnknownID += o.UnknownID
@@ -412,7 +419,7 @@ func (s *Summary) Check() error {
 	}{
 		{"arrivals", s.Arrivals}, {"requests", s.Requests}, {"ok", s.OK}, {"errors", s.Errors},
 		{"dropped", s.Dropped}, {"cancelled", s.Cancelled}, {"cancelled_unsent", s.CancelledUnsent},
-		{"cancelled_at_end", s.CancelledAtEnd}, {"left_over_unsent", s.LeftOverUnsent}, {"dropped_late", s.DroppedLate},
+		{"cancelled_at_end", s.CancelledAtEnd}, {"cancelled_thinking", s.CancelledThinking}, {"left_over_unsent", s.LeftOverUnsent}, {"dropped_late", s.DroppedLate},
 		{"timeouts", s.Timeouts}, {"late", s.Late}, {"unknown_id", s.UnknownID}, {"duplicate_id", s.DuplicateID}, {"connections_opened", s.ConnectionsOpened},
 		{"reconnects", s.Reconnects}, {"goaway_retries", s.GoAwayRetries}, {"connect_failures", s.ConnectFailures}, {"responded", s.Responded},
 	} {
@@ -464,6 +471,9 @@ func (s *Summary) Check() error {
 	}
 	if s.CancelledUnsent+s.CancelledAtEnd > s.Cancelled {
 		bad("cancelled_unsent %d + cancelled_at_end %d > cancelled %d", s.CancelledUnsent, s.CancelledAtEnd, s.Cancelled)
+	}
+	if s.CancelledThinking > s.CancelledAtEnd {
+		bad("cancelled_thinking %d > cancelled_at_end %d", s.CancelledThinking, s.CancelledAtEnd)
 	}
 	if s.Responded > s.Requests {
 		bad("responded %d > requests %d", s.Responded, s.Requests)

@@ -1,12 +1,14 @@
 // Package counters is the reconciliation kit of internal/execute: it reads a
 // target's own counters, in
 // the formats targets expose them: a JSON object (over HTTP, or in a
-// WebSocket control reply) and the Prometheus text format. A counter is a
+// WebSocket control reply), the Prometheus text format and memcached's
+// stats. A counter is a
 // name and a number; the runner compares the deltas of two readings with
 // its own counts.
 package counters
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -15,6 +17,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
@@ -209,4 +212,57 @@ func labelText(ls []*dto.LabelPair) string {
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// MemcachedStats reads the reply of memcached's text-protocol "stats"
+// command: lines "STAT name value" up to a line "END" (each line ended by
+// \r\n, or \n), at most MaxSize bytes. Each value that is a number is a
+// counter named as memcached names it (cmd_get, get_hits, get_misses,
+// cmd_set, …); the others (version, libevent) are left out. Levels such
+// as curr_items are read too: only the counters a rule names are
+// compared. Errors: a reply memcached sends for a command it refuses
+// (ERROR, CLIENT_ERROR …, SERVER_ERROR …), a line that is not a STAT
+// line, a name given twice, no END within MaxSize bytes (or before the
+// stream ends), with the line's number.
+func MemcachedStats(r io.Reader) (map[string]float64, error) {
+	br := bufio.NewReaderSize(io.LimitReader(r, MaxSize+1), 4096)
+	out := map[string]float64{}
+	read := 0
+	for n := 1; ; n++ {
+		line, err := br.ReadString('\n')
+		read += len(line)
+		if read > MaxSize {
+			return nil, fmt.Errorf("no END within %d MiB, the most runner reads", MaxSize>>20)
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil, fmt.Errorf("the reply ended at line %d before its END line", n)
+			}
+			return nil, err
+		}
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		f := strings.Fields(line)
+		switch {
+		case line == "END":
+			return out, nil
+		case len(f) > 0 && (f[0] == "ERROR" || f[0] == "CLIENT_ERROR" || f[0] == "SERVER_ERROR"):
+			return nil, fmt.Errorf("memcached refused stats: %q", line)
+		case len(f) != 3 || f[0] != "STAT":
+			return nil, fmt.Errorf("line %d is not a STAT line: %q", n, clip(line))
+		}
+		if _, dup := out[f[1]]; dup {
+			return nil, fmt.Errorf("line %d: stat %s given twice", n, f[1])
+		}
+		if v, err := strconv.ParseFloat(f[2], 64); err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			out[f[1]] = v
+		}
+	}
+}
+
+// clip shortens a line quoted in an error to 80 bytes.
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
 }

@@ -185,3 +185,36 @@ func TestReadingTooLarge(t *testing.T) {
 		t.Errorf("an exposition of exactly %d bytes: %v %v, want x_total 1", len(exact), m, err)
 	}
 }
+
+func TestMemcachedStats(t *testing.T) {
+	// As memcached 1.6 answers, cut short.
+	reply := "STAT pid 4242\r\nSTAT uptime 12\r\nSTAT version 1.6.18\r\nSTAT libevent 2.1.12-stable\r\n" +
+		"STAT rusage_user 0.041000\r\nSTAT cmd_get 12000\r\nSTAT get_hits 8000\r\nSTAT get_misses 4000\r\nEND\r\n" +
+		"STAT after_end 1\r\n"
+	got, err := MemcachedStats(strings.NewReader(reply))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"pid": 4242, "uptime": 12, "rusage_user": 0.041, "cmd_get": 12000, "get_hits": 8000, "get_misses": 4000}
+	if len(got) != len(want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	for _, c := range []struct{ reply, want string }{
+		{"ERROR\r\n", `memcached refused stats: "ERROR"`},
+		{"CLIENT_ERROR bad command line format\r\n", `memcached refused stats: "CLIENT_ERROR bad command line format"`},
+		{"STAT cmd_get 1\r\nSTAT cmd_get 2\r\nEND\r\n", "line 2: stat cmd_get given twice"},
+		{"STAT cmd_get 1\r\n", "the reply ended at line 2 before its END line"},
+		{"HTTP/1.1 400 Bad Request\r\n", `line 1 is not a STAT line: "HTTP/1.1 400 Bad Request"`},
+		{"STAT a 1\r\n" + strings.Repeat("STAT padding 1 2 3\r\n", 2), `line 2 is not a STAT line: "STAT padding 1 2 3"`},
+		{strings.Repeat("STAT x", MaxSize), "no END within 1 MiB"},
+	} {
+		if _, err := MemcachedStats(strings.NewReader(c.reply)); err == nil || err.Error() != c.want && !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%.40q: %v, want %q", c.reply, err, c.want)
+		}
+	}
+}

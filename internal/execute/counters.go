@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -42,8 +43,9 @@ func meterProcess(pid int) func() func() (*engine.TargetUsage, error) {
 
 // fetchCounters reads the target's counters through the channel f names:
 // GET base+path answering JSON (the object at f.Field), GET base+prometheus
-// answering the Prometheus text format, or a WebSocket control message on
-// a connection of its own (the driver's Control). A path or prometheus
+// answering the Prometheus text format, a WebSocket control message on
+// a connection of its own (the driver's Control), or memcached's stats
+// command (memcachedStats). A path or prometheus
 // that is an absolute URL is fetched as it is (an exporter on a port of
 // its own); a ws:// base is reached over http:// for the GETs. The fetch's
 // connection is its own: never counted as the run's. Of a Prometheus
@@ -69,7 +71,12 @@ func fetchCounters(base string, f schema.Fetch, d drivers.Driver, tlsConf *tls.C
 			return m, nil
 		}
 	}
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: tlsConf}}
+	if f.MemcachedStats {
+		return func(ctx context.Context) (map[string]float64, error) {
+			return memcachedStats(ctx, base)
+		}
+	}
+	c := &http.Client{Timeout: fetchTimeout, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: tlsConf}}
 	path := cmp.Or(f.Path, f.Prometheus)
 	where := fetchURL(base, f)
 	gauge := func(name string) bool { return slices.Contains(named, name) }
@@ -121,4 +128,40 @@ func fetchURL(base string, f schema.Fetch) string {
 		return path
 	}
 	return strings.TrimSuffix(targets.HealthURL(base), "/healthz") + path
+}
+
+// fetchTimeout bounds one fetch of the counters.
+const fetchTimeout = 5 * time.Second
+
+// memcachedStats sends memcached's text-protocol "stats" command on a
+// connection of its own to base's host:port (a tcp:// URL) and reads its
+// counters (counters.MemcachedStats), within fetchTimeout. The connection
+// is closed after the reply; memcached counts it in total_connections,
+// never in the commands the run's rules compare.
+func memcachedStats(ctx context.Context, base string) (map[string]float64, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "tcp" || u.Port() == "" {
+		return nil, fmt.Errorf("memcached_stats: the target %s is not a tcp://host:port URL", base)
+	}
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("stats at %s: connection refused: nothing listens there (reconcile.fetch)", u.Host)
+		}
+		return nil, fmt.Errorf("stats at %s: %w", u.Host, err)
+	}
+	defer nc.Close()
+	dl, _ := ctx.Deadline()
+	nc.SetDeadline(dl)
+	if _, err := nc.Write([]byte("stats\r\n")); err != nil {
+		return nil, fmt.Errorf("stats at %s: %w", u.Host, err)
+	}
+	m, err := counters.MemcachedStats(nc)
+	if err != nil {
+		return nil, fmt.Errorf("stats at %s: %w", u.Host, err)
+	}
+	return m, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -280,6 +281,48 @@ func Judge(rep *reports.Run, base *engine.Result, cal *Calibration) {
 		rep.Warnings = append(rep.Warnings, engine.Warning{Code: "baseline-mismatch",
 			Message: fmt.Sprintf("the baseline %s is scenario %q (run %s), not %q: baseline.* compares phases of another experiment", b.File, b.Scenario, b.RunID, rep.Scenario.Name)})
 	}
+	rep.Warnings = append(rep.Warnings, baselineFlowWarnings(pl, res, base)...)
+}
+
+// baselineFlowWarnings warn of each phase whose figures count different
+// things in this run and in its baseline base (reports.FlowMismatches:
+// iterations of flows against single requests, or flows of other steps),
+// naming the figures that are not comparable and the steps only one ran.
+// One that a rule of the phase reads through baseline.<metric> (not a
+// step's, baseline.step.NAME.*, which compares a step with itself)
+// invalidates the run: that rule compares iterations with requests, so
+// a PASS cannot stand (INCONCLUSIVE). None without a baseline.
+func baselineFlowWarnings(pl *engine.Plan, res, base *engine.Result) []engine.Warning {
+	if base == nil || res == nil || pl == nil {
+		return nil
+	}
+	var ws []engine.Warning
+	for _, m := range reports.FlowMismatches(base.Phases, res.Phases) {
+		w := engine.Warning{Code: "baseline-flows", Phase: m.Phase, Message: m.Message("the baseline", "this run")}
+		if rule := readsBaselineFigures(pl, m.Phase); rule != "" {
+			w.Invalidates = true
+			w.Message += fmt.Sprintf("; the rule %q reads them (baseline.*), so its verdict cannot stand", rule)
+		}
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// readsBaselineFigures returns the first rule judged on phase that reads
+// a figure of the baseline's phase itself (baseline.p99, not
+// baseline.step.login.p99); "" when none does.
+func readsBaselineFigures(pl *engine.Plan, phase string) string {
+	for _, sr := range slices.Concat(pl.Rules, pl.Expect) {
+		if sr.Phase != "" && sr.Phase != phase {
+			continue
+		}
+		for _, m := range sr.Rule.Metrics() {
+			if strings.HasPrefix(m, "baseline.") && !strings.HasPrefix(m, "baseline.step.") && !strings.HasPrefix(m, "baseline.step[") {
+				return sr.Source
+			}
+		}
+	}
+	return ""
 }
 
 // SignalledLate marks rep interrupted when ctx was cancelled (the first

@@ -87,6 +87,11 @@ type Comparison struct {
 	// order; OnlyBase and OnlyNew name those only one side has.
 	Phases            []*PhaseComparison
 	OnlyBase, OnlyNew []string
+	// Flows are the compared phases whose figures count different things
+	// on the two sides: iterations of flows on one, single requests on
+	// the other, or iterations of flows with other steps
+	// (reports.FlowMismatches); their metrics carry no claim.
+	Flows []reports.FlowMismatch
 	// Diffs are the setup parameters that differ between the sides;
 	// BaseMixed and NewMixed those that differ among the reports pooled
 	// on one side.
@@ -100,6 +105,10 @@ type PhaseComparison struct {
 	// NBase and NNew are the repeats of the phase on each side.
 	NBase, NNew int
 	Metrics     []*MetricComparison
+	// Mismatch, when not nil, says that the phase's figures count
+	// different things on the two sides (reports.FlowMismatch): every
+	// metric is shown but NotComparable, with no significance claim.
+	Mismatch *reports.FlowMismatch
 }
 
 // Summarized is true when both sides have at least MinRepeats repeats:
@@ -120,6 +129,9 @@ type MetricComparison struct {
 	// percentile in some repeat: FewSamples).
 	Test       *Test
 	FewSamples bool
+	// NotComparable is true when the phase's figures count different
+	// things on the two sides (PhaseComparison.Mismatch): Test is nil.
+	NotComparable bool
 }
 
 // Worse is true when the change goes in the bad direction.
@@ -149,6 +161,18 @@ func Compare(base, new *Side) (*Comparison, error) {
 	if len(res.Phases) == 0 {
 		return nil, fmt.Errorf("%w: BASE has %s, NEW has %s (warmup phases are not compared)",
 			ErrNoCommonPhase, listOrNone(bOrder), listOrNone(nOrder))
+	}
+	res.Flows = reports.FlowMismatches(phaseResults(bOrder, bPhases), phaseResults(nOrder, nPhases))
+	for i := range res.Flows {
+		for _, pc := range res.Phases {
+			if pc.Phase != res.Flows[i].Phase {
+				continue
+			}
+			pc.Mismatch = &res.Flows[i]
+			for _, mc := range pc.Metrics {
+				mc.Test, mc.NotComparable = nil, true
+			}
+		}
 	}
 	res.Diffs, res.BaseMixed, res.NewMixed = setupDiffs(base.Runs, new.Runs)
 	return res, nil
@@ -182,6 +206,15 @@ func phasesOf(runs []*reports.Run) ([]string, map[string][]*engine.PhaseResult) 
 		}
 	}
 	return order, by
+}
+
+// phaseResults flattens the phase results phasesOf gathered, in order.
+func phaseResults(order []string, by map[string][]*engine.PhaseResult) []*engine.PhaseResult {
+	var out []*engine.PhaseResult
+	for _, name := range order {
+		out = append(out, by[name]...)
+	}
+	return out
 }
 
 func comparePhase(name string, base, new []*engine.PhaseResult) *PhaseComparison {

@@ -214,3 +214,50 @@ func TestScenarioDiffPaths(t *testing.T) {
 		t.Errorf("diffs = %+v, want scenario.name and scenario.phases[0].requests (unset → 300)", d)
 	}
 }
+
+// TestCompareFlowWithRequests: BASE's phase ran flows (iterations), NEW's
+// single requests. The medians are shown, but no change is called
+// significant, however large: every metric is NOT COMPARABLE, the phase
+// says why, and the steps only BASE ran are listed (the defect: an
+// iteration's p99 compared with a request's as if one thing).
+func TestCompareFlowWithRequests(t *testing.T) {
+	base := fakeRun("1ms", 8, 1, 1.1, 1.2, 1.05, 1.15)
+	for _, pr := range base.Result.Phases {
+		if !pr.Phase.Warmup {
+			pr.Steps = []engine.StepResult{{Flow: "shop", Name: "login"}, {Flow: "shop", Name: "pay"}}
+		}
+	}
+	res, err := Compare(side("BASE", base), side("NEW", fakeRun("1ms", 8, 5, 5.1, 5.2, 5.05, 5.15)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Flows) != 1 || res.Phases[0].Mismatch == nil {
+		t.Fatalf("flows %+v, phase mismatch %v: want the phase main", res.Flows, res.Phases[0].Mismatch)
+	}
+	for _, m := range res.Phases[0].Metrics {
+		if !m.NotComparable || m.Test != nil {
+			t.Errorf("%s: not comparable %v, test %+v", m.Metric.Name, m.NotComparable, m.Test)
+		}
+	}
+	var b bytes.Buffer
+	res.WriteText(&b)
+	out := b.String()
+	for _, want := range []string{
+		"WARNING: phase main: BASE ran flows (its figures count iterations, each over all its steps and think times), NEW single requests",
+		"steps only BASE ran: login, pay.",
+		"  NOT COMPARABLE: phase main:",
+		"NOT COMPARABLE: the sides count different things",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "significant (") {
+		t.Errorf("a change called significant between iterations and requests:\n%s", out)
+	}
+	b.Reset()
+	res.WriteMarkdown(&b)
+	if md := b.String(); !strings.Contains(md, "> **NOT COMPARABLE:** phase main:") || !strings.Contains(md, "**WARNING: phase main: BASE ran flows") {
+		t.Errorf("markdown lacks the warnings:\n%s", md)
+	}
+}

@@ -85,6 +85,9 @@ func (m *MetricComparison) change() string {
 
 // verdict is the significance column: the p-value and what it means.
 func (m *MetricComparison) verdict() string {
+	if m.NotComparable {
+		return "NOT COMPARABLE: the sides count different things (see the phase's note)"
+	}
 	if m.FewSamples {
 		return fmt.Sprintf("too few samples per repeat for p%g (needs %d): no claim", m.Metric.P, m.Metric.MinSamples)
 	}
@@ -189,10 +192,16 @@ func (r *Comparison) WriteText(w io.Writer) error {
 	if len(r.OnlyNew) > 0 {
 		ew.f("Phases only in NEW (not compared): %s\n", strings.Join(r.OnlyNew, ", "))
 	}
+	for _, m := range r.Flows {
+		ew.f("WARNING: %s.\n", m.Message("BASE", "NEW"))
+	}
 
 	for _, p := range r.Phases {
 		ew.f("\nPhase %q: BASE %s, NEW %s (median [min – max] over repeats; Mann–Whitney U, α=%.2f)\n",
 			p.Phase, plural(p.NBase, "repeat", "repeats"), plural(p.NNew, "repeat", "repeats"), Alpha)
+		if p.Mismatch != nil {
+			ew.f("  NOT COMPARABLE: %s.\n", p.Mismatch.Message("BASE", "NEW"))
+		}
 		if n := p.note(); n != "" {
 			ew.f("  %s\n", n)
 		}
@@ -247,9 +256,15 @@ func (r *Comparison) WriteMarkdown(w io.Writer) error {
 	if len(r.OnlyNew) > 0 {
 		ew.f("\nPhases only in NEW (not compared): %s\n", strings.Join(r.OnlyNew, ", "))
 	}
+	for _, m := range r.Flows {
+		ew.f("\n**WARNING: %s.**\n", mdCell(m.Message("BASE", "NEW")))
+	}
 	for _, p := range r.Phases {
 		ew.f("\n## Phase `%s`\n\nBASE %s, NEW %s; median [min – max] over repeats; Mann–Whitney U, α=%.2f.\n\n",
 			mdCell(p.Phase), plural(p.NBase, "repeat", "repeats"), plural(p.NNew, "repeat", "repeats"), Alpha)
+		if p.Mismatch != nil {
+			ew.f("> **NOT COMPARABLE:** %s.\n\n", mdCell(p.Mismatch.Message("BASE", "NEW")))
+		}
 		if n := p.note(); n != "" {
 			ew.f("> %s\n\n", n)
 		}
