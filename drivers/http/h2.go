@@ -116,7 +116,7 @@ func (c *h2conn) Close() error {
 	c.sess = nil
 	c.mu.Unlock()
 	if s != nil {
-		s.fail(errClosed, true)
+		s.fail(errClosed)
 	}
 	return nil
 }
@@ -193,7 +193,7 @@ func (c *h2conn) session(ctx context.Context, deadline time.Time, avoid *session
 		if derr == nil {
 			if c.closed {
 				c.mu.Unlock()
-				ns.fail(errClosed, true)
+				ns.fail(errClosed)
 				return nil, dialed, connect, errClosed
 			}
 			c.sess = ns
@@ -569,15 +569,15 @@ func (s *session) retire() {
 	idle := s.active == 0
 	s.mu.Unlock()
 	if idle {
-		s.fail(errors.New("http2: connection replaced"), true)
+		s.fail(errors.New("http2: connection replaced"))
 	}
 }
 
-// fail ends the session with err: every stream in flight ends with it
-// (a connection-level error fails the streams on it). local is true when
-// we ended it (Close, a replaced session), so its streams are cancelled,
-// not failed by the server.
-func (s *session) fail(err error, local bool) {
+// fail ends the session with err and closes its connection: every
+// stream in flight ends with it (a connection-level error fails the
+// streams on it; errClosed, our Close, cancels them). The first call
+// wins.
+func (s *session) fail(err error) {
 	s.mu.Lock()
 	if s.err != nil {
 		s.mu.Unlock()
@@ -691,7 +691,7 @@ func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadli
 		s.mu.Unlock()
 		s.unlockW()
 		if idle {
-			s.fail(errors.New("http2: connection closed after its last stream"), true)
+			s.fail(errors.New("http2: connection closed after its last stream"))
 		}
 		return exNotSent
 	}
@@ -704,7 +704,7 @@ func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadli
 	s.unlockW()
 	out.BytesOut += n
 	if err != nil {
-		s.fail(fmt.Errorf("write request: %w", err), false)
+		s.fail(fmt.Errorf("write request: %w", err))
 		return s.finish(ctx, st, out, c, q)
 	}
 	if len(body) > 0 {
@@ -869,7 +869,7 @@ func (s *session) forget(st *stream) bool {
 	s.broadcast()
 	s.mu.Unlock()
 	if idle {
-		s.fail(errors.New("http2: connection closed after its last stream"), true)
+		s.fail(errors.New("http2: connection closed after its last stream"))
 	}
 	return true
 }
@@ -915,7 +915,7 @@ func (s *session) unlockW() {
 		}
 		s.wmu.Unlock()
 		if err != nil {
-			s.fail(fmt.Errorf("write: %w", err), false)
+			s.fail(fmt.Errorf("write: %w", err))
 			return
 		}
 		s.cmu.Lock()
@@ -1052,7 +1052,7 @@ func (s *session) writeBody(ctx context.Context, expired <-chan time.Time, st *s
 		s.unlockW()
 		out.BytesOut += 9 + n
 		if err != nil {
-			s.fail(fmt.Errorf("write request body: %w", err), false)
+			s.fail(fmt.Errorf("write request body: %w", err))
 			return exDone, false
 		}
 	}
@@ -1095,7 +1095,7 @@ func (s *session) connError(err error) {
 	case errors.As(err, &ce):
 		s.writeControl(func() error { return s.fr.WriteGoAway(0, http2.ErrCode(ce), nil) })
 	}
-	s.fail(err, false)
+	s.fail(err)
 }
 
 // streamError ends one stream for a protocol error in its frames.
@@ -1397,7 +1397,7 @@ func (s *session) onGoAway(f *http2.GoAwayFrame) {
 	idle := s.active == 0
 	s.mu.Unlock()
 	if idle {
-		s.fail(fmt.Errorf("the server sent GOAWAY (%s)", f.ErrCode), true)
+		s.fail(fmt.Errorf("the server sent GOAWAY (%s)", f.ErrCode))
 	}
 }
 
