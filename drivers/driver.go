@@ -27,7 +27,9 @@ type Conn interface {
 	// request deadline (timeout) and cancellation (end of phase, Ctrl-C);
 	// when ctx ends first, Do returns promptly with Class Timeout or
 	// Cancelled. Do never decides latency: the engine stamps the send just
-	// before calling it and the completion just after it returns.
+	// before calling it and the completion just after it returns (a
+	// multiplexing driver may move the send later, to when it wrote the
+	// request after waiting for a stream: Outcome.Sent).
 	// A connection the server closed is re-dialled inside the next Do and
 	// counted in Outcome.Dialed.
 	Do(ctx context.Context, r Request) Outcome
