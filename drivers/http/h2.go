@@ -232,8 +232,8 @@ func (c *h2conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome
 	if ended {
 		return out
 	}
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
+	timer := getTimer(time.Until(deadline))
+	defer putTimer(timer)
 
 	defer func() {
 		if out.Dialed > 0 {
@@ -279,6 +279,23 @@ func (c *h2conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome
 	out.Class, out.Code = drivers.Reset, CodeGoAway
 	out.Err = errors.New("http2: no connection took the stream")
 	return out
+}
+
+// timers are reused by Do: since Go 1.23 a stopped timer's channel holds
+// no stale tick, so Reset after Stop is safe.
+var timers sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
 }
 
 // h2req is one request rendered for its stream: the same for a second
@@ -422,16 +439,21 @@ type session struct {
 	fr      *http2.Framer
 	henc    *hpack.Encoder
 	hbuf    bytes.Buffer
+	head    []byte // the request head rendered, reused
+	// strs interns the strings of header fields (names in lower case,
+	// and values) that repeat from one request to the next, so that a
+	// constant header costs no allocation; at most maxInterned.
+	strs, lowers map[string]string
 
 	mu         sync.Mutex
 	streams    map[uint32]*stream
 	nextID     uint32
-	active     int    // streams holding a slot (opening or open)
-	maxStreams uint32 // the server's SETTINGS_MAX_CONCURRENT_STREAMS
-	maxFrame   uint32 // the server's SETTINGS_MAX_FRAME_SIZE
-	initWin    int64  // the server's SETTINGS_INITIAL_WINDOW_SIZE
-	sendWin    int64  // connection-level send window
-	changed    chan struct{}
+	active     int           // streams holding a slot (opening or open)
+	maxStreams uint32        // the server's SETTINGS_MAX_CONCURRENT_STREAMS
+	maxFrame   uint32        // the server's SETTINGS_MAX_FRAME_SIZE
+	initWin    int64         // the server's SETTINGS_INITIAL_WINDOW_SIZE
+	sendWin    int64         // connection-level send window
+	changed    chan struct{} // closed by broadcast; nil: nobody waits
 	goAway     bool
 	goAwayCode http2.ErrCode
 	lastID     uint32
@@ -453,13 +475,13 @@ func newSession(d *Driver, nc net.Conn) *session {
 		maxFrame:   h2FrameSize,
 		initWin:    65535,
 		sendWin:    65535,
-		changed:    make(chan struct{}),
 	}
 	s.bw = bufio.NewWriterSize(nc, 16<<10)
 	s.fr = http2.NewFramer(s.bw, bufio.NewReaderSize(nc, 16<<10))
 	s.fr.SetMaxReadFrameSize(h2FrameSize)
 	s.fr.MaxHeaderListSize = MaxHeaderBytes
 	s.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	s.fr.SetReuseFrames() // no frame is kept past its handling
 	s.henc = hpack.NewEncoder(&s.hbuf)
 	return s
 }
@@ -549,9 +571,21 @@ func (s *session) applySettings(sf *http2.SettingsFrame) error {
 }
 
 // broadcast wakes every stream waiting for a slot or a window; s.mu held.
+// The channel is made only when someone waits (waitCh), so a stream's end
+// costs no allocation when nobody does.
 func (s *session) broadcast() {
-	close(s.changed)
-	s.changed = make(chan struct{})
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
+}
+
+// waitCh returns the channel the next broadcast closes; s.mu held.
+func (s *session) waitCh() chan struct{} {
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
 }
 
 // open reports whether the session takes new streams.
@@ -651,7 +685,7 @@ func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadli
 	// A slot under the server's limit.
 	s.mu.Lock()
 	for s.err == nil && !s.goAway && !s.retired && s.active >= int(s.maxStreams) {
-		ch := s.changed
+		ch := s.waitCh()
 		s.mu.Unlock()
 		select {
 		case <-ch:
@@ -935,7 +969,8 @@ func (s *session) writeHeaders(id uint32, q h2req, endStream bool, deadline time
 		s.henc.SetMaxDynamicTableSizeLimit(uint32(min(v-1, 4096)))
 	}
 	s.hbuf.Reset()
-	if err := encodeRequest(s.henc, q.spec.head.render(nil, q.r.Seq, q.row, q.r.Vars), s.d.scheme); err != nil {
+	s.head = q.spec.head.render(s.head[:0], q.r.Seq, q.row, q.r.Vars)
+	if err := s.encodeRequest(s.head); err != nil {
 		return 0, err
 	}
 	if q.cookie != "" {
@@ -972,8 +1007,9 @@ func (s *session) writeHeaders(id uint32, q h2req, endStream bool, deadline time
 // encodeRequest encodes the request head the templates rendered, in
 // HTTP/1.x form ("GET /p HTTP/2\r\nHost: h\r\nName: v\r\n"), as HTTP/2
 // fields: :method, :scheme, :authority (from Host), :path, then every
-// other field with its name in lower case (RFC 9113 §8.2.1, §8.3.1).
-func encodeRequest(enc *hpack.Encoder, head []byte, scheme string) error {
+// other field with its name in lower case (RFC 9113 §8.2.1, §8.3.1);
+// s.wmu held.
+func (s *session) encodeRequest(head []byte) error {
 	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
 	method, target, ok := bytes.Cut(line, []byte(" "))
 	if i := bytes.LastIndexByte(target, ' '); ok && i >= 0 {
@@ -981,20 +1017,20 @@ func encodeRequest(enc *hpack.Encoder, head []byte, scheme string) error {
 	} else {
 		return fmt.Errorf("http2: malformed request line %q", clip(line))
 	}
-	var authority string
-	fields := rest
-	for len(fields) > 0 {
+	var authority []byte
+	for fields := rest; len(fields) > 0; {
 		var f []byte
 		f, fields, _ = bytes.Cut(fields, []byte("\r\n"))
 		name, value, _ := bytes.Cut(f, []byte(":"))
 		if asciiEqualFold(name, "Host") {
-			authority = string(bytes.TrimSpace(value))
+			authority = bytes.TrimSpace(value)
 		}
 	}
-	enc.WriteField(hpack.HeaderField{Name: ":method", Value: string(method)})
-	enc.WriteField(hpack.HeaderField{Name: ":scheme", Value: scheme})
-	enc.WriteField(hpack.HeaderField{Name: ":authority", Value: authority})
-	enc.WriteField(hpack.HeaderField{Name: ":path", Value: string(target)})
+	enc := s.henc
+	enc.WriteField(hpack.HeaderField{Name: ":method", Value: s.intern(method, false)})
+	enc.WriteField(hpack.HeaderField{Name: ":scheme", Value: s.d.scheme})
+	enc.WriteField(hpack.HeaderField{Name: ":authority", Value: s.intern(authority, false)})
+	enc.WriteField(hpack.HeaderField{Name: ":path", Value: s.intern(target, false)})
 	for len(rest) > 0 {
 		var f []byte
 		f, rest, _ = bytes.Cut(rest, []byte("\r\n"))
@@ -1002,9 +1038,35 @@ func encodeRequest(enc *hpack.Encoder, head []byte, scheme string) error {
 		if len(name) == 0 || asciiEqualFold(name, "Host") {
 			continue
 		}
-		enc.WriteField(hpack.HeaderField{Name: strings.ToLower(string(name)), Value: string(bytes.TrimSpace(value))})
+		enc.WriteField(hpack.HeaderField{Name: s.intern(name, true), Value: s.intern(bytes.TrimSpace(value), false)})
 	}
 	return nil
+}
+
+// maxInterned bounds session.strs: values that change with every request
+// ({{seq}} in a path) fill it, and it starts again.
+const maxInterned = 256
+
+// intern returns b as a string (in lower case when lower), the same
+// string for the same bytes while it is in s.strs (keyed by b as given,
+// so that a name in mixed case is lowered once); s.wmu held.
+func (s *session) intern(b []byte, lower bool) string {
+	m := &s.strs
+	if lower {
+		m = &s.lowers
+	}
+	if v, ok := (*m)[string(b)]; ok {
+		return v
+	}
+	if *m == nil || len(*m) >= maxInterned {
+		*m = make(map[string]string, maxInterned)
+	}
+	v := string(b)
+	if lower {
+		v = strings.ToLower(v)
+	}
+	(*m)[string(b)] = v
+	return v
 }
 
 // writeBody sends a request body in DATA frames within the server's
@@ -1016,7 +1078,7 @@ func (s *session) writeBody(ctx context.Context, expired <-chan time.Time, st *s
 	for len(body) > 0 {
 		s.mu.Lock()
 		for s.err == nil && !st.closed && (s.sendWin <= 0 || st.sendWin <= 0) {
-			ch := s.changed
+			ch := s.waitCh()
 			s.mu.Unlock()
 			select {
 			case <-ch:
