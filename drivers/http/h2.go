@@ -646,6 +646,7 @@ type stream struct {
 	id      uint32
 	sendWin int64 // guarded by session.mu
 	closed  bool  // guarded by session.mu: no more DATA may be sent
+	sentAll bool  // guarded by session.mu: our END_STREAM was written
 
 	done     chan struct{}
 	once     sync.Once
@@ -732,6 +733,7 @@ func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadli
 	st.id = s.nextID
 	s.nextID += 2
 	st.sendWin = s.initWin
+	st.sentAll = len(body) == 0 // END_STREAM on the HEADERS
 	s.streams[st.id] = st
 	s.mu.Unlock()
 	n, err := s.writeHeaders(st.id, q, len(body) == 0, deadline)
@@ -1112,6 +1114,11 @@ func (s *session) writeBody(ctx context.Context, expired <-chan time.Time, st *s
 			err = s.bw.Flush()
 		}
 		s.unlockW()
+		if len(body) == 0 {
+			s.mu.Lock()
+			st.sentAll = true
+			s.mu.Unlock()
+		}
 		out.BytesOut += 9 + n
 		if err != nil {
 			s.fail(fmt.Errorf("write request body: %w", err))
@@ -1322,9 +1329,20 @@ func parseH2Status(v string) (int, error) {
 }
 
 // complete ends a stream whose response ended (END_STREAM).
+//
+// A response may be complete before the request's body was all sent
+// (RFC 9113 §8.1): the rest is not sent, and RST_STREAM CANCEL closes our
+// side, so that the server does not hold the stream open (it would count
+// against its concurrent streams while we count it as ended).
 func (s *session) complete(st *stream) {
 	if s.forget(st) {
+		s.mu.Lock()
+		unsent := !st.sentAll
+		s.mu.Unlock()
 		st.end(endOK, nil)
+		if unsent {
+			s.writeControl(func() error { return s.fr.WriteRSTStream(st.id, http2.ErrCodeCancel) })
+		}
 	}
 }
 

@@ -593,3 +593,39 @@ func TestH2_LateResponseCounted(t *testing.T) {
 		t.Errorf("late %d, want 1", got)
 	}
 }
+
+// A response complete before the request's body was all sent ends the
+// request ok; the rest of the body is not sent, and RST_STREAM CANCEL
+// closes our side so that the server does not keep the stream open.
+func TestH2_EarlyResponseResetsOurSide(t *testing.T) {
+	got := make(chan http2.ErrCode, 1)
+	url := newRawH2Server(t, func(_ int64, r *rawH2) {
+		id := r.nextRequest()
+		if id == 0 {
+			return
+		}
+		r.headers(id, true, ":status", "413")
+		for {
+			f, err := r.fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			if rst, ok := f.(*http2.RSTStreamFrame); ok && rst.StreamID == id {
+				got <- rst.ErrCode
+				return
+			}
+		}
+	}, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 10})
+	d := newDriver(t, schema.HTTP{Version: "2", Method: "POST", BodySize: 1000, Success: "status == 413"}, url)
+	if out := do(dial(t, d), 1, 5*time.Second); out.Class != drivers.OK || out.BytesOut >= 1000 {
+		t.Fatalf("early response: %s %s %v, %d bytes out", out.Class, out.Code, out.Err, out.BytesOut)
+	}
+	select {
+	case code := <-got:
+		if code != http2.ErrCodeCancel {
+			t.Errorf("RST_STREAM %s, want CANCEL", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server never saw our side closed")
+	}
+}
