@@ -84,3 +84,33 @@ reconcile:
 		t.Errorf("the reference target's stream limit (250) was said to cap inflight 8:\n%s", r.stderr)
 	}
 }
+
+// TestH2_GoAwayReconcilesWithTheTarget: the reference target told to
+// close each connection after 10 requests (--close-after 10) ends an
+// HTTP/2 connection with GOAWAY. Across that churn, with 8 streams in
+// flight on each of 2 connections, every request ends ok, the
+// connections runner opened are the connections the target accepted, and
+// the requests the target served are runner's requests: a stream refused
+// by a GOAWAY and sent again is served once, counted once.
+func TestH2_GoAwayReconcilesWithTheTarget(t *testing.T) {
+	const yaml = `version: 1
+name: truth-h2-goaway
+target: {serve: http, args: ["--delay", "10ms", "--close-after", "10"]}
+driver: {http: {version: "2", path: /g, timeout: 2s}}
+phases:
+  - {name: steady, open: {rate: 800/s, connections: 2, inflight: 8}, requests: 800}
+reconcile:
+  fetch: {path: /stats}
+  expect: ['server.connections == connections_opened', 'server.requests == requests']
+assert: [errors == 0]
+`
+	r := fcRunScenario(t, "truth-h2-goaway", yaml, exitPass)
+	ph := r.phases(t)[0]
+	opened := jsonNum(t, ph, "summary", "connections_opened")
+	if opened < 10 {
+		t.Errorf("connections opened %v, want the churn of --close-after 10 (800 requests: dozens)", opened)
+	}
+	if g := jsonNum(t, ph, "summary", "closes_by_code", "goaway-NO_ERROR"); g < opened-2 {
+		t.Errorf("%v GOAWAYs for %v connections opened", g, opened)
+	}
+}
