@@ -136,7 +136,8 @@ func TestNginxMutualTLS(t *testing.T) {
 		sc := h2Scenario(t, dir, name, base, version, withCert, `status == 200 && body contains "CN=load-client"`,
 			`{closed: {connections: 2}, requests: 50}`)
 		code, stdout, stderr := cli(t, "run", "--log-level", "debug", "--json", filepath.Join(out, name+".json"), "--tsv", filepath.Join(out, name+".tsv"),
-			"--markdown", filepath.Join(out, name+".md"), "--junit", filepath.Join(out, name+".xml"), "--html", filepath.Join(out, name+".html"), sc)
+			"--markdown", filepath.Join(out, name+".md"), "--junit", filepath.Join(out, name+".xml"), "--html", filepath.Join(out, name+".html"),
+			"--hdr", filepath.Join(out, name+".hlog"), "--log-format", "json", sc)
 		if code != exitPass {
 			t.Fatalf("version %s with our certificate: exit %d\nstdout:\n%s\nstderr:\n%s", version, code, stdout, stderr)
 		}
@@ -164,8 +165,8 @@ func TestNginxMutualTLS(t *testing.T) {
 		}
 		return nil
 	})
-	if files < 10 {
-		t.Errorf("%d output files searched, want the 5 reports of each of 2 runs", files)
+	if files < 12 {
+		t.Errorf("%d output files searched, want the 6 reports of each of 2 runs", files)
 	}
 }
 
