@@ -37,9 +37,9 @@ const (
 	// than its length field holds (the frame driver). Client-side.
 	CodeRequestTooLong = "request-too-long"
 	// CodeCookieLimit marks a request whose virtual user's cookie jar
-	// went past its bounds (the HTTP driver's MaxCookies, MaxCookieSize,
-	// MaxCookieHeader: RFC 6265 §6.1's minimums): the target set more
-	// cookies, or larger ones, than the client keeps. Its class is
+	// went past its bounds (the HTTP driver's MaxCookieSize,
+	// MaxSetCookie, MaxCookieHeader: RFC 6265 §6.1's minimums): the
+	// target set a cookie longer than the client keeps. Its class is
 	// ClientError. Client-side.
 	CodeCookieLimit = "cookie-limit"
 	// CodePhaseEnd marks a request of class Cancelled that was still in
@@ -200,7 +200,7 @@ func LikelyCause(code string) string {
 	case CodeRequestTooLong:
 		return "the scenario rendered a payload (or a part of it) longer than the layout can declare: shorten the data, or widen the field or max_payload"
 	case CodeCookieLimit:
-		return "the target set more cookies (or longer ones) than a virtual user's jar keeps (50 cookies of 4096 bytes, RFC 6265 §6.1): look at its Set-Cookie fields, or turn the jar off (driver.http.cookies: false)"
+		return "the target set a cookie longer than a virtual user's jar keeps (4096 bytes of name and value, RFC 6265 §6.1): look at its Set-Cookie fields, or turn the jar off (driver.http.cookies: false)"
 	}
 	return ""
 }

@@ -245,12 +245,12 @@ func tooLate(pr *PhaseResult) bool {
 	return pr.LateArrivals*100 > pr.Summary.Arrivals && pr.LateArrivals >= minLateArrivals
 }
 
-// stepsTooLate reports whether more than 1 % of a flow phase's later
-// steps (LaterSteps), and at least minLateArrivals, woke over
+// stepsTooLate reports whether more than 1 % of a flow phase's wake-ups
+// after a think time (ThinkWakeups), and at least minLateArrivals, woke over
 // LatenessLimit after they came due: the generator's own delay sits in
 // those steps' response times.
 func stepsTooLate(pr *PhaseResult) bool {
-	return pr.LateSteps*100 > pr.LaterSteps() && pr.LateSteps >= minLateArrivals
+	return pr.LateSteps*100 > pr.ThinkWakeups && pr.LateSteps >= minLateArrivals
 }
 
 // lateSteps says how many flow steps the generator woke late, for the
@@ -259,7 +259,7 @@ func lateSteps(pr *PhaseResult) string {
 	if pr.LateSteps == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d of %d flow steps woken more than %s after their think time (up to %s)", pr.LateSteps, pr.LaterSteps(), LatenessLimit, pr.StepLatenessMax.Round(time.Microsecond))
+	return fmt.Sprintf("%d of %d flow steps woken more than %s after their think time (up to %s)", pr.LateSteps, pr.ThinkWakeups, LatenessLimit, pr.StepLatenessMax.Round(time.Microsecond))
 }
 
 // cpuSaturated reports whether the load generator's CPU was above 90 % of

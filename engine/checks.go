@@ -159,7 +159,7 @@ func Checks(pl *Plan, res *Result) []Warning {
 			at("step-lateness", "the load generator woke late for its flows' steps: %s, while it was stalled itself (%s). A step counts from when it came due, so the delay is inside those steps' and their iterations' response times: the run measures the generator, not the target", lateSteps(pr), stallCause(pr))
 			ws[len(ws)-1].Invalidates = true
 		case pr.StepLatenessMax > LatenessLimit:
-			at("step-lateness", "the load generator stalled: %s (%s). The delay is the generator's, not the target's, and is inside those steps' response times (it can only raise them); with 1 %% of the later steps or fewer, or fewer than %d, it does not invalidate the run", lateSteps(pr), stallCause(pr), minLateArrivals)
+			at("step-lateness", "the load generator stalled: %s (%s). The delay is the generator's, not the target's, and is inside those steps' response times (it can only raise them); with 1 %% of the wake-ups after a think time or fewer, or fewer than %d, it does not invalidate the run", lateSteps(pr), stallCause(pr), minLateArrivals)
 		}
 		if cpuSaturated(pr) {
 			at("client-cpu", "client CPU %.0f %% of the %d core(s) the runner may use: the load generator is saturated and may be the bottleneck", 100*pr.ClientCPU/cores, int(cores))

@@ -69,12 +69,27 @@ func newFlowMix(flows []drivers.Flow) (*flowMix, error) {
 	return m, nil
 }
 
-// pick returns the flow of iteration seq (1-based).
+// pick returns the flow of iteration seq (1-based, global across the
+// segments of a scale-out run). Iterations go in blocks of one cycle
+// (Σweights); each block runs the cycle rotated by a hash of the block's
+// number, so that
+//   - any block runs each flow exactly its weight (one generator's mix is
+//     exact in every Σweights consecutive iterations);
+//   - the flow of an iteration depends on its global number alone, so the
+//     segments of a scale-out run, merged, ran exactly the mix one
+//     generator would have run;
+//   - a segment, which runs every N-th global number, still runs the
+//     whole mix: without the rotation, segments whose count shares a
+//     factor with Σweights would each run only part of the cycle (with
+//     1:1 and two segments, one every shop iteration, the other every
+//     health check).
 func (m *flowMix) pick(seq uint64) int {
 	if seq == 0 {
 		seq = 1
 	}
-	return m.cycle[(seq-1)%uint64(len(m.cycle))]
+	w := uint64(len(m.cycle))
+	block, pos := (seq-1)/w, (seq-1)%w
+	return m.cycle[(pos+mix64(block)%w)%w] // mix64: segment.go
 }
 
 // StepResult is one flow step's figures in one (repeat, phase): every
@@ -97,6 +112,10 @@ type flowRun struct {
 	recs [][]*measure.Recorder // by flow, then step
 }
 
+// stepShards bounds the shards of all a phase's step recorders together
+// (each has at most the phase's own shards, at least one).
+const stepShards = 64
+
 // newFlowRun makes the recorders of a phase's steps with opts, or returns
 // nil when d runs no flows.
 func newFlowRun(d drivers.Driver, opts measure.Options) (*flowRun, error) {
@@ -111,9 +130,19 @@ func newFlowRun(d drivers.Driver, opts measure.Options) (*flowRun, error) {
 		return nil, err
 	}
 	fr := &flowRun{mix: mix, recs: make([][]*measure.Recorder, len(mix.flows))}
+	// Each step's recorder takes a share of stepShards shards, its
+	// histograms allocated as samples come (about 190 KiB each): 200 steps
+	// of 16 eager shards held gigabytes. Many steps split the traffic, so
+	// each needs fewer shards to keep its locks uncontended.
+	steps := 0
+	for _, f := range mix.flows {
+		steps += len(f.Steps)
+	}
+	opts.Lazy = true
+	n := min(shards, max(1, stepShards/steps))
 	for i, f := range mix.flows {
 		for range f.Steps {
-			fr.recs[i] = append(fr.recs[i], measure.NewRecorder(shards, opts))
+			fr.recs[i] = append(fr.recs[i], measure.NewRecorder(n, opts))
 		}
 	}
 	return fr, nil
@@ -143,16 +172,16 @@ func (fr *flowRun) results(elapsed time.Duration) []StepResult {
 // counted from its due instant; a failed step ends the iteration with
 // that step's outcome. do performs one step (the phase's send path:
 // connection, deadline, cancellation).
-func (fr *flowRun) iteration(shard int, seq uint64, local int64, intended, first time.Duration, wait func(until time.Duration) bool,
+func (fr *flowRun) iteration(shard int, seq uint64, intended, first time.Duration, wait func(until time.Duration, thinks bool) bool,
 	do func(r drivers.Request) (out drivers.Outcome, sent, done time.Duration)) (it drivers.Outcome, sent, done time.Duration) {
-	fi := fr.mix.pick(uint64(local))
+	fi := fr.mix.pick(seq)
 	f := fr.mix.flows[fi]
 	vars := drivers.Vars{}
 	for si, st := range f.Steps {
 		due := intended
 		if si > 0 {
 			due = done + st.Think
-			if !wait(due) {
+			if !wait(due, st.Think > 0) {
 				// Cut short while thinking: the iteration ends as the
 				// phase cut it (cut fills in the class and code).
 				it.Class, it.Responded = drivers.Cancelled, false
@@ -178,24 +207,26 @@ func (fr *flowRun) iteration(shard int, seq uint64, local int64, intended, first
 		it.Connect += out.Connect
 		it.Class, it.Code, it.Err, it.Responded = out.Class, out.Code, out.Err, out.Responded
 		if out.Class != drivers.OK {
+			if out.Err != nil {
+				// The iteration's error example names the step that
+				// failed (the code is the step's: 403, timeout).
+				it.Err = stepError{step: st.Name, err: out.Err}
+			}
 			return it, sent, done
 		}
 	}
 	return it, sent, done
 }
 
-// LaterSteps counts the flow steps of pr that came due after a first
-// step (each flow's steps 2…n): the steps whose wake-up after their think
-// time can be late (LateSteps). 0 without flows.
-func (pr *PhaseResult) LaterSteps() int64 {
-	var n int64
-	for i, st := range pr.Steps {
-		if i > 0 && pr.Steps[i-1].Flow == st.Flow && st.Summary != nil {
-			n += st.Summary.Arrivals
-		}
-	}
-	return n
+// stepError is a failed step's error as its iteration reports it:
+// "step NAME: …".
+type stepError struct {
+	step string
+	err  error
 }
+
+func (e stepError) Error() string { return "step " + e.step + ": " + e.err.Error() }
+func (e stepError) Unwrap() error { return e.err }
 
 // StepPhases returns what the metrics of each flow step of pr are read
 // from (metric.StepPhase of its summary), by step name; nil for a phase

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -210,18 +212,35 @@ func TestFlowMix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for start := uint64(1); start <= 8; start++ {
+	// Every block of Σweights iterations runs each flow its weight,
+	// spread: within a block only the heaviest runs twice in a row.
+	for start := uint64(1); start <= 8*100; start += 8 {
 		count := make([]int, 3)
 		for seq := start; seq < start+8; seq++ {
 			count[m.pick(seq)]++
+			if f := m.pick(seq); seq+1 < start+8 && f != 0 && f == m.pick(seq+1) {
+				t.Errorf("flow %d runs twice in a row at %d", f, seq)
+			}
 		}
 		if count[0] != 5 || count[1] != 2 || count[2] != 1 {
 			t.Errorf("iterations %d…%d run %v, want [5 2 1]", start, start+7, count)
 		}
 	}
-	for seq := uint64(1); seq < 16; seq++ {
-		if f := m.pick(seq); f != 0 && f == m.pick(seq+1) {
-			t.Errorf("flow %d runs twice in a row at %d", f, seq)
+	// A scale-out segment K of N runs the global numbers K+1, K+1+N, …:
+	// whatever N, over its 800 iterations each flow runs close to its
+	// share (without the rotation, N = 8 would run one flow only).
+	for n := uint64(2); n <= 8; n++ {
+		for k := uint64(0); k < n; k++ {
+			count := make([]int, 3)
+			for i := uint64(0); i < 800; i++ {
+				count[m.pick(i*n+k+1)]++
+			}
+			for f, w := range []int{5, 2, 1} {
+				if want := 100 * w; count[f] < want*6/10 || count[f] > want*14/10 {
+					t.Errorf("segment %d/%d ran %v of 800, want about [500 200 100]", k, n, count)
+					break
+				}
+			}
 		}
 	}
 	bad := map[string][]drivers.Flow{
@@ -415,6 +434,7 @@ func TestFlow_EverySegmentRunsTheMix(t *testing.T) {
 			{Name: "health", Weight: 1, Steps: []drivers.Step{{Name: "healthz"}}},
 		}
 		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(40), Connections: 4}, Duration: dur("1s")}, time.Second)
+		var logins, checks int64
 		for k := range 2 {
 			d := &fake.Flows{Driver: &fake.Driver{}, List: list}
 			res, err := (&Runner{Driver: d, Timeout: time.Second, NewSleeper: NewTimerSleeper, Segment: Segment{K: k, N: 2}}).Run(t.Context(), pl)
@@ -422,9 +442,14 @@ func TestFlow_EverySegmentRunsTheMix(t *testing.T) {
 				t.Fatal(err)
 			}
 			pr := res.Phases[0]
-			if a, b := stepNamed(t, pr, "login").Summary.Requests, stepNamed(t, pr, "healthz").Summary.Requests; a != 10 || b != 10 {
-				t.Errorf("segment %d/2 ran login %d, healthz %d; want 10 each", k, a, b)
+			a, b := stepNamed(t, pr, "login").Summary.Requests, stepNamed(t, pr, "healthz").Summary.Requests
+			if a+b != 20 || a < 5 || b < 5 {
+				t.Errorf("segment %d/2 ran login %d, healthz %d; want 20 iterations of both flows", k, a, b)
 			}
+			logins, checks = logins+a, checks+b
+		}
+		if logins != 20 || checks != 20 {
+			t.Errorf("the segments ran login %d, healthz %d; want 20 each, as one generator", logins, checks)
 		}
 	})
 }
@@ -471,8 +496,8 @@ func TestFlow_LateWakeUpIsTheGenerators(t *testing.T) {
 				}
 				pr := res.Phases[0]
 				later := int64(2 * 20) // items and item of 20 iterations
-				if pr.LaterSteps() != later {
-					t.Fatalf("later steps %d, want %d", pr.LaterSteps(), later)
+				if pr.ThinkWakeups != later {
+					t.Fatalf("wake-ups after a think time %d, want %d", pr.ThinkWakeups, later)
 				}
 				items := stepNamed(t, pr, "items").Summary
 				if got, want := loMax(items.Response), shopService[1]+stall; got != want {
@@ -496,6 +521,118 @@ func TestFlow_LateWakeUpIsTheGenerators(t *testing.T) {
 					t.Errorf("a generator late for every step is not the bottleneck: warnings %v, fault %q", ws, GeneratorFault(pr))
 				}
 			})
+		})
+	}
+}
+
+// TestFlow_SegmentsRunOneGeneratorsMix, from the breaker: a 3:1 mix of 8
+// iterations run in 4 segments of 2 merged to login 8, healthz 0 (each
+// segment started the cycle afresh), where one generator runs 6 and 2.
+func TestFlow_SegmentsRunOneGeneratorsMix(t *testing.T) {
+	list := []drivers.Flow{
+		{Name: "shop", Weight: 3, Steps: []drivers.Step{{Name: "login"}}},
+		{Name: "health", Weight: 1, Steps: []drivers.Step{{Name: "healthz"}}},
+	}
+	synctest.Test(t, func(t *testing.T) {
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(8), Connections: 4}, Duration: dur("1s")}, time.Second)
+		var parts []*Result
+		for k := range 4 {
+			d := &fake.Flows{Driver: &fake.Driver{}, List: list}
+			res, err := (&Runner{Driver: d, Timeout: time.Second, NewSleeper: NewTimerSleeper, Segment: Segment{K: k, N: 4}}).Run(t.Context(), pl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts = append(parts, res)
+		}
+		merged, err := MergeResults(pl, parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := merged.Phases[0]
+		if a, b := stepNamed(t, m, "login").Summary.Requests, stepNamed(t, m, "healthz").Summary.Requests; a != 6 || b != 2 {
+			t.Errorf("4 segments merged ran login %d, healthz %d; one generator runs 6 and 2", a, b)
+		}
+	})
+}
+
+// TestFlow_InterruptWhileThinking, from the fresh user and the breaker:
+// Ctrl-C caught iterations between steps, and every one was reported as
+// a request in flight. Step a takes 5 ms, then 300 ms of thought, then b
+// takes 100 ms; arrivals every 100 ms, interrupted at 1050 ms: the
+// iteration of 700 ms has b in flight, those of 800, 900 and 1000 ms are
+// thinking. Their errors name no step; a failed step's example names it.
+func TestFlow_InterruptWhileThinking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Flows{Driver: &fake.Driver{StepService: func(r drivers.Request) time.Duration {
+			return []time.Duration{5 * time.Millisecond, 100 * time.Millisecond}[r.Step]
+		}}, List: []drivers.Flow{{Name: "f", Weight: 1, Steps: []drivers.Step{{Name: "a"}, {Name: "b", Think: 300 * time.Millisecond}}}}}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 20}, Duration: dur("10s")}, 5*time.Second)
+		ctx, cancel := context.WithCancelCause(context.Background())
+		time.AfterFunc(1050*time.Millisecond, func() { cancel(errors.New("interrupt")) })
+		res, err := (&Runner{Driver: d, Timeout: 5 * time.Second, NewSleeper: NewTimerSleeper}).Run(ctx, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := res.Phases[0].Summary
+		if err := s.Check(); err != nil {
+			t.Fatal(err)
+		}
+		sent := s.Cancelled - s.CancelledUnsent - s.CancelledAtEnd
+		if sent != 4 || s.InterruptedThinking != 3 || s.CancelledThinking != 0 {
+			t.Errorf("cancelled sent %d, of which thinking %d (drain %d); want 4 and 3 (0)", sent, s.InterruptedThinking, s.CancelledThinking)
+		}
+	})
+}
+
+// TestFlow_ErrorNamesItsStep: the iteration's error example says which
+// step failed.
+func TestFlow_ErrorNamesItsStep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Flows{Driver: &fake.Driver{Fail: func(uint64) (drivers.Class, string) { return drivers.Status, "503" }}, List: []drivers.Flow{{Name: "f", Weight: 1, Steps: []drivers.Step{{Name: "login"}}}}}
+		pr := shopAt10PerSecond(t, d, 2)
+		if pr.Summary.Errors != 10 {
+			t.Fatalf("errors %d, want 10", pr.Summary.Errors)
+		}
+		for code, ex := range pr.Summary.ErrorExamples {
+			if !strings.HasPrefix(ex, "step login: ") {
+				t.Errorf("example of %s: %q does not name the step", code, ex)
+			}
+		}
+		if len(pr.Summary.ErrorExamples) == 0 {
+			t.Error("no error example")
+		}
+	})
+}
+
+// TestFlow_ProgressCountsIterations, from the fresh user: the progress
+// of a flow phase said inflight=0 while a hundred users were thinking.
+// At 550 ms of the shop at 10/s, the iterations of 400 and 500 ms are in
+// progress, both thinking: 2 iterations, no request in flight. A phase
+// without flows has no iteration count (−1).
+func TestFlow_ProgressCountsIterations(t *testing.T) {
+	for _, flows := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			var d drivers.Driver = shopDriver()
+			if !flows {
+				d = &fake.Driver{Service: constService(5 * time.Millisecond)}
+			}
+			pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(10), Connections: 4}, Duration: dur("1s")}, 10*time.Second)
+			var seen []Progress
+			r := &Runner{Driver: d, Timeout: 10 * time.Second, NewSleeper: NewTimerSleeper, ProgressEvery: 550 * time.Millisecond,
+				Progress: func(p Progress) { seen = append(seen, p) }}
+			if _, err := r.Run(t.Context(), pl); err != nil {
+				t.Fatal(err)
+			}
+			if len(seen) == 0 {
+				t.Fatal("no progress")
+			}
+			p := seen[0]
+			switch {
+			case flows && (p.Iterations != 2 || p.InFlight != 0):
+				t.Errorf("at %s: %d iterations in progress, %d requests in flight; want 2 and 0", p.Elapsed, p.Iterations, p.InFlight)
+			case !flows && p.Iterations != -1:
+				t.Errorf("a phase without flows says %d iterations in progress, want −1", p.Iterations)
+			}
 		})
 	}
 }

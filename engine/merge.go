@@ -181,6 +181,7 @@ func mergePhase(p *PhasePlan, row []*PhaseResult) (*PhaseResult, error) {
 		m.LateArrivals += pr.LateArrivals
 		m.StepLatenessMax = max(m.StepLatenessMax, pr.StepLatenessMax)
 		m.LateSteps += pr.LateSteps
+		m.ThinkWakeups += pr.ThinkWakeups
 		m.GCPauseMax = max(m.GCPauseMax, pr.GCPauseMax)
 		m.Interrupted = m.Interrupted || pr.Interrupted
 		m.StartLag = max(m.StartLag, pr.StartLag)

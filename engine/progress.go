@@ -11,12 +11,25 @@ type Progress struct {
 	// Total is the phase's planned length (its duration or window); 0
 	// when it is bounded by a request count only.
 	Total time.Duration
-	// Requests, OK and Errors so far; InFlight now.
+	// Requests, OK and Errors so far (iterations with flows); InFlight
+	// now: requests sent and not yet answered.
 	Requests, OK, Errors int64
 	InFlight             int64
+	// Iterations is the flows' iterations in progress now, thinking
+	// included (what Little's law counts for a flow phase); −1 for a
+	// phase without flows.
+	Iterations int64
 	// P99 is the response time's p99 so far; P99OK false before any.
 	P99   time.Duration
 	P99OK bool
+}
+
+// iterating is the flows' iterations in progress, −1 without flows.
+func (ph *phaseRun) iterating() int64 {
+	if ph.flow == nil {
+		return -1
+	}
+	return ph.iterations.Load()
 }
 
 // report calls the Runner's Progress every ProgressEvery until done.
@@ -37,7 +50,8 @@ func (ph *phaseRun) report(done <-chan struct{}, total time.Duration) {
 				Repeat: ph.repeat, Phase: ph.p.Name, Warmup: ph.p.Warmup,
 				Elapsed: time.Since(ph.start), Total: total,
 				Requests: l.Requests, OK: l.OK, Errors: l.Errors, InFlight: ph.inflight.Load(),
-				P99: l.P99, P99OK: l.P99OK,
+				Iterations: ph.iterating(),
+				P99:        l.P99, P99OK: l.P99OK,
 			})
 		}
 	}

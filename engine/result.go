@@ -70,8 +70,12 @@ type PhaseResult struct {
 	StepLatenessMax time.Duration `json:"step_lateness_max,omitempty"`
 	// LateSteps counts the flow steps woken more than LatenessLimit after
 	// they came due: the generator's delay, not the target's. They weigh
-	// against the steps that came due after a first step (LaterSteps).
+	// against ThinkWakeups.
 	LateSteps int64 `json:"late_steps,omitempty"`
+	// ThinkWakeups counts the flow steps that came due after a think time
+	// (a step without one is due at once when the previous completes):
+	// the wake-ups that can be late.
+	ThinkWakeups int64 `json:"think_wakeups,omitempty"`
 	// ClientCPU is this process's CPU time over the phase divided by its
 	// wall-clock time: 1.0 is one core fully busy (getrusage user+system).
 	ClientCPU float64 `json:"client_cpu"`

@@ -214,6 +214,8 @@ type phaseRun struct {
 
 	stepLateness atomic.Int64 // max lateness of a flow step's wake-up after its think time, ns
 	stepsLate    atomic.Int64 // flow steps woken more than LatenessLimit after they came due
+	thinkWakeups atomic.Int64 // flow steps that came due after a think time
+	iterations   atomic.Int64 // flow iterations in progress (Progress.Iterations)
 
 	flow *flowRun // the flows' mix and per-step recorders; nil without a flow driver
 }
@@ -487,6 +489,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		LateArrivals:           ph.late,
 		StepLatenessMax:        time.Duration(ph.stepLateness.Load()),
 		LateSteps:              ph.stepsLate.Load(),
+		ThinkWakeups:           ph.thinkWakeups.Load(),
 		ClientCPU:              cpu,
 		ClientCores:            runnerCores(),
 		GCPauseMax:             gcMax,
@@ -645,10 +648,11 @@ func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 		// The closed model's iteration starts with its first send.
 		first = -1
 	}
-	// The mix follows this generator's own iterations, so that each
-	// segment of a scale-out run runs the whole mix (by the global
-	// number, segment K of N would run every N-th entry of its cycle).
-	out, sent, done := ph.flow.iteration(shard, seq, int64(local), intended, first, ph.think, func(r drivers.Request) (drivers.Outcome, time.Duration, time.Duration) {
+	// The mix follows the global iteration number (flowMix.pick), so
+	// the segments of a scale-out run, merged, ran one generator's mix.
+	ph.iterations.Add(1)
+	defer ph.iterations.Add(-1)
+	out, sent, done := ph.flow.iteration(shard, seq, intended, first, ph.think, func(r drivers.Request) (drivers.Outcome, time.Duration, time.Duration) {
 		return ph.do(k, r)
 	})
 	thinking := out.Class == drivers.Cancelled && out.Code == ""
@@ -734,13 +738,17 @@ func (ph *phaseRun) cutCode() string {
 // before it: no step is sent after the drain, as no queued arrival is.
 // An iteration under way when the phase's time is up goes on through the
 // drain.
-func (ph *phaseRun) think(until time.Duration) bool {
+func (ph *phaseRun) think(until time.Duration, thinks bool) bool {
 	if ph.isDrained() {
 		return false
 	}
 	if !ph.r.thinkSleep(until-time.Since(ph.start), ph.drained) || ph.isDrained() {
 		return false
 	}
+	if !thinks {
+		return true // due at the previous step's completion: no wake-up
+	}
+	ph.thinkWakeups.Add(1)
 	// The wake-up's delay past the due instant is inside the step's
 	// response time (it counts from when it came due), and it is the
 	// generator's: booked like a late arrival's.

@@ -164,7 +164,11 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 			n, s.LeftOverUnsent, dur(p.Grace), engine.LeftOverCut(s), dur(lo), dur(med))
 	}
 	if n := s.Cancelled - s.CancelledUnsent - s.CancelledAtEnd; n > 0 {
-		c.f("  cancelled     %d sent requests (in flight when the run was interrupted; not target errors)\n", n)
+		if th := s.InterruptedThinking; th > 0 {
+			c.f("  cancelled     %d sent iterations (when the run was interrupted: %d with a request in flight, %d between steps (thinking); not target errors)\n", n, n-th, th)
+		} else {
+			c.f("  cancelled     %d sent requests (in flight when the run was interrupted; not target errors)\n", n)
+		}
 	}
 	if s.Late+s.UnknownID+s.DuplicateID > 0 || len(s.ClosesByCode) > 0 {
 		// Counted apart: no request waited for them.

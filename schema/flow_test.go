@@ -67,6 +67,7 @@ func TestFlows_Problems(t *testing.T) {
 		{"same step twice", "    flows: [{name: a, steps: [{name: s}]}, {name: b, steps: [{name: s}]}]\n", []string{`step "s" is also in flow "a"`}},
 		{"same flow twice", "    flows: [{name: a, steps: [{name: s}]}, {name: a, steps: [{name: t}]}]\n", []string{`flow "a" is named twice`}},
 		{"weight 0", "    flows: [{name: a, weight: 0, steps: [{name: s}]}]\n", []string{"weight of at least 1, found 0"}},
+		{"weight 1.5", "    flows: [{name: a, weight: 1.5, steps: [{name: s}]}]\n", []string{"weight: expected an integer, found 1.5"}},
 		{"too heavy", "    flows: [{name: a, weight: 999999, steps: [{name: s}]}, {name: b, weight: 2, steps: [{name: t}]}]\n", []string{"add up to more than 1000000"}},
 		{"no steps", "    flows: [{name: a, steps: []}]\n", []string{"flows[0].steps: expected at least one step"}},
 		{"negative think", "    flows: [{name: a, steps: [{name: s}, {name: t, think_time: -1s}]}]\n", []string{"think_time: expected a duration of 0s or more"}},

@@ -543,6 +543,9 @@ func (a *app) progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(en
 			el += " of " + p.Total.String()
 		}
 		rate := float64(p.Requests) / max(p.Elapsed.Seconds(), 1e-9)
+		if p.Iterations >= 0 {
+			return fmt.Sprintf("repeat %d · %s · %s · %.1f iterations/s · %d in progress (%d requests in flight) · errors %d · p99 so far %s", p.Repeat, p.Phase, el, rate, p.Iterations, p.InFlight, p.Errors, p99Text(p))
+		}
 		return fmt.Sprintf("repeat %d · %s · %s · %.1f req/s · in flight %d · errors %d · p99 so far %s", p.Repeat, p.Phase, el, rate, p.InFlight, p.Errors, p99Text(p))
 	}
 	if term, ok := stderr.(*liveTerm); ok {
@@ -562,6 +565,11 @@ func (a *app) progress(stderr io.Writer, log zerolog.Logger, f runFlags) func(en
 		ev := log.Info().Int("repeat", p.Repeat).Str("phase", p.Phase).Str("elapsed", p.Elapsed.Round(100*time.Millisecond).String())
 		if p.Total > 0 {
 			ev = ev.Str("of", p.Total.String())
+		}
+		if p.Iterations >= 0 {
+			// A flow phase: its requests are iterations, and most of
+			// its users may be thinking with nothing in flight.
+			ev = ev.Int64("iterations_in_progress", p.Iterations)
 		}
 		ev.Int64("requests", p.Requests).Int64("errors", p.Errors).Int64("inflight", p.InFlight).
 			Str("p99", p99Text(p)).

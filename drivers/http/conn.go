@@ -422,8 +422,13 @@ func (c *conn) capture(d *Driver, seq uint64, row []string, vars drivers.Vars) (
 		if len(v) > MaxCaptured {
 			return drivers.Capture, nc.code, fmt.Errorf("status %d: capture %s is %d bytes, more than the %d a captured value may hold", c.resp.status, nc.name, len(v), MaxCaptured)
 		}
-		if i := strings.IndexFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
+		if i := strings.IndexFunc(v, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }); i >= 0 {
 			return drivers.Capture, nc.code, fmt.Errorf("status %d: capture %s holds control character %q at byte %d: it would break the requests it goes into", c.resp.status, nc.name, v[i], i)
+		}
+		if nc.inPath {
+			if err := checkPath(v); err != nil {
+				return drivers.Capture, nc.code, fmt.Errorf("status %d: capture %s goes into a path, and %w: it would reshape the request line", c.resp.status, nc.name, err)
+			}
 		}
 		if vars != nil {
 			vars[nc.name] = v

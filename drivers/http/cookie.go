@@ -15,16 +15,26 @@ import (
 
 // Bounds of a virtual user's cookie jar: RFC 6265 §6.1's minimums, which a
 // user agent should support and browsers hold to. A target that goes
-// past them does not grow the client's requests and memory without end:
-// the step that would go past fails, class drivers.ClientError with code
-// drivers.CodeCookieLimit (the client's limit, not the target's error).
+// past them does not grow the client's requests and memory without end.
+// A new cookie beyond MaxCookies evicts the one set longest ago, as
+// browsers do (RFC 6265 §5.3: the user agent evicts cookies when it has
+// too many), so a site that sets a cookie per visit works on as it does
+// for people. A cookie too long to keep fails its step, class
+// drivers.ClientError with code drivers.CodeCookieLimit (the client's
+// limit, not the target's error): a browser would drop it, and the
+// target's next answer to a user without it would be blamed on the
+// target.
 const (
 	// MaxCookies is the most cookies one virtual user keeps: 50, the
 	// minimum per domain (a virtual user talks to one target host).
 	MaxCookies = 50
-	// MaxCookieSize is the longest Set-Cookie value kept, in bytes: its
-	// name, value and attributes, as §6.1 measures a cookie (4096).
+	// MaxCookieSize is the longest cookie kept, in bytes of its name and
+	// value (4096, as browsers measure it; §6.1 counts its attributes
+	// too, which browsers bound apart).
 	MaxCookieSize = 4096
+	// MaxSetCookie is the longest Set-Cookie field value read, in bytes:
+	// the cookie with its attributes.
+	MaxSetCookie = 2 * MaxCookieSize
 	// MaxCookieHeader is the longest Cookie header value sent, in bytes:
 	// what MaxCookies cookies of MaxCookieSize make, with the "; "
 	// between them and the quotes a value may need. It binds only if the
@@ -34,13 +44,24 @@ const (
 
 // jar is one virtual user's cookie jar: net/http/cookiejar (RFC 6265,
 // with the public suffix list) bounded by MaxCookies and MaxCookieSize.
-// cookiejar cannot say how many cookies it holds, so jar counts them
-// itself, by the identity cookiejar files them under (domain, path,
-// name) and with their expiry. One goroutine uses it at a time (its
+// cookiejar cannot say how many cookies it holds, nor drop one, so jar
+// counts them itself, by the identity cookiejar files them under
+// (domain, path, name), with their expiry and when they were set, and
+// evicts one by setting it expired. One goroutine uses it at a time (its
 // conn's).
 type jar struct {
 	j    *cookiejar.Jar
-	kept map[cookieID]time.Time // expiry; zero for a session cookie
+	kept map[cookieID]kept
+	sets uint64 // cookies set so far: the order of kept.set
+	// evicted counts the cookies evicted to make room.
+	evicted int64
+}
+
+// kept is what jar knows of a cookie it holds.
+type kept struct {
+	exp    time.Time // zero for a session cookie
+	domain string    // its Domain attribute as set ("" host-only)
+	set    uint64    // when it was last set, in jar.sets
 }
 
 // cookieID is what a cookie replaces a stored one by (RFC 6265 §5.3
@@ -51,7 +72,7 @@ func newJar() *jar {
 	// cookiejar.New returns no error (its signature keeps one for later
 	// options).
 	j, _ := cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
-	return &jar{j: j, kept: map[cookieID]time.Time{}}
+	return &jar{j: j, kept: map[cookieID]kept{}}
 }
 
 // errCookieLimit is the error of a step that went past a jar's bounds.
@@ -60,14 +81,15 @@ var errCookieLimit = errors.New("cookie jar overflow")
 // store files the Set-Cookie values lines of a response to u in the jar.
 // A value that does not parse is ignored (RFC 6265 §5.2); a cookie the
 // jar would refuse (a Domain that does not cover u's host) is not
-// counted. A value longer than MaxCookieSize, or a new cookie that would
-// make the jar hold more than MaxCookies, is not stored, and store
-// returns an error (errCookieLimit) naming the first such cookie and how
-// many there were; the others are stored all the same. Changing or
-// deleting a cookie already kept is always allowed.
+// counted. A cookie whose name and value are longer than MaxCookieSize,
+// or a field longer than MaxSetCookie, is not stored, and store returns
+// an error (errCookieLimit) naming the first such cookie and how many
+// there were; the others are stored all the same. A new cookie that
+// would make the jar hold more than MaxCookies evicts the cookie set
+// longest ago (expired ones are dropped first).
 func (jr *jar) store(u *url.URL, lines []string, now time.Time) error {
-	for id, exp := range jr.kept {
-		if !exp.IsZero() && !exp.After(now) {
+	for id, k := range jr.kept {
+		if !k.exp.IsZero() && !k.exp.After(now) {
 			delete(jr.kept, id)
 		}
 	}
@@ -85,8 +107,12 @@ func (jr *jar) store(u *url.URL, lines []string, now time.Time) error {
 		if err != nil {
 			continue
 		}
-		if len(line) > MaxCookieSize {
-			refuse(fmt.Sprintf("cookie %s is %d bytes, more than the %d a cookie may hold", ck.Name, len(line), MaxCookieSize))
+		if n := len(ck.Name) + len(ck.Value); n > MaxCookieSize {
+			refuse(fmt.Sprintf("cookie %s is %d bytes (name and value), more than the %d a cookie may hold", ck.Name, n, MaxCookieSize))
+			continue
+		}
+		if len(line) > MaxSetCookie {
+			refuse(fmt.Sprintf("cookie %s is set by a field of %d bytes, more than the %d the client reads", ck.Name, len(line), MaxSetCookie))
 			continue
 		}
 		id, ok := idOf(ck, host, u.Path)
@@ -99,10 +125,10 @@ func (jr *jar) store(u *url.URL, lines []string, now time.Time) error {
 			delete(jr.kept, id)
 		default:
 			if _, had := jr.kept[id]; !had && len(jr.kept) >= MaxCookies {
-				refuse(fmt.Sprintf("cookie %s would be the jar's %d-th, more than the %d a virtual user keeps", ck.Name, len(jr.kept)+1, MaxCookies))
-				continue
+				cookies = append(cookies, jr.evict())
 			}
-			jr.kept[id] = exp
+			jr.sets++
+			jr.kept[id] = kept{exp: exp, domain: ck.Domain, set: jr.sets}
 		}
 		cookies = append(cookies, ck)
 	}
@@ -111,6 +137,22 @@ func (jr *jar) store(u *url.URL, lines []string, now time.Time) error {
 		return fmt.Errorf("%w: %d of the response's %d Set-Cookie fields not kept (RFC 6265 §6.1 bounds); first: %s", errCookieLimit, refused, len(lines), first)
 	}
 	return nil
+}
+
+// evict forgets the cookie set longest ago and returns the Set-Cookie
+// that deletes it from the cookiejar (its identity, expired).
+func (jr *jar) evict() *nethttp.Cookie {
+	var oldest cookieID
+	first := true
+	for id, k := range jr.kept {
+		if first || k.set < jr.kept[oldest].set {
+			oldest, first = id, false
+		}
+	}
+	k := jr.kept[oldest]
+	delete(jr.kept, oldest)
+	jr.evicted++
+	return &nethttp.Cookie{Name: oldest.name, Path: oldest.path, Domain: k.domain, MaxAge: -1}
 }
 
 // appendHeader appends the Cookie header field for u, "Cookie: a=1;

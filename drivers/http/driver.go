@@ -490,14 +490,26 @@ func isToken(s string) bool {
 	return true
 }
 
-// checkPath rejects bytes that would break the request line.
+// checkPath rejects bytes that would break or reshape the request line
+// (RFC 9112 §3.2: the request target is ASCII without white space or
+// controls; RFC 3986 §3.5: a fragment is never sent): a space, a
+// control, DEL, '#', and any byte of 0x80 or above.
 func checkPath(s string) error {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c == 0x7f {
-			return fmt.Errorf("byte %s is not allowed: escape it as %%XX", strconv.QuoteRune(rune(c)))
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '#' {
+			return fmt.Errorf("byte %s is not allowed in a path (at byte %d): escape it as %%%02X", quoteByte(c), i, c)
 		}
 	}
 	return nil
+}
+
+// quoteByte quotes b for a message: a printable ASCII byte as itself,
+// any other as \xNN.
+func quoteByte(b byte) string {
+	if b >= ' ' && b < 0x7f {
+		return strconv.QuoteRune(rune(b))
+	}
+	return fmt.Sprintf("'\\x%02x'", b)
 }
 
 // checkHeaderValue rejects bytes that would split or end the header block.

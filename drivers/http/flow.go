@@ -28,6 +28,8 @@ type namedCapture struct {
 	name string
 	code string // drivers.CaptureCode(name)
 	c    *capture.Capture
+	// inPath: a later step reads the value in its path (checkPath).
+	inPath bool
 	// expr is the capture's expression as a template of {{seq}},
 	// {{data.NAME}} and earlier steps' captures, its values escaped
 	// (capture.Escapers); nil when it has no hole and c is evaluated as
@@ -101,6 +103,20 @@ func newFlows(cfg schema.HTTP, baseURL, dir string) (*Driver, error) {
 			}
 			steps = append(steps, sd)
 			df.Steps = append(df.Steps, drivers.Step{Name: st.Name, Think: time.Duration(st.ThinkTime)})
+		}
+		// A value a later step puts in its path is checked as a path
+		// is: a space or '#' from the target would reshape the request
+		// line.
+		inPath := map[string]bool{}
+		for _, sd := range steps {
+			for _, v := range sd.target.vars {
+				inPath[v] = true
+			}
+		}
+		for _, sd := range steps {
+			for k := range sd.captures {
+				sd.captures[k].inPath = inPath[sd.captures[k].name]
+			}
 		}
 		d.flow.flows = append(d.flow.flows, df)
 		d.flow.steps = append(d.flow.steps, steps)

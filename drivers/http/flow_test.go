@@ -160,6 +160,51 @@ func TestFlowDriver_CapturedValueCannotSmuggle(t *testing.T) {
 	}
 }
 
+// TestFlowDriver_CapturedValueInAPath, from the second breaker: the
+// control-character check let a space, '#' and raw non-ASCII through into
+// a later step's path, so the target chose the request line ("GET /next/1
+// HTTP/1.1 HTTP/1.1", a fragment, raw UTF-8) and the run passed. A value
+// that goes into a path is checked as a path is (the same bytes a data
+// file's value is refused for); one that goes only into a header may hold
+// them, and a tab (legal in a header value) is no control character to
+// refuse.
+func TestFlowDriver_CapturedValueInAPath(t *testing.T) {
+	for _, c := range []struct {
+		name, value string
+		inPath      bool
+		want        drivers.Class
+	}{
+		{"space in a path", "1 HTTP/1.1", true, drivers.Capture},
+		{"fragment in a path", "1?admin=1#x", true, drivers.Capture},
+		{"NEL in a path", "a\u0085b", true, drivers.Capture},
+		{"tab in a path", `a\tb`, true, drivers.Capture},
+		{"query in a path", "1?page=2", true, drivers.OK},
+		{"space in a header", "1 HTTP/1.1", false, drivers.OK},
+		{"NEL in a header", "a\u0085b", false, drivers.OK},
+		{"tab in a header", `a\tb`, false, drivers.OK},
+	} {
+		s := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			fmt.Fprintf(w, `{"v": "%s"}`, c.value)
+		}))
+		next := schema.FlowStep{Name: "b", Path: "/b", Headers: map[string]string{"X-V": "{{v}}"}}
+		if c.inPath {
+			next = schema.FlowStep{Name: "b", Path: "/next/{{v}}"}
+		}
+		cfg := schema.HTTP{Flows: []schema.Flow{{Name: "f", Weight: 1, Steps: []schema.FlowStep{
+			{Name: "a", Path: "/a", Capture: map[string]schema.Capture{"v": {JSON: "v"}}}, next,
+		}}}}
+		conn := dial(t, newDriver(t, cfg, s.URL))
+		out := conn.Do(context.Background(), drivers.Request{Seq: 1, Vars: drivers.Vars{}})
+		if out.Class != c.want {
+			t.Errorf("%s: %s %s %v, want %s", c.name, out.Class, out.Code, out.Err, c.want)
+		} else if c.want == drivers.Capture && (out.Code != "capture:v" || !strings.Contains(fmt.Sprint(out.Err), "not allowed in a path")) {
+			t.Errorf("%s: %s %v, want code capture:v saying the byte is not allowed in a path", c.name, out.Code, out.Err)
+		}
+		conn.Close()
+		s.Close()
+	}
+}
+
 // TestFlowDriver_CaptureCodeOwnNamespace, from the flow review: a capture
 // failure was coded with the capture's bare name, so a capture named
 // timeout (or ECONNRESET) was counted in errors_by together with real

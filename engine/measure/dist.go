@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -411,16 +412,30 @@ type distJSON struct {
 // HdrHistogram's V2 compressed base64 encoding, readable by standard HDR
 // tools.
 func (d Dist) MarshalJSON() ([]byte, error) {
-	h := d.h
-	if h == nil {
-		h = newHist()
+	if d.h == nil {
+		enc, err := emptyEncoding()
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(d.toJSON(enc))
 	}
-	enc, err := h.Encode(hdr.V2CompressedEncodingCookieBase)
+	enc, err := d.h.Encode(hdr.V2CompressedEncodingCookieBase)
 	if err != nil {
 		return nil, fmt.Errorf("encode histogram: %w", err)
 	}
 	return json.Marshal(d.toJSON(string(enc)))
 }
+
+// emptyEncoding is the encoding of an empty histogram of this package's
+// geometry, made once: a report of many flow steps holds many empty
+// distributions, and each encoding allocates the whole counts array.
+var emptyEncoding = sync.OnceValues(func() (string, error) {
+	enc, err := newHist().Encode(hdr.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return "", fmt.Errorf("encode histogram: %w", err)
+	}
+	return string(enc), nil
+})
 
 // toJSON is d's JSON form with hist, the encoded histogram.
 func (d *Dist) toJSON(hist string) distJSON {

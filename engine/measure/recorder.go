@@ -45,6 +45,12 @@ type Options struct {
 	// that the cut never falls inside a secret (nil keeps messages as
 	// they are).
 	Redact func(string) string
+	// Lazy leaves a shard's histograms unallocated until its first
+	// sample (about 190 KiB each; Dist.record allocates it then), for a
+	// recorder of which most shards see little: a flow step's, of which a
+	// scenario may have hundreds. The first sample of each shard then
+	// allocates, in the measured path.
+	Lazy bool
 }
 
 // MaxTimeline is the most seconds a Summary's timeline holds when
@@ -83,6 +89,7 @@ type shard struct {
 
 	requests, ok, errors, cancelled, timeouts, responded int64
 	cancelledAtEnd, leftOverUnsent, cancelledThinking    int64
+	interruptedThinking                                  int64
 	bytesIn, bytesOut, dialed                            int64
 	resent                                               int64 // Σ Outcome.Resent
 	responseSum, inflightSum                             time.Duration
@@ -132,10 +139,15 @@ func NewRecorder(shards int, opts Options) *Recorder {
 			byCode:   map[string]int64{},
 			firstErr: map[string]string{},
 		}
-		s.response.h, s.service.h, s.sendLag.h, s.iv.h = newHist(), newHist(), newHist(), newHist()
+		if !opts.Lazy {
+			s.response.h, s.service.h, s.sendLag.h, s.iv.h = newHist(), newHist(), newHist(), newHist()
+		}
 		s.ivLength = r.opts.Interval
 		if opts.ExpectedInterval > 0 {
-			s.corrected = &Dist{h: newHist()}
+			s.corrected = &Dist{}
+			if !opts.Lazy {
+				s.corrected.h = newHist()
+			}
 		}
 		if opts.Duration > 0 && r.timeline <= 3600 {
 			s.timeline = make([]TimelineBucket, 0, r.timeline)
@@ -217,6 +229,8 @@ func (s *shard) record(res *Result, opts *Options, timeline int, b *book) {
 				s.cancelledThinking++
 			}
 			s.leftOver.record(resp)
+		} else if res.Thinking {
+			s.interruptedThinking++
 		}
 	default:
 		class := string(o.Class)
@@ -408,6 +422,7 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 		s.Cancelled += sh.cancelled
 		s.CancelledAtEnd += sh.cancelledAtEnd
 		s.CancelledThinking += sh.cancelledThinking
+		s.InterruptedThinking += sh.interruptedThinking
 		s.LeftOverUnsent += sh.leftOverUnsent
 		s.Timeouts += sh.timeouts
 		s.LastSent = max(s.LastSent, sh.lastSent)

@@ -24,7 +24,8 @@ type Result struct {
 	// Thinking is true for a flow's iteration that the phase cut between
 	// two steps, while its virtual user was thinking (Outcome of class
 	// drivers.Cancelled): no request of it was in flight when it was cut.
-	// A drain's cut of one counts in Summary.CancelledThinking too.
+	// A drain's cut of one counts in Summary.CancelledThinking too, an
+	// interrupt's in Summary.InterruptedThinking.
 	Thinking bool
 }
 

@@ -81,6 +81,12 @@ type Summary struct {
 	// flight. CancelledAtEnd − CancelledThinking were cut in flight. 0 in
 	// a phase without flows.
 	CancelledThinking int64 `json:"cancelled_thinking,omitempty"`
+	// InterruptedThinking is the part of Cancelled that an interrupt
+	// (Ctrl-C) caught between two steps of a flow's iteration, its user
+	// thinking (Result.Thinking): sent, with no request in flight. The
+	// rest of Cancelled − CancelledUnsent − CancelledAtEnd had a request
+	// in flight. 0 in a phase without flows.
+	InterruptedThinking int64 `json:"interrupted_thinking,omitempty"`
 	// Timeouts is the number of errors of class timeout (also in Errors).
 	Timeouts int64 `json:"timeouts"`
 	// Late is the number of responses that arrived after their request had
@@ -278,6 +284,7 @@ func (s *Summary) Merge(o *Summary) error {
 	s.CancelledUnsent += o.CancelledUnsent
 	s.CancelledAtEnd += o.CancelledAtEnd
 	s.CancelledThinking += o.CancelledThinking
+	s.InterruptedThinking += o.InterruptedThinking
 	s.Timeouts += o.Timeouts
 	s.Late += o.Late
 	s.UnknownID += o.UnknownID
@@ -419,7 +426,7 @@ func (s *Summary) Check() error {
 	}{
 		{"arrivals", s.Arrivals}, {"requests", s.Requests}, {"ok", s.OK}, {"errors", s.Errors},
 		{"dropped", s.Dropped}, {"cancelled", s.Cancelled}, {"cancelled_unsent", s.CancelledUnsent},
-		{"cancelled_at_end", s.CancelledAtEnd}, {"cancelled_thinking", s.CancelledThinking}, {"left_over_unsent", s.LeftOverUnsent}, {"dropped_late", s.DroppedLate},
+		{"cancelled_at_end", s.CancelledAtEnd}, {"cancelled_thinking", s.CancelledThinking}, {"interrupted_thinking", s.InterruptedThinking}, {"left_over_unsent", s.LeftOverUnsent}, {"dropped_late", s.DroppedLate},
 		{"timeouts", s.Timeouts}, {"late", s.Late}, {"unknown_id", s.UnknownID}, {"duplicate_id", s.DuplicateID}, {"connections_opened", s.ConnectionsOpened},
 		{"reconnects", s.Reconnects}, {"goaway_retries", s.GoAwayRetries}, {"connect_failures", s.ConnectFailures}, {"responded", s.Responded},
 	} {
@@ -474,6 +481,9 @@ func (s *Summary) Check() error {
 	}
 	if s.CancelledThinking > s.CancelledAtEnd {
 		bad("cancelled_thinking %d > cancelled_at_end %d", s.CancelledThinking, s.CancelledAtEnd)
+	}
+	if s.InterruptedThinking > s.Cancelled-s.CancelledUnsent-s.CancelledAtEnd {
+		bad("interrupted_thinking %d > cancelled %d − cancelled_unsent %d − cancelled_at_end %d", s.InterruptedThinking, s.Cancelled, s.CancelledUnsent, s.CancelledAtEnd)
 	}
 	if s.Responded > s.Requests {
 		bad("responded %d > requests %d", s.Responded, s.Requests)

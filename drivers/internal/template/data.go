@@ -187,6 +187,10 @@ func LoadData(path string) (*Data, error) {
 }
 
 func parseCSV(b []byte) (*Data, error) {
+	// A UTF-8 byte order mark, as spreadsheets export, is no part of the
+	// first column's name (it made "user" unfindable, and invisible in
+	// the message).
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 	r := csv.NewReader(bytes.NewReader(b))
 	recs, err := r.ReadAll()
 	if err != nil {

@@ -133,3 +133,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestDataCSVByteOrderMark, from the breaker: a CSV exported with a UTF-8
+// byte order mark (as spreadsheets do) had no column "user": the mark
+// was part of its name, and invisible in the message.
+func TestDataCSVByteOrderMark(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "u.csv")
+	os.WriteFile(file, []byte("\xef\xbb\xbfuser,password\nann,pw\n"), 0o644)
+	d, err := LoadData(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(`{{data.user}}`, d); err != nil {
+		t.Errorf("the first column of a CSV with a byte order mark: %v", err)
+	}
+}
