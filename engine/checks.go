@@ -31,9 +31,10 @@ type Warning struct {
 	// Message says what was seen and what it means.
 	Message string `json:"message"`
 	// Invalidates is true when the warning means the measurement cannot
-	// support a verdict (the load generator itself was the bottleneck):
-	// a run that would pass is then inconclusive (docs/design.md, "Rules
-	// and verdicts").
+	// support a verdict (the load generator itself was the bottleneck,
+	// arrivals were left over, a baseline counts other things, …): a run
+	// that would pass is then inconclusive (docs/design.md, "Rules and
+	// verdicts"), and the reports say why from the warnings' codes.
 	Invalidates bool `json:"invalidates,omitempty"`
 }
 

@@ -8,11 +8,12 @@ import (
 )
 
 // Describe renders the plan for `runner plan`: per phase the model,
-// connections, rate schedule, in-flight cap, bound, expected requests and
-// expected time, then the totals.
+// connections, rate schedule, in-flight cap, bound, expected requests (or
+// iterations, with flows: Counted) and expected time, then the totals.
 func (pl *Plan) Describe() string {
 	var b strings.Builder
 	sc := pl.Scenario
+	what := pl.Counted()
 	fmt.Fprintf(&b, "plan for %s (%s): %d repeat(s) of %d phase(s)\n", sc.Name, sc.File, pl.Repeats, len(pl.Phases))
 	for _, p := range pl.Phases {
 		fmt.Fprintf(&b, "  phase %d %q", p.Index+1, p.Name)
@@ -42,7 +43,7 @@ func (pl *Plan) Describe() string {
 				p.Connections, p.Inflight, map[bool]string{false: "queue", true: "drop"}[p.Drop])
 			switch {
 			case p.Rate.From == 0 && p.Rate.To == 0:
-				fmt.Fprintf(&b, "    rate         0/s: a pause of %s, 0 requests (the connections stay open)\n", p.Duration)
+				fmt.Fprintf(&b, "    rate         0/s: a pause of %s, 0 %s (the connections stay open)\n", p.Duration, what)
 			case p.Rate.From == p.Rate.To:
 				fmt.Fprintf(&b, "    rate         %s/s constant, %s arrivals\n", num(p.Rate.From), p.Arrivals)
 			case p.Rate.From == 0 && p.Arrivals == "uniform":
@@ -57,16 +58,16 @@ func (pl *Plan) Describe() string {
 			bound = append(bound, "duration "+p.Duration.String())
 		}
 		if p.Requests > 0 {
-			bound = append(bound, fmt.Sprintf("%d requests", p.Requests))
+			bound = append(bound, fmt.Sprintf("%d %s", p.Requests, what))
 		}
 		fmt.Fprintf(&b, "    bound        %s (then the drain: arrivals still waiting are sent for up to %s, the timeout, and each sent request ends by its own timeout)\n", strings.Join(bound, " or "), p.Grace)
 		switch {
 		case p.ExpectedRequests >= 0:
-			fmt.Fprintf(&b, "    expected     %d requests", p.ExpectedRequests)
+			fmt.Fprintf(&b, "    expected     %d %s", p.ExpectedRequests, what)
 		case p.Requests > 0:
-			fmt.Fprintf(&b, "    expected     at most %d requests (closed model: the rest depends on the target)", p.Requests)
+			fmt.Fprintf(&b, "    expected     at most %d %s (closed model: the rest depends on the target)", p.Requests, what)
 		default:
-			b.WriteString("    expected     requests depend on the target (closed model)")
+			fmt.Fprintf(&b, "    expected     %s depend on the target (closed model)", what)
 		}
 		if p.ExpectedDuration >= 0 {
 			fmt.Fprintf(&b, "; time %s\n", p.ExpectedDuration)
@@ -89,11 +90,11 @@ func (pl *Plan) Describe() string {
 		total += p.ExpectedRequests
 	}
 	if total >= 0 {
-		fmt.Fprintf(&b, "expected requests: %d per repeat, %d in all\n", total, total*int64(pl.Repeats))
+		fmt.Fprintf(&b, "expected %s: %d per repeat, %d in all\n", what, total, total*int64(pl.Repeats))
 	}
 	if len(pl.FlowSteps) > 0 {
 		// The counts above are arrivals: with flows, iterations.
-		fmt.Fprintf(&b, "flows: each request counted above is one iteration of a flow, an HTTP request per step it reaches (steps: %s)\n", strings.Join(pl.FlowSteps, ", "))
+		fmt.Fprintf(&b, "flows: each iteration counted above runs one flow, an HTTP request per step it reaches (steps: %s)\n", strings.Join(pl.FlowSteps, ", "))
 	}
 	for _, set := range []struct {
 		what  string
@@ -110,6 +111,17 @@ func (pl *Plan) Describe() string {
 	return b.String()
 }
 
+// Counted is what the plan's arrivals are, in words: "iterations" when
+// the scenario has flows (each arrival runs one iteration of one flow,
+// an HTTP request per step it reaches), else "requests". A phase's
+// `requests` bound and expected count count them.
+func (pl *Plan) Counted() string {
+	if len(pl.FlowSteps) > 0 {
+		return "iterations"
+	}
+	return "requests"
+}
+
 func num(f float64) string {
 	if f == math.Trunc(f) {
 		return fmt.Sprintf("%d", int64(f))
@@ -123,6 +135,7 @@ func num(f float64) string {
 // one instant (Runner.StartAt) start each phase, with gap (Timetable).
 func (pl *Plan) DescribeSegment(s Segment, gap time.Duration) string {
 	var b strings.Builder
+	what := pl.Counted()
 	fmt.Fprintf(&b, "segment %s of this plan (runner run --segment %s):\n", s, s)
 	for i := range pl.Phases {
 		whole := &pl.Phases[i]
@@ -139,10 +152,10 @@ func (pl *Plan) DescribeSegment(s Segment, gap time.Duration) string {
 			fmt.Fprintf(&b, "; arrivals i with i mod %d = %d, each at its instant in the whole schedule", s.N, s.K)
 		}
 		if whole.Requests > 0 {
-			fmt.Fprintf(&b, "; %d of the %d requests bound", p.Requests, whole.Requests)
+			fmt.Fprintf(&b, "; %d of the %d %s bound", p.Requests, whole.Requests, what)
 		}
 		if whole.ExpectedRequests >= 0 {
-			fmt.Fprintf(&b, "; %d of %d expected requests", p.ExpectedRequests, whole.ExpectedRequests)
+			fmt.Fprintf(&b, "; %d of %d expected %s", p.ExpectedRequests, whole.ExpectedRequests, what)
 		}
 		b.WriteString("\n")
 	}

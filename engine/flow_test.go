@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -468,8 +469,23 @@ func TestFlow_PlanSaysIterations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out := pl.Describe(); !strings.Contains(out, "one iteration of a flow") || !strings.Contains(out, "steps: login, items") {
-		t.Errorf("plan of a flow scenario:\n%s\nwant it to say its requests are iterations, and name the steps", out)
+	out := pl.Describe()
+	if !strings.Contains(out, "each iteration counted above runs one flow") || !strings.Contains(out, "steps: login, items") {
+		t.Errorf("plan of a flow scenario:\n%s\nwant it to say its arrivals are iterations, and name the steps", out)
+	}
+	// The reviewer's `runner plan`: "expected 6000 requests" for 6000
+	// iterations.
+	for _, want := range []string{"    expected     10 iterations; time 1s\n", "expected iterations: 10 per repeat, 10 in all\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan of a flow scenario lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, " requests") {
+		t.Errorf("plan of a flow scenario counts requests:\n%s", out)
+	}
+	seg := pl.DescribeSegment(Segment{K: 0, N: 2}, time.Second)
+	if !strings.Contains(seg, "; 5 of 10 expected iterations") {
+		t.Errorf("segment of a flow scenario:\n%s\nwant its share of the expected iterations", seg)
 	}
 }
 
@@ -522,6 +538,36 @@ func TestFlow_LateWakeUpIsTheGenerators(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestFlow_DocsSayWhatTheMixAndIdentityAre: the design notes and the
+// README state the flows' identity alike, as the engine keeps it
+// (arrivals == ok + errors + dropped + left_over; the design said
+// requests + dropped + left_over), and neither says the mix runs over
+// "the global arrival sequence" in any Σweights consecutive arrivals: it
+// runs in blocks of Σweights global iteration numbers
+// (TestFlow_SegmentsRunOneGeneratorsMix).
+func TestFlow_DocsSayWhatTheMixAndIdentityAre(t *testing.T) {
+	for _, file := range []string{"../docs/design.md", "../README.md"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(strings.Fields(string(b)), " ")
+		for _, want := range []string{
+			"`arrivals == ok + errors + dropped + left_over` holds for iterations",
+			"blocks of Σweights",
+		} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s lacks %q", file, want)
+			}
+		}
+		for _, bad := range []string{"`arrivals == requests + dropped + left_over`", "global arrival sequence", "in any Σweights consecutive"} {
+			if strings.Contains(text, bad) {
+				t.Errorf("%s says %q", file, bad)
+			}
+		}
 	}
 }
 

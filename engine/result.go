@@ -67,7 +67,7 @@ type PhaseResult struct {
 	// its think time (past the step's due instant); 0 without flows. The
 	// delay is inside that step's response time, which counts from when
 	// the step came due.
-	StepLatenessMax time.Duration `json:"step_lateness_max,omitempty"`
+	StepLatenessMax time.Duration `json:"step_lateness_max_ns,omitempty"`
 	// LateSteps counts the flow steps woken more than LatenessLimit after
 	// they came due: the generator's delay, not the target's. They weigh
 	// against ThinkWakeups.

@@ -440,11 +440,13 @@ func errorsChart(title string, s *measure.Summary) chart {
 // included (engine.FlowLittleCounts), and says so.
 func inSystemChart(title string, s *measure.Summary, flow bool) chart {
 	tl, step := bucketed(s.Timeline)
-	what, inflight, ylabel := "in system", "mean in-flight over the phase", "requests"
+	what, short, inflight, ylabel := "in system", "in system", "mean in-flight over the phase", "requests"
 	if flow {
-		what, inflight, ylabel = engine.FlowLittleCounts, "mean iterations in progress over the phase", "iterations"
+		// The legend's label is short (the title says what it counts):
+		// a long one wraps its value onto a line of its own.
+		what, short, inflight, ylabel = engine.FlowLittleCounts, "in progress", "mean iterations in progress over the phase", "iterations"
 	}
-	ss := []stepSeries{{label: what + " (ok, λ·W " + per(step) + ")", color: colorMean,
+	ss := []stepSeries{{label: short + " (ok, λ·W " + per(step) + ")", color: colorMean,
 		value: func(b measure.TimelineBucket) float64 { return b.ResponseSum.Seconds() }}}
 	if s.Elapsed > 0 && len(tl) > 0 {
 		m := s.InflightMean()

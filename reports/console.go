@@ -117,6 +117,7 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 		title += " · INTERRUPTED"
 	}
 	c.f("\n%s\n", title)
+	what := counted(pr)
 	if isFlow(pr) {
 		c.f("  flow          figures per iteration (an arrival runs one flow: intended start to the last step's completion, think times included); per step below\n")
 	}
@@ -138,12 +139,12 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 		if p.Arrivals == "poisson" {
 			planned = fmt.Sprintf(" (Poisson draw; planned %s/s)", rate(p.PlannedOfferedRate()))
 		}
-		c.f("  load          offered %s/s%s, achieved %s/s%s; arrivals %d = requests %d + dropped %d%s; %d connection(s) × in-flight %d\n",
-			rate(off), planned, rate(s.AchievedRate()), sentOver, s.Arrivals, s.Requests, s.Dropped, unsent, pr.ConnectionsRequested, p.Inflight)
+		c.f("  load          offered %s/s%s, achieved %s/s%s; arrivals %d = %s %d + dropped %d%s; %d connection(s) × in-flight %d\n",
+			rate(off), planned, rate(s.AchievedRate()), sentOver, s.Arrivals, what, s.Requests, s.Dropped, unsent, pr.ConnectionsRequested, p.Inflight)
 	default:
-		c.f("  load          %d connection(s), achieved %s/s, %d requests\n", pr.ConnectionsRequested, rate(s.AchievedRate()), s.Requests)
+		c.f("  load          %d connection(s), achieved %s/s, %d %s\n", pr.ConnectionsRequested, rate(s.AchievedRate()), s.Requests, what)
 	}
-	c.f("  throughput    %s/s (%d ok of %d requests, completed over %s; failures never count)\n", rate(s.Throughput()), s.OK, s.Requests, s.CompletionWindow().Round(time.Millisecond))
+	c.f("  throughput    %s/s (%d ok of %d %s, completed over %s; failures never count)\n", rate(s.Throughput()), s.OK, s.Requests, what, s.CompletionWindow().Round(time.Millisecond))
 	c.f("  response time %s%s\n", distLine(&s.Response), rulePercentilesLine(&s.Response, c.r.Plan))
 	c.f("  service time  %s%s\n", distLine(&s.Service), rulePercentilesLine(&s.Service, c.r.Plan))
 	if p.Model == engine.Open {
@@ -163,11 +164,11 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 		c.f("  left over     %d arrivals (%d never sent by the drain's bound, the timeout %s after the phase's end; %s): response times censored, each ≥ its wait so far (≥ %s, median ≥ %s); in no latency figure\n",
 			n, s.LeftOverUnsent, dur(p.Grace), engine.LeftOverCut(s), dur(lo), dur(med))
 	}
-	if n := s.Cancelled - s.CancelledUnsent - s.CancelledAtEnd; n > 0 {
+	if n := interruptCancelled(s) - s.CancelledUnsent; n > 0 {
 		if th := s.InterruptedThinking; th > 0 {
-			c.f("  cancelled     %d sent iterations (when the run was interrupted: %d with a request in flight, %d between steps (thinking); not target errors)\n", n, n-th, th)
+			c.f("  cancelled     %d sent %s (when the run was interrupted: %d with a request in flight, %d between steps (thinking); not target errors)\n", n, what, n-th, th)
 		} else {
-			c.f("  cancelled     %d sent requests (in flight when the run was interrupted; not target errors)\n", n)
+			c.f("  cancelled     %d sent %s (in flight when the run was interrupted; not target errors)\n", n, what)
 		}
 	}
 	if s.Late+s.UnknownID+s.DuplicateID > 0 || len(s.ClosesByCode) > 0 {
@@ -335,6 +336,19 @@ func breakdown(s *measure.Summary) string {
 	return "  by class: " + counts(s.ErrorsByClass) + "  by code: " + counts(s.ErrorsByCode)
 }
 
+// interruptCancelled is the part of s's cancelled arrivals that an
+// interrupt cancelled, sent or not: Cancelled − CancelledAtEnd. The rest
+// (CancelledAtEnd) the drain's end cut, and they are left over
+// (Summary.LeftOver): every report counts them there, once.
+func interruptCancelled(s *measure.Summary) int64 { return s.Cancelled - s.CancelledAtEnd }
+
+// leftOverHow says how s's left-over arrivals were left, as the console
+// says it: "N never sent, " then engine.LeftOverCut ("M cut in flight",
+// "K cut between steps (thinking)").
+func leftOverHow(s *measure.Summary) string {
+	return fmt.Sprintf("%d never sent, %s", s.LeftOverUnsent, engine.LeftOverCut(s))
+}
+
 func counts(m map[string]int64) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -373,17 +387,32 @@ func (c *consoleWriter) acrossRepeats() {
 			c.f("\nacross repeats: median [min – max]; percentiles are never averaged; the median of an even count is the worse middle value\n")
 			header = true
 		}
-		show := func(name string, format func(float64) string) string {
+		// show is the median (marked "*" with mark) [min – max] of name.
+		show := func(name string, format func(float64) string, mark string) string {
 			m, ok := ps.Metrics[name]
 			if !ok {
 				return "n/a"
 			}
-			return fmt.Sprintf("%s [%s – %s]", format(m.Median), format(m.Min), format(m.Max))
+			return fmt.Sprintf("%s%s [%s – %s]", format(m.Median), mark, format(m.Min), format(m.Max))
 		}
 		ms := func(v float64) string { return dur(time.Duration(v * float64(time.Millisecond))) }
+		// A percentile's median is marked as the repeats' lines mark it
+		// when, in at least one repeat, it had too few samples.
+		fewest := int64(-1)
+		for _, pr := range c.r.Result.Phases {
+			if n := pr.Summary.Response.Count(); pr.Phase.Name == ps.Phase && !pr.Interrupted && (fewest < 0 || n < fewest) {
+				fewest = n
+			}
+		}
+		thin := func(q float64) string {
+			if fewest < metric.MinSamples(q) {
+				return "*"
+			}
+			return ""
+		}
 		c.f("  %-12s n=%d  throughput %s/s  p50 %s  p99 %s  errors %s\n", ps.Phase, len(ps.Repeats),
-			show("throughput", rate), show("p50_ms", ms), show("p99_ms", ms),
-			show("errors", func(v float64) string { return fmt.Sprintf("%g", v) }))
+			show("throughput", rate, ""), show("p50_ms", ms, thin(50)), show("p99_ms", ms, thin(99)),
+			show("errors", func(v float64) string { return fmt.Sprintf("%g", v) }, ""))
 		c.stepsAcross(ps.Phase)
 	}
 }
@@ -402,7 +431,7 @@ func (c *consoleWriter) stepsAcross(phase string) {
 				if f.title == "ok" || f.title == "max" {
 					continue // the phase's line shows neither
 				}
-				c.f("  %s %s", f.title, f.spreadCell(st.Figures[i]))
+				c.f("  %s %s", f.title, f.spreadCell(st.Figures[i], st.Fewest))
 			}
 			c.f("\n")
 		}

@@ -426,7 +426,7 @@ func (sec *phaseSection) stepTable(red func(string) string, prs []*engine.PhaseR
 	for _, st := range ps.Steps {
 		row := stepRowHTML{Repeat: fmt.Sprintf("median [min – max] of %d", len(ps.Repeats)), Flow: red(st.Flow), Name: red(st.Name)}
 		for i, f := range stepFigures {
-			v, rng := f.spreadParts(st.Figures[i])
+			v, rng := f.spreadParts(st.Figures[i], st.Fewest)
 			row.Cells = append(row.Cells, headCell{Value: v, Range: rng})
 		}
 		sec.StepRows = append(sec.StepRows, row)
@@ -543,7 +543,11 @@ func phaseRows(prs []*engine.PhaseResult, spread *engine.PhaseSpread) []metricRo
 	})
 	group("throughput")
 	row("throughput (ok /s)", "throughput", rate, func(pr *engine.PhaseResult) string { return rate(pr.Summary.Throughput()) })
-	row("ok of requests", "", nil, func(pr *engine.PhaseResult) string {
+	okOf := "ok of requests"
+	if slices.ContainsFunc(prs, isFlow) {
+		okOf = "ok of iterations"
+	}
+	row(okOf, "", nil, func(pr *engine.PhaseResult) string {
 		return fmt.Sprintf("%d of %d", pr.Summary.OK, pr.Summary.Requests)
 	})
 	if slices.ContainsFunc(prs, isFlow) {
@@ -581,9 +585,14 @@ func phaseRows(prs []*engine.PhaseResult, spread *engine.PhaseSpread) []metricRo
 	row("by class", "", nil, func(pr *engine.PhaseResult) string { return orNone(counts(pr.Summary.ErrorsByClass)) })
 	row("by code", "", nil, func(pr *engine.PhaseResult) string { return orNone(counts(pr.Summary.ErrorsByCode)) })
 	row("dropped", "dropped", num, func(pr *engine.PhaseResult) string { return fmt.Sprint(pr.Summary.Dropped) })
-	row("left over (censored)", "", nil, func(pr *engine.PhaseResult) string { return fmt.Sprint(pr.Summary.LeftOver()) })
+	row("left over (censored)", "", nil, func(pr *engine.PhaseResult) string {
+		if n := pr.Summary.LeftOver(); n > 0 {
+			return fmt.Sprintf("%d (%s)", n, leftOverHow(pr.Summary))
+		}
+		return "0"
+	})
 	row("cancelled (sent, interrupted)", "", nil, func(pr *engine.PhaseResult) string {
-		return fmt.Sprint(pr.Summary.Cancelled - pr.Summary.CancelledUnsent - pr.Summary.CancelledAtEnd)
+		return fmt.Sprint(interruptCancelled(pr.Summary) - pr.Summary.CancelledUnsent)
 	})
 	group("little's law")
 	row("λ·W", "little_l", l2, func(pr *engine.PhaseResult) string { return littleL(engine.Little(pr)) })
@@ -685,6 +694,8 @@ th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0;font-weight:600}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.steps td:first-child{white-space:nowrap}
+.scroll{overflow-x:auto;max-width:100%}
+table.phase td.num{white-space:normal}
 tr.group td{background:#f6f6f6;font-weight:600;color:#444}
 table.kv th{width:9em}
 .pass{color:#2e7d32;font-weight:600}.fail{color:#c62828;font-weight:600}.inconclusive{color:#ef6c00;font-weight:600}.none{color:#999}
@@ -759,12 +770,12 @@ footer{margin-top:30px;color:#888;font-size:12px}
 {{define "phase"}}
 <h2>phase {{.Name}}</h2>
 <div class="meta">{{.Meta}}</div>
-<table>
+<div class="scroll"><table class="phase">
 <tr><th>metric</th>{{range .Columns}}<th>{{.}}</th>{{end}}{{if .Across}}<th>median [min – max] across repeats</th>{{end}}</tr>
 {{$across := .Across}}{{$span := .Span}}
 {{range .Rows}}{{if .Group}}<tr class="group"><td colspan="{{$span}}">{{.Label}}</td></tr>
 {{else}}<tr><td>{{.Label}}</td>{{range .Cells}}<td class="num">{{.}}</td>{{end}}{{if $across}}<td class="num">{{.Across}}</td>{{end}}</tr>
-{{end}}{{end}}</table>
+{{end}}{{end}}</table></div>
 <div class="reason">* too few samples for this percentile to mean much (fewer than 10/(1−p)). Percentiles are never averaged across repeats; the median of an even count is the worse middle value.</div>
 {{if .StepRows}}<h3>flow steps</h3>
 <div class="caption">{{.StepsNote}}</div>

@@ -184,3 +184,54 @@ func TestHTMLStepsDrawn(t *testing.T) {
 		t.Errorf("a chart was not drawn:\n%s", regexp.MustCompile(`chart not drawn: [^<]*`).FindAllString(dom, -1))
 	}
 }
+
+// TestHTMLFlowPageFitsIn1400: the reviewer's page of a flow run of three
+// repeats, in headless Chromium 1400 px wide. No table reaches past the
+// page's right edge unless it scrolls in a box of its own (the defect:
+// the per-repeat phase table was wider than the page, repeat 3 cut
+// off), and no chart's legend puts a series' value on a line below its
+// label (the defect: the in-system label "iterations in progress,
+// thinking included (ok, λ·W per second)" wrapped its value).
+func TestHTMLFlowPageFitsIn1400(t *testing.T) {
+	bin := findChromium(t)
+	r := flowFixture(t)
+	third := *r.Result.Phases[1]
+	third.Repeat = 3
+	r.Result.Phases = append(r.Result.Phases, &third)
+	r.Scenario.Repeats, r.Plan.Repeats = 3, 3
+	r.Verdict = engine.Judge(r.Plan, r.Result)
+	r.Across = engine.Across(r.Result)
+	doc := renderHTML(t, r)
+	// Measured after the page's own scripts have drawn the charts.
+	const measure = `<script>
+window.addEventListener("load", function(){
+  var w = document.documentElement.clientWidth, out = [];
+  document.querySelectorAll('table').forEach(function(t, i){
+    var box = t.parentElement, s = getComputedStyle(box);
+    var scrolls = (s.overflowX === 'auto' || s.overflowX === 'scroll') && box.getBoundingClientRect().right <= w + 1;
+    if (t.getBoundingClientRect().right > w + 1 && !scrolls) out.push('table ' + i + ' ends at ' + Math.round(t.getBoundingClientRect().right) + ' px');
+  });
+  document.querySelectorAll('.u-legend .u-series').forEach(function(row){
+    var l = row.querySelector('.u-label'), v = row.querySelector('.u-value');
+    if (l && v && v.getBoundingClientRect().top >= l.getBoundingClientRect().bottom - 1) out.push('legend "' + l.textContent + '" wraps its value');
+  });
+  document.body.setAttribute('data-fit', out.length ? out.join('; ') : 'ok');
+});
+</script>
+</body>`
+	page := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(page, []byte(strings.Replace(doc, "</body>", measure, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := string(headless(t, bin, page, "--dump-dom", "--window-size=1400,1200"))
+	if out := os.Getenv("RUNNER_HTML_OUT"); out != "" {
+		_ = os.WriteFile(filepath.Join(out, "TestHTMLFlowPageFitsIn1400.html"), []byte(doc), 0o644)
+	}
+	m := regexp.MustCompile(`data-fit="([^"]*)"`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatal("the measuring script did not run")
+	}
+	if m[1] != "ok" {
+		t.Errorf("at 1400 px: %s", m[1])
+	}
+}

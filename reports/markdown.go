@@ -166,30 +166,42 @@ func invalidatingWarnings(r *Run) []engine.Warning {
 	return out
 }
 
+// invalidPhrases says, per code of an invalidating warning
+// (engine.Warning.Invalidates), in a few words why it keeps a run from a
+// pass. The codes of a load generator that was the bottleneck share one
+// phrase.
+var invalidPhrases = map[string]string{
+	"censored":             "arrivals were left over (the figures censor the longest waits)",
+	"connections-missing":  "the requested concurrency was not reached",
+	"baseline-flows":       "rules compare figures with a baseline's that count other things (flow iterations against single requests, or other steps)",
+	"late-start":           "a phase started late on its timetable and lost part of its window",
+	"schedule-lateness":    generatorPhrase,
+	"step-lateness":        generatorPhrase,
+	"client-cpu":           generatorPhrase,
+	"segment-generator":    generatorPhrase,
+	"segments-apart":       "the segments did not run their load together",
+	"clock-unsynchronised": "the segments' clocks were not synchronised, so nothing bounds how far apart they ran",
+	"segment-slots":        "the segments dropped arrivals that one generator might have sent",
+}
+
+// generatorPhrase is the invalidPhrases entry of a load generator that
+// was the bottleneck.
+const generatorPhrase = "the load generator was the bottleneck"
+
 // invalidReason says in a few words why the run's invalidating warnings
-// keep it from a pass, one phrase per kind: censored figures (arrivals
-// left over or dropped) or a load generator that was the bottleneck.
+// keep it from a pass: one phrase per kind (invalidPhrases), in the
+// order the warnings first name them; a kind without a phrase is named
+// by its code.
 func invalidReason(r *Run) string {
-	var censored, missing, generator bool
-	for _, w := range invalidatingWarnings(r) {
-		switch w.Code {
-		case "censored":
-			censored = true
-		case "connections-missing":
-			missing = true
-		default:
-			generator = true
-		}
-	}
 	var why []string
-	if censored {
-		why = append(why, "arrivals were left over (the figures censor the longest waits)")
-	}
-	if missing {
-		why = append(why, "the requested concurrency was not reached")
-	}
-	if generator {
-		why = append(why, "the load generator was the bottleneck")
+	for _, w := range invalidatingWarnings(r) {
+		phrase, ok := invalidPhrases[w.Code]
+		if !ok {
+			phrase = fmt.Sprintf("a %s warning invalidates the measurement", w.Code)
+		}
+		if !slices.Contains(why, phrase) {
+			why = append(why, phrase)
+		}
 	}
 	if len(why) == 0 {
 		return "the measurement cannot support a verdict"
@@ -296,6 +308,20 @@ func (m *mdWriter) phaseTitle(name string, flow, warmup bool) string {
 	return s
 }
 
+// countedColumn is the title of the per-repeat tables' column of the
+// phases' own counts: Iterations when every phase ran flows, Requests
+// when none did, both when some did (their rows say "(iterations)").
+func (m *mdWriter) countedColumn() string {
+	prs := m.r.Result.Phases
+	switch {
+	case !slices.ContainsFunc(prs, isFlow):
+		return "Requests"
+	case slices.ContainsFunc(prs, func(pr *engine.PhaseResult) bool { return !isFlow(pr) }):
+		return "Requests / iterations"
+	}
+	return "Iterations"
+}
+
 // phaseLabel names a (repeat, phase) for the per-repeat tables.
 func (m *mdWriter) phaseLabel(pr *engine.PhaseResult) string {
 	s := m.phaseTitle(pr.Phase.Name, isFlow(pr), pr.Phase.Warmup)
@@ -307,8 +333,13 @@ func (m *mdWriter) phaseLabel(pr *engine.PhaseResult) string {
 
 func (m *mdWriter) load() {
 	m.f("### Load and throughput\n\n")
-	m.f("Throughput counts ok responses only, per second of the time in which they completed (the phase plus its drain); achieved is requests sent per second of the time in which they were sent; offered is the planned (or drawn) arrival rate of an open phase over its own length. Left over: arrivals neither answered nor failed when the drain ran out (censored).\n\n")
-	m.f("| Phase | Repeat | Model | Offered /s | Achieved /s | Throughput /s | Requests | OK | Dropped | Left over | Connections | Duration |\n")
+	if slices.ContainsFunc(m.r.Result.Phases, isFlow) {
+		// Runs of flows: every phase's own figures count iterations.
+		m.f("In a phase that ran flows (marked iterations) the figures count iterations: throughput counts ok iterations only, per second of the time in which they completed (the phase plus its drain); achieved is iterations started (first step sent) per second of the time in which they were started; offered is the planned (or drawn) arrival rate of an open phase over its own length, an arrival being one iteration. Left over: arrivals neither finished nor failed when the drain ran out (censored).\n\n")
+	} else {
+		m.f("Throughput counts ok responses only, per second of the time in which they completed (the phase plus its drain); achieved is requests sent per second of the time in which they were sent; offered is the planned (or drawn) arrival rate of an open phase over its own length. Left over: arrivals neither answered nor failed when the drain ran out (censored).\n\n")
+	}
+	m.f("| Phase | Repeat | Model | Offered /s | Achieved /s | Throughput /s | %s | OK | Dropped | Left over | Connections | Duration |\n", m.countedColumn())
 	m.f("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, pr := range m.r.Result.Phases {
 		s := pr.Summary
@@ -328,6 +359,14 @@ func (m *mdWriter) load() {
 			offered, rate(s.AchievedRate()), rate(s.Throughput()), s.Requests, s.OK, s.Dropped, s.LeftOver(), conns, length)
 	}
 	m.f("\n")
+	for _, pr := range m.r.Result.Phases {
+		if n := pr.Summary.LeftOver(); n > 0 {
+			m.f("- Left over in %s, repeat %d: %d of %d arrivals (%s).\n", m.phaseLabel(pr), pr.Repeat, n, pr.Summary.Arrivals, leftOverHow(pr.Summary))
+		}
+	}
+	if slices.ContainsFunc(m.r.Result.Phases, func(pr *engine.PhaseResult) bool { return pr.Summary.LeftOver() > 0 }) {
+		m.f("\n")
+	}
 }
 
 func (m *mdWriter) latency() {
@@ -340,7 +379,11 @@ func (m *mdWriter) latency() {
 		m.f("No phase finished: no latency to show.\n\n")
 		return
 	}
-	m.f("Response time of ok requests (from the intended start). With several repeats each cell is the median [min – max] across them: percentiles are never averaged, and the median of an even count is the worse middle value. Interrupted phases are left out.\n\n")
+	what := "ok requests (from the intended start)"
+	if slices.ContainsFunc(m.r.Result.Phases, isFlow) {
+		what = "ok iterations (from the intended start to the last step's completion, think times included)"
+	}
+	m.f("Response time of %s. With several repeats each cell is the median [min – max] across them: percentiles are never averaged, and the median of an even count is the worse middle value. Interrupted phases are left out.\n\n", what)
 	m.f("| Phase | Repeats | Samples |")
 	cols := responseStats()
 	for _, c := range cols {
@@ -434,7 +477,7 @@ func (m *mdWriter) steps() {
 			for _, st := range ps.Steps {
 				m.f("| median [min – max] of %d | %s | %s |", len(ps.Repeats), m.t(st.Flow), m.t(st.Name))
 				for i, f := range stepFigures {
-					m.f(" %s |", f.spreadCell(st.Figures[i]))
+					m.f(" %s |", strings.ReplaceAll(f.spreadCell(st.Figures[i], st.Fewest), "*", "\\*"))
 				}
 				m.f("\n")
 			}
@@ -461,7 +504,7 @@ func (m *mdWriter) errors() {
 	m.f("### Errors\n\n")
 	var any bool
 	for _, pr := range m.r.Result.Phases {
-		if pr.Summary.Errors > 0 || pr.Summary.Cancelled > 0 {
+		if pr.Summary.Errors > 0 || interruptCancelled(pr.Summary) > 0 {
 			any = true
 		}
 	}
@@ -469,7 +512,8 @@ func (m *mdWriter) errors() {
 		m.f("No errors.\n\n")
 		return
 	}
-	m.f("| Phase | Repeat | Errors | Error rate | By class | By code | Cancelled |\n|---|---:|---:|---:|---|---|---:|\n")
+	// The drain's cuts are left over (the load table), not cancelled here.
+	m.f("| Phase | Repeat | Errors | Error rate | By class | By code | Cancelled (interrupted) |\n|---|---:|---:|---:|---|---|---:|\n")
 	for _, pr := range m.r.Result.Phases {
 		s := pr.Summary
 		er := "n/a"
@@ -477,7 +521,7 @@ func (m *mdWriter) errors() {
 			er = fmt.Sprintf("%.2f %%", 100*v)
 		}
 		m.f("| %s | %d | %d | %s | %s | %s | %d |\n", m.phaseLabel(pr), pr.Repeat, s.Errors, er,
-			m.t(mdOrDash(counts(s.ErrorsByClass))), m.t(mdOrDash(counts(s.ErrorsByCode))), s.Cancelled)
+			m.t(mdOrDash(counts(s.ErrorsByClass))), m.t(mdOrDash(counts(s.ErrorsByCode))), interruptCancelled(s))
 	}
 	m.f("\n")
 	var eg []string

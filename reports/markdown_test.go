@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"html"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/engine/rules"
 	"github.com/runner-dev/runner/internal/sysinfo"
 	"github.com/runner-dev/runner/schema"
 )
@@ -329,6 +331,47 @@ func TestMarkdownChartAxis(t *testing.T) {
 		}
 		if !strings.Contains(c[1], "plotColorPalette") {
 			t.Error("no palette: the default theme's line is near invisible")
+		}
+	}
+}
+
+// TestInvalidReasonNamesTheWarningsKinds: the reason an invalidating
+// warning gives for an inconclusive pass (console verdict line, Markdown
+// note, HTML banner, JUnit) is its own kind's, never the load generator's
+// unless a generator warning is among them; a kind without a phrase is
+// named by its code.
+func TestInvalidReasonNamesTheWarningsKinds(t *testing.T) {
+	for _, c := range []struct {
+		codes []string
+		want  string // in every report
+		not   string // in none
+	}{
+		{[]string{"baseline-flows"}, "flow iterations against single requests", "generator"},
+		{[]string{"censored", "baseline-flows"}, "arrivals were left over (the figures censor the longest waits), and rules compare figures with a baseline's", "generator"},
+		{[]string{"client-cpu", "step-lateness"}, "the load generator was the bottleneck", "and the load generator"},
+		{[]string{"made-up-kind"}, "a made-up-kind warning invalidates the measurement", "generator"},
+	} {
+		r := flowFixture(t)
+		r.Verdict.Status = rules.Pass
+		r.Outcome = "inconclusive"
+		for _, code := range c.codes {
+			r.Warnings = append(r.Warnings, engine.Warning{Code: code, Phase: "shop", Message: "phase shop: " + code, Invalidates: true})
+		}
+		con, md, page := consoleMarkdownHTML(t, r)
+		var ju bytes.Buffer
+		if err := JUnit(&ju, r); err != nil {
+			t.Fatal(err)
+		}
+		for name, out := range map[string]string{"console": con, "markdown": md, "html": html.UnescapeString(page), "junit": html.UnescapeString(ju.String())} {
+			line := ""
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(l, "every rule holds, but") || strings.Contains(l, "**Inconclusive:**") || strings.Contains(l, "inconclusive: ") {
+					line += l + "\n"
+				}
+			}
+			if !strings.Contains(strings.ReplaceAll(line, "\\", ""), c.want) || strings.Contains(line, c.not) {
+				t.Errorf("%v: %s says %q, want %q and no %q", c.codes, name, line, c.want, c.not)
+			}
 		}
 	}
 }

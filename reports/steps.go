@@ -87,18 +87,25 @@ func (f stepFigure) cell(s *measure.Summary) string {
 	if !ok {
 		return "n/a"
 	}
-	out := f.format(v)
-	if f.p > 0 && s.Response.Count() < metric.MinSamples(f.p) {
-		out += "*"
+	return f.format(v) + f.thinMark(s.Response.Count())
+}
+
+// thinMark is "*" when f is a percentile that samples response times are
+// too few for (metric.MinSamples), else "".
+func (f stepFigure) thinMark(samples int64) string {
+	if f.p > 0 && samples < metric.MinSamples(f.p) {
+		return "*"
 	}
-	return out
+	return ""
 }
 
 // spreadCell renders f across repeats: the value alone when there is
 // one repeat or they agree, else "median [min – max]"; "n/a" when no
-// repeat has it.
-func (f stepFigure) spreadCell(s engine.Spread) string {
-	v, rng := f.spreadParts(s)
+// repeat has it. The median of a percentile is marked "*" when, in at
+// least one repeat, the step had fewer samples than it needs (fewest,
+// as the phase's rows mark theirs).
+func (f stepFigure) spreadCell(s engine.Spread, fewest int64) string {
+	v, rng := f.spreadParts(s, fewest)
 	if rng == "" {
 		return v
 	}
@@ -106,22 +113,25 @@ func (f stepFigure) spreadCell(s engine.Spread) string {
 }
 
 // spreadParts is spreadCell in two parts: the median ("n/a" when no
-// repeat has the figure) and "[min – max]" ("" when they agree).
-func (f stepFigure) spreadParts(s engine.Spread) (median, rng string) {
+// repeat has the figure; marked "*" as spreadCell says) and
+// "[min – max]" ("" when they agree).
+func (f stepFigure) spreadParts(s engine.Spread, fewest int64) (median, rng string) {
 	switch {
 	case s.N == 0:
 		return "n/a", ""
 	case s.Min == s.Max:
-		return f.format(s.Median), ""
+		return f.format(s.Median) + f.thinMark(fewest), ""
 	}
-	return f.format(s.Median), fmt.Sprintf("[%s – %s]", f.format(s.Min), f.format(s.Max))
+	return f.format(s.Median) + f.thinMark(fewest), fmt.Sprintf("[%s – %s]", f.format(s.Min), f.format(s.Max))
 }
 
 // stepSpread is one flow step across the repeats that finished its phase:
-// one engine.Spread per stepFigures entry.
+// one engine.Spread per stepFigures entry, and the fewest response-time
+// samples (ok responses) the step had in any of those repeats.
 type stepSpread struct {
 	Flow, Name string
 	Figures    []engine.Spread
+	Fewest     int64
 }
 
 // phaseSteps is the flow steps of one phase across the repeats that
@@ -145,7 +155,12 @@ func stepsAcross(res *engine.Result) []phaseSteps {
 			ps.Repeats = append(ps.Repeats, pr.Repeat)
 		}
 		for _, st := range prs[0].Steps {
-			ss := stepSpread{Flow: st.Flow, Name: st.Name}
+			ss := stepSpread{Flow: st.Flow, Name: st.Name, Fewest: -1}
+			for _, pr := range prs {
+				if s := stepSummary(pr, st.Name); s != nil && (ss.Fewest < 0 || s.Response.Count() < ss.Fewest) {
+					ss.Fewest = s.Response.Count()
+				}
+			}
 			for _, f := range stepFigures {
 				var vs []float64
 				for _, pr := range prs {
@@ -191,6 +206,15 @@ func spreadOf(vs []float64, higherIsWorse bool) engine.Spread {
 
 // isFlow is true when pr ran flows: its own figures count iterations.
 func isFlow(pr *engine.PhaseResult) bool { return pr != nil && len(pr.Steps) > 0 }
+
+// counted is what pr's own figures count, in words: "iterations" for a
+// phase that ran flows (isFlow), else "requests".
+func counted(pr *engine.PhaseResult) string {
+	if isFlow(pr) {
+		return "iterations"
+	}
+	return "requests"
+}
 
 // stepsNote is the sentence every report puts beside per-step figures.
 const stepsNote = "The phase's own figures count iterations: an arrival runs one iteration of one flow, its response time from the intended start to the last step's completion, think times included; a failed step ends the iteration with that step's error. " +

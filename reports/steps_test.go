@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,9 +154,11 @@ func TestConsoleSteps(t *testing.T) {
 		// repeat 2
 		"login buy 50 50 0 6.000ms 10.600ms* 11.000ms* 11.000ms 5.0",
 		"pay buy 50 40 10 4.000ms 4.000ms* 4.000ms* 4.000ms 4.0",
-		// across repeats
-		"step login n=2 requests 50 errors 0 p50 6.000ms [5.000ms – 6.000ms] p95 10.600ms [9.600ms – 10.600ms] p99 11.000ms [10.000ms – 11.000ms] throughput 5.0",
-		"step pay n=2 requests 50 errors 10 [5 – 10] p50 4.000ms [3.000ms – 4.000ms] p95 4.000ms [3.000ms – 4.000ms] p99 4.000ms [3.000ms – 4.000ms] throughput 4.0 [4.0 – 4.5]",
+		// across repeats, percentiles marked * as the repeats' rows are
+		// (the defect: the marks were dropped): p95 and p99 of 50 and of
+		// 40 samples, not p50 (20 are enough)
+		"step login n=2 requests 50 errors 0 p50 6.000ms [5.000ms – 6.000ms] p95 10.600ms* [9.600ms – 10.600ms] p99 11.000ms* [10.000ms – 11.000ms] throughput 5.0",
+		"step pay n=2 requests 50 errors 10 [5 – 10] p50 4.000ms [3.000ms – 4.000ms] p95 4.000ms* [3.000ms – 4.000ms] p99 4.000ms* [3.000ms – 4.000ms] throughput 4.0 [4.0 – 4.5]",
 	)
 	// Phases without flows show no step table (the golden fixture).
 	b.Reset()
@@ -184,7 +187,7 @@ func TestMarkdownSteps(t *testing.T) {
 		"| 1 | buy | pay | 50 | 45 | 5 | 3.000ms | 3.000ms\\* | 3.000ms\\* | 3.000ms | 4.5 |\n",
 		"| 2 | buy | pay | 50 | 40 | 10 | 4.000ms | 4.000ms\\* | 4.000ms\\* | 4.000ms | 4.0 |\n",
 		"| 2 | peek | look | 25 | 25 | 0 | 2.000ms | 2.000ms\\* | 2.000ms\\* | 2.000ms | 2.5 |\n",
-		"| median [min – max] of 2 | buy | pay | 50 | 40 [40 – 45] | 10 [5 – 10] | 4.000ms [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.0 [4.0 – 4.5] |\n",
+		"| median [min – max] of 2 | buy | pay | 50 | 40 [40 – 45] | 10 [5 – 10] | 4.000ms [3.000ms – 4.000ms] | 4.000ms\\* [3.000ms – 4.000ms] | 4.000ms\\* [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.0 [4.0 – 4.5] |\n",
 	)
 	// A warmup phase's steps say so.
 	r.Plan.Phases[0].Warmup = true
@@ -293,9 +296,9 @@ func TestHTMLSteps(t *testing.T) {
 		"repeat 2 | buy | login | 50 | 50 | 0 | 6.000ms | 10.600ms* | 11.000ms* | 11.000ms | 5.0",
 		"repeat 2 | buy | pay | 50 | 40 | 10 | 4.000ms | 4.000ms* | 4.000ms* | 4.000ms | 4.0",
 		"repeat 2 | peek | look | 25 | 25 | 0 | 2.000ms | 2.000ms* | 2.000ms* | 2.000ms | 2.5",
-		"median [min – max] of 2 | buy | login | 50 | 50 | 0 | 6.000ms [5.000ms – 6.000ms] | 10.600ms [9.600ms – 10.600ms] | 11.000ms [10.000ms – 11.000ms] | 11.000ms [10.000ms – 11.000ms] | 5.0",
-		"median [min – max] of 2 | buy | pay | 50 | 40 [40 – 45] | 10 [5 – 10] | 4.000ms [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.0 [4.0 – 4.5]",
-		"median [min – max] of 2 | peek | look | 25 | 25 | 0 | 2.000ms | 2.000ms | 2.000ms | 2.000ms | 2.5",
+		"median [min – max] of 2 | buy | login | 50 | 50 | 0 | 6.000ms [5.000ms – 6.000ms] | 10.600ms* [9.600ms – 10.600ms] | 11.000ms* [10.000ms – 11.000ms] | 11.000ms [10.000ms – 11.000ms] | 5.0",
+		"median [min – max] of 2 | buy | pay | 50 | 40 [40 – 45] | 10 [5 – 10] | 4.000ms [3.000ms – 4.000ms] | 4.000ms* [3.000ms – 4.000ms] | 4.000ms* [3.000ms – 4.000ms] | 4.000ms [3.000ms – 4.000ms] | 4.0 [4.0 – 4.5]",
+		"median [min – max] of 2 | peek | look | 25 | 25 | 0 | 2.000ms | 2.000ms* | 2.000ms* | 2.000ms | 2.5",
 	}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Errorf("flow steps table:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
@@ -577,4 +580,110 @@ func TestHTMLStepBudgets(t *testing.T) {
 	if steps != 2 || pct != 2 {
 		t.Errorf("%d steps charts and %d percentile charts, want 2 of each", steps, pct)
 	}
+}
+
+// cutFixture is flowFixture's first repeat alone with its iterations
+// redone (the reviewer's cut.yaml): 40 arrivals, 30 iterations ok, and
+// 10 the drain's end cut between their two steps, while their virtual
+// users were thinking (left over, cut between steps; none interrupted).
+func cutFixture(t *testing.T) *Run {
+	t.Helper()
+	r := flowFixture(t)
+	pr := r.Result.Phases[0]
+	r.Result.Phases = r.Result.Phases[:1]
+	rec := measure.NewRecorder(1, measure.Options{Duration: 11 * time.Second})
+	for k := range 40 {
+		due := time.Duration(k) * 50 * time.Millisecond
+		rec.AddArrivals(1)
+		out, thinking := drivers.Outcome{Class: drivers.OK, Responded: true}, false
+		if k >= 30 {
+			out, thinking = drivers.Outcome{Class: drivers.Cancelled, Code: drivers.CodePhaseEnd}, true
+		}
+		rec.Record(0, &measure.Result{Seq: uint64(k + 1), Intended: due, Sent: due, Done: due + 1500*time.Millisecond, Outcome: out, Thinking: thinking})
+	}
+	pr.Summary = rec.Summary(2 * time.Second)
+	if s := pr.Summary; s.LeftOver() != 10 || s.CancelledThinking != 10 || s.Cancelled != 10 {
+		t.Fatalf("fixture: left over %d, thinking %d, cancelled %d; want 10 each", s.LeftOver(), s.CancelledThinking, s.Cancelled)
+	}
+	pr.Metrics = engine.MetricsOf(pr)
+	r.Verdict = engine.Judge(r.Plan, r.Result)
+	r.Across = engine.Across(r.Result)
+	r.Warnings = engine.Checks(r.Plan, r.Result)
+	return r
+}
+
+// TestCutIterationsSaidOnce: 10 iterations cut between steps at the
+// drain are left over, and every report says so once, as the console
+// does: "10 cut between steps (thinking)", never also 10 cancelled (the
+// reviewer saw Markdown's "Cancelled 10" beside "Left over 10", and the
+// TSV note cancelled=10,left_over=10).
+func TestCutIterationsSaidOnce(t *testing.T) {
+	r := cutFixture(t)
+	con, md, page := consoleMarkdownHTML(t, r)
+	mustHold(t, "console", con, "left over     10 arrivals (0 never sent", "10 cut between steps (thinking)")
+	if strings.Contains(con, "cancelled ") {
+		t.Errorf("console counts the cut iterations as cancelled too:\n%s", con)
+	}
+	mustHold(t, "markdown", md, "| 40 | 30 | 0 | 10 |", "- Left over in shop (iterations), repeat 1: 10 of 40 arrivals (0 never sent, 10 cut between steps (thinking)).", "No errors.")
+	if strings.Contains(md, "Cancelled") {
+		t.Errorf("markdown counts the cut iterations as cancelled too:\n%s", md)
+	}
+	text := fields(htmlText(t, page))
+	mustHold(t, "html", text, "left over (censored) 10 (0 never sent, 10 cut between steps (thinking))", "cancelled (sent, interrupted) 0")
+	rows := r.Rows(r.Result.Phases[0])
+	note := rows[0][slices.Index(Columns(), "note")]
+	if note != "iterations,left_over=10,left_over_thinking=10" {
+		t.Errorf("TSV note %q, want iterations,left_over=10,left_over_thinking=10", note)
+	}
+}
+
+// htmlText is the text of the page doc outside its scripts and styles,
+// its nodes joined by spaces.
+func htmlText(t *testing.T, doc string) string {
+	t.Helper()
+	root, err := html.Parse(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	walk(root, func(n *html.Node) {
+		if n.Type == html.TextNode && n.Parent != nil && n.Parent.Data != "script" && n.Parent.Data != "style" {
+			parts = append(parts, n.Data)
+		}
+	})
+	return strings.Join(parts, " ")
+}
+
+// TestFlowPhaseSaysIterations: the console and Markdown of a flow run
+// count its phases' own figures as iterations, never requests (the
+// reviewer's "1200 ok of 1200 requests", "arrivals 1200 = requests
+// 1200", "achieved is requests sent per second"); the HTML too.
+func TestFlowPhaseSaysIterations(t *testing.T) {
+	r := flowFixture(t)
+	con, md, page := consoleMarkdownHTML(t, r)
+	mustHold(t, "console", con, "arrivals 75 = iterations 75 + dropped 0;", "(70 ok of 75 iterations, completed over")
+	mustHold(t, "markdown", md, "achieved is iterations started (first step sent) per second", "| Throughput /s | Iterations | OK |", "Response time of ok iterations (from the intended start to the last step's completion")
+	mustHold(t, "html", fields(htmlText(t, page)), "ok of iterations 70 of 75")
+	for name, out := range map[string]string{"console": con, "markdown": md} {
+		for _, bad := range []string{"of 75 requests", "= requests 75", "achieved is requests", "| Requests |", "Response time of ok requests"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s says %q of a flow phase", name, bad)
+			}
+		}
+	}
+}
+
+// consoleMarkdownHTML renders r as the console (in detail), Markdown and
+// HTML do.
+func consoleMarkdownHTML(t *testing.T, r *Run) (con, md, page string) {
+	t.Helper()
+	var c, m, h bytes.Buffer
+	Console(&c, r, true)
+	if err := Markdown(&m, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(&h, r); err != nil {
+		t.Fatal(err)
+	}
+	return c.String(), m.String(), h.String()
 }

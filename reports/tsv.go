@@ -186,8 +186,11 @@ func tsvCell(d metric.Def, ph *metric.Phase) string {
 
 // note is the TSV's note cell of a phase's own row: what the row's
 // figures are or leave out or rest on ("iterations" for a phase that ran
-// flows; interrupted, warmup, cancelled and left-over arrivals, replies
-// no request waited for, an unverified TLS certificate), or "-".
+// flows; interrupted, warmup, cancelled=N of the arrivals an interrupt
+// cancelled, left_over=N of the left-over arrivals (the drain's cuts
+// among them: never in cancelled=N too) with left_over_thinking=N of them
+// cut between a flow's steps, replies no request waited for, an
+// unverified TLS certificate), or "-".
 func (r *Run) note(pr *engine.PhaseResult) string {
 	if isFlow(pr) {
 		return r.noteOf(pr, pr.Summary, "iterations")
@@ -208,12 +211,16 @@ func (r *Run) noteOf(pr *engine.PhaseResult, s *measure.Summary, what ...string)
 	if pr.Phase.Warmup {
 		notes = append(notes, "warmup")
 	}
-	if s.Cancelled > 0 {
-		notes = append(notes, fmt.Sprintf("cancelled=%d", s.Cancelled))
+	if n := interruptCancelled(s); n > 0 {
+		// The drain's cuts are left over, counted there once.
+		notes = append(notes, fmt.Sprintf("cancelled=%d", n))
 	}
 	if n := s.LeftOver(); n > 0 {
 		// Not a column: the header stays the one earlier files have.
 		notes = append(notes, fmt.Sprintf("left_over=%d", n))
+		if s.CancelledThinking > 0 {
+			notes = append(notes, fmt.Sprintf("left_over_thinking=%d", s.CancelledThinking))
+		}
 	}
 	for _, c := range []struct {
 		name string
@@ -312,6 +319,22 @@ func CheckTSV(path string) error {
 	defer f.Close()
 	_, _, _, err = tsvState(f, path)
 	return err
+}
+
+// TSVLeavesOutSteps reports whether AppendTSV would leave the flow
+// steps' rows out of the file at path: it exists and its header is the
+// one from before the step column (each phase's own row goes in, without
+// the step cell). false for a new, empty or unreadable file, or one of
+// other columns (CheckTSV says why those cannot take rows). It opens the
+// file read-only and creates nothing.
+func TSVLeavesOutSteps(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	_, _, legacy, err := tsvState(f, path)
+	return err == nil && legacy
 }
 
 // withoutSteps is rows as a file begun before the step column takes

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -177,5 +178,59 @@ assert:
 		if !strings.Contains(stdout, want) {
 			t.Errorf("compare lacks %q:\n%s", want, stdout)
 		}
+	}
+}
+
+// TestFlowTSV_OldFileSaysStepsLeftOut: a flow run appending to a TSV
+// begun before the step column says on stderr, before any traffic, that
+// the steps' rows are left out and how to have them (the defect: they
+// were dropped silently); the file takes the phase's own row. A run of
+// single requests appending to it says nothing.
+func TestFlowTSV_OldFileSaysStepsLeftOut(t *testing.T) {
+	base := target(t)
+	var old []string
+	for _, c := range reports.TSVColumns {
+		if c != "step" {
+			old = append(old, c)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "old.tsv")
+	if err := os.WriteFile(path, []byte(strings.Join(old, "\t")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const phases = `
+phases:
+  - {name: p, closed: {connections: 1}, requests: 5}
+`
+	flow := scenario(t, "flow.yaml", `version: 1
+name: flow
+target: {url: "`+base+`"}
+driver:
+  http:
+    timeout: 2s
+    flows:
+      - name: f
+        steps: [{name: a, path: /a}, {name: b, path: /b}]
+`+phases)
+	code, stdout, stderr := cli(t, "run", "--log-level", "disabled", "--tsv", path, flow)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	want := "note: --tsv " + path + " was begun before the step column: each phase's own row is appended to it, its flow steps' rows are not (its header has no step column); to have them, write to a new file (--tsv NEW.tsv)"
+	if !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(readFile(t, path), "\n"), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], "\titerations\t") {
+		t.Errorf("the old file holds %d lines, want its header and the phase's own row:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	single := scenario(t, "single.yaml", `version: 1
+name: single
+target: {url: "`+base+`"}
+driver: {http: {path: /x, timeout: 2s}}
+`+phases)
+	code, stdout, stderr = cli(t, "run", "--log-level", "disabled", "--tsv", path, single)
+	if code != 0 || strings.Contains(stderr, "step column") {
+		t.Errorf("a run without flows: exit %d, stderr:\n%s%s", code, stderr, stdout)
 	}
 }

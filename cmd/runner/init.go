@@ -60,12 +60,14 @@ func newInitCmd(stdout, stderr io.Writer) *cobra.Command {
 	var driver string
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "init [--driver http|websocket|frame] [--force] [FILE]",
+		Use:   "init [--driver " + strings.ReplaceAll(starterNames(), ", ", "|") + "] [--force] [FILE]",
 		Short: "Write a commented starter scenario to FILE (default scenario.yaml; - for stdout)",
-		Long: `init writes a starter scenario for one driver (http, the default; websocket;
-frame) to FILE, scenario.yaml unless given, or to stdout when FILE is -. The
-starter runs as written against the matching built-in reference target
-(serve: http, ws-gateway or frame): a warmup phase, an open-model phase, three
+		Long: `init writes a starter scenario for one driver (http, the default;
+http-flow, a log in → list → open flow of the http driver; websocket; frame)
+to FILE, scenario.yaml unless given, or to stdout when FILE is -. The starter
+runs as written against the matching built-in reference target (serve: http
+for http and http-flow, ws-gateway for websocket, frame for frame): a warmup
+phase, an open-model phase, three
 repeats, a reconcile block, rules on p99, errors, left-over arrivals and the
 achieved rate, and TSV, JSON and Markdown outputs; every key carries a comment
 with its meaning and the main alternatives (url targets, closed model, ramps,
@@ -73,6 +75,7 @@ units). Its first line is the yaml-language-server modeline of the JSON Schema.
 
 An existing FILE is never overwritten without --force (exit 2).`,
 		Example: `  runner init                            # scenario.yaml, http driver
+  runner init --driver http-flow flow.yaml  # a flow of steps, http driver
   runner init --driver websocket ws.yaml
   runner init --driver frame - | less`,
 		Args: cobra.MaximumNArgs(1),

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -156,5 +157,33 @@ func TestInit_RunHTTPStarter(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(tmp, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s not written (err %v)", f, err)
 		}
+	}
+}
+
+// TestInit_HelpNamesEveryStarter: `runner init --help` names every
+// starter's driver in its usage and its text, and every starter's
+// reference target (the defect: http-flow was missing from both).
+func TestInit_HelpNamesEveryStarter(t *testing.T) {
+	code, stdout, stderr := cli(t, "init", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	text, _, _ := strings.Cut(stdout, "\nUsage:")
+	text = strings.Join(strings.Fields(text), " ")
+	for _, d := range starterDrivers {
+		if !regexp.MustCompile(`[ (]` + regexp.QuoteMeta(d.name) + `[,;)]`).MatchString(text) {
+			t.Errorf("the help's text does not name the %s starter:\n%s", d.name, text)
+		}
+		if !regexp.MustCompile(`\b` + d.serve + ` for [^)]*\b` + regexp.QuoteMeta(d.name) + `\b`).MatchString(text) {
+			t.Errorf("the help's text does not name the %s starter's target %s:\n%s", d.name, d.serve, text)
+		}
+	}
+	line := regexp.MustCompile(`runner init \[--driver ([a-z|-]+)\]`).FindStringSubmatch(stdout)
+	var names []string
+	for _, d := range starterDrivers {
+		names = append(names, d.name)
+	}
+	if line == nil || line[1] != strings.Join(names, "|") {
+		t.Errorf("usage %v, want --driver %s", line, strings.Join(names, "|"))
 	}
 }

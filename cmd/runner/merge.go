@@ -74,7 +74,7 @@ Exit code: as runner run: 0 pass, 1 a rule failed, 2 invalid input,
 			var bad []error
 			for _, o := range runOutputs(rep, f) {
 				if o.format == "tsv" {
-					bad = append(bad, reports.CheckTSV(o.expanded))
+					bad = append(bad, checkTSV(rep, o, stderr, "runner merge"))
 				} else {
 					bad = append(bad, reports.CheckOutput(o.format, o.expanded))
 				}

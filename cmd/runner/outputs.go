@@ -115,10 +115,25 @@ func releaseHeld() {
 	heldLocks.locks = nil
 }
 
+// checkTSV is reports.CheckTSV of o, the TSV output of rep. When rep's
+// scenario has flows and the file's header is from before the step
+// column (reports.TSVLeavesOutSteps), it also says on stderr, after
+// prefix, that the steps' rows will not be appended and how to have
+// them: rows dropped without a word would read as a run without steps.
+func checkTSV(rep *reports.Run, o output, stderr io.Writer, prefix string) error {
+	if err := reports.CheckTSV(o.expanded); err != nil {
+		return err
+	}
+	if rep.Plan != nil && len(rep.Plan.FlowSteps) > 0 && reports.TSVLeavesOutSteps(o.expanded) {
+		fmt.Fprintf(stderr, "%s: note: %s %s was begun before the step column: each phase's own row is appended to it, its flow steps' rows are not (its header has no step column); to have them, write to a new file (--tsv NEW.tsv)\n", prefix, o.from, o.expanded)
+	}
+	return nil
+}
+
 // preflight checks, before any traffic, every file the scenarios of one
 // `runner run` would write, with {run_id} and {scenario} expanded as
-// each run will: each can be written (reports.CheckTSV,
-// reports.CheckOutput: no directory or device, names within the file
+// each run will: each can be written (checkTSV, which also notes a TSV
+// that will not take a flow run's step rows; reports.CheckOutput: no directory or device, names within the file
 // system's limits); no file is written by two formats, nor by two
 // scenarios (except the TSV, which rows are appended to, and the JUnit
 // file, which then holds one <testsuite> per scenario); and no other run
@@ -133,7 +148,7 @@ func preflight(reps []planned, f runFlags, stderr io.Writer) (ok bool) {
 		var errs []error
 		for _, o := range runOutputs(p.rep, f) {
 			if o.format == "tsv" {
-				errs = append(errs, reports.CheckTSV(o.expanded))
+				errs = append(errs, checkTSV(p.rep, o, stderr, "runner: "+p.file))
 			} else {
 				errs = append(errs, reports.CheckOutput(o.format, o.expanded))
 			}

@@ -1,6 +1,7 @@
 package execute
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/engine/measure"
 	"github.com/runner-dev/runner/engine/rules"
 	"github.com/runner-dev/runner/reports"
 	"github.com/runner-dev/runner/targets/httptarget"
@@ -243,6 +246,107 @@ phases:
 		}
 		if msg := err.Error(); !strings.Contains(msg, "s.yaml:3:") || !strings.Contains(msg, "runner serve "+c.serve+" --help") {
 			t.Errorf("%s %s: %q; want a problem on line 3 naming runner serve %s --help", c.serve, c.args, msg, c.serve)
+		}
+	}
+}
+
+// phaseOf is a finished phase result of pl's phase i, repeat rep: n
+// arrivals, each answered ok after rt, one every 10 ms over 1 s, and
+// flow steps named steps (each with the same n answers), none when nil.
+func phaseOf(pl *engine.Plan, i, rep, n int, rt time.Duration, steps ...string) *engine.PhaseResult {
+	record := func() *measure.Summary {
+		rec := measure.NewRecorder(1, measure.Options{Duration: 2 * time.Second})
+		for k := range n {
+			due := time.Duration(k) * 10 * time.Millisecond
+			rec.AddArrivals(1)
+			rec.Record(0, &measure.Result{Seq: uint64(k + 1), Intended: due, Sent: due, Done: due + rt, Outcome: drivers.Outcome{Class: drivers.OK, Responded: true}})
+		}
+		return rec.Summary(time.Second)
+	}
+	pr := &engine.PhaseResult{Repeat: rep, Phase: &pl.Phases[i], Summary: record(), Wall: time.Second,
+		ConnectionsRequested: pl.Phases[i].Connections, ConnectionsEstablished: pl.Phases[i].Connections}
+	for _, st := range steps {
+		pr.Steps = append(pr.Steps, engine.StepResult{Flow: "shop", Name: st, Summary: record()})
+	}
+	pr.Metrics = engine.MetricsOf(pr)
+	return pr
+}
+
+// TestJudge_BaselineOfSingleRequests: a flow run judged against a
+// baseline of single requests (the reviewer's base2.yaml). Every rule of
+// the phase that reads baseline.* (not only the first) is INCONCLUSIVE in
+// every repeat, a would-be FAIL too, each saying why; a rule of the
+// baseline's step figures and one without the baseline keep their
+// verdicts; the warning names both rules; the run is inconclusive, and
+// its reason is the baseline, not the load generator.
+func TestJudge_BaselineOfSingleRequests(t *testing.T) {
+	const flow = `version: 1
+name: f
+target: {url: "http://127.0.0.1:1"}
+driver: {http: {path: /x, timeout: 2s}}
+phases:
+  - {name: steady, open: {rate: 100/s, connections: 4}, duration: 1s}
+repeats: 2
+assert:
+  - {rule: "median(errors) <= baseline.errors", phase: steady}
+  - {rule: "p50 < baseline.p50", phase: steady}
+  - errors == 0
+`
+	pl := compileText(t, flow)
+	base := compileText(t, strings.Replace(flow, "repeats: 2", "repeats: 1", 1))
+	rep := NewReport(pl)
+	rep.Result.Phases = []*engine.PhaseResult{
+		phaseOf(pl, 0, 1, 100, 50*time.Millisecond, "login", "items"),
+		phaseOf(pl, 0, 2, 100, 50*time.Millisecond, "login", "items"),
+	}
+	baseline := &engine.Result{Phases: []*engine.PhaseResult{phaseOf(base, 0, 1, 100, 2*time.Millisecond)}}
+	Judge(rep, baseline, nil)
+	Decide(rep)
+	if rep.Outcome != Inconclusive || rep.Verdict.Status != rules.Inconclusive {
+		t.Errorf("outcome %s, verdict %s; want inconclusive, inconclusive", rep.Outcome, rep.Verdict.Status)
+	}
+	for _, rr := range rep.Verdict.Rules {
+		want := rules.Inconclusive
+		if rr.Source == "errors == 0" {
+			want = rules.Pass
+		}
+		if rr.Status != want || len(rr.Repeats) != 2 {
+			t.Errorf("rule %s: %s over %d repeats, want %s over 2", rr.Source, rr.Status, len(rr.Repeats), want)
+		}
+		for k, v := range rr.Repeats {
+			if v.Status != want {
+				t.Errorf("rule %s, repeat %d: %s, want %s", rr.Source, k+1, v.Status, want)
+			}
+			if want == rules.Inconclusive && (!strings.Contains(v.Reason, "ran single requests, this run flows") || !strings.Contains(v.Reason, "baseline.*")) {
+				t.Errorf("rule %s, repeat %d: reason %q does not say why", rr.Source, k+1, v.Reason)
+			}
+		}
+	}
+	found := false
+	for _, w := range rep.Warnings {
+		if w.Code == "baseline-flows" {
+			found = true
+			for _, want := range []string{`"median(errors) <= baseline.errors"`, `"p50 < baseline.p50"`} {
+				if !strings.Contains(w.Message, want) || !w.Invalidates {
+					t.Errorf("warning (invalidates %v) does not name %s: %s", w.Invalidates, want, w.Message)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no baseline-flows warning: %+v", rep.Warnings)
+	}
+	var console, junit bytes.Buffer
+	reports.Console(&console, rep, true)
+	if err := reports.JUnit(&junit, rep); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"console": console.String(), "junit": junit.String()} {
+		if strings.Contains(out, "generator was the bottleneck") {
+			t.Errorf("%s blames the load generator:\n%s", name, out)
+		}
+		if !strings.Contains(out, "ran single requests, this run flows") {
+			t.Errorf("%s does not say why the baseline rules are inconclusive:\n%s", name, out)
 		}
 	}
 }

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/runner-dev/runner/engine"
+	"github.com/runner-dev/runner/engine/rules"
 	"github.com/runner-dev/runner/internal/clock"
 	"github.com/runner-dev/runner/internal/limits"
 	"github.com/runner-dev/runner/internal/procstat"
@@ -281,48 +283,113 @@ func Judge(rep *reports.Run, base *engine.Result, cal *Calibration) {
 		rep.Warnings = append(rep.Warnings, engine.Warning{Code: "baseline-mismatch",
 			Message: fmt.Sprintf("the baseline %s is scenario %q (run %s), not %q: baseline.* compares phases of another experiment", b.File, b.Scenario, b.RunID, rep.Scenario.Name)})
 	}
-	rep.Warnings = append(rep.Warnings, baselineFlowWarnings(pl, res, base)...)
+	var mismatches []reports.FlowMismatch
+	if base != nil && res != nil {
+		mismatches = reports.FlowMismatches(base.Phases, res.Phases)
+	}
+	rep.Warnings = append(rep.Warnings, baselineFlowWarnings(pl, mismatches)...)
+	baselineFlowRules(rep.Verdict, pl, mismatches)
 }
 
 // baselineFlowWarnings warn of each phase whose figures count different
-// things in this run and in its baseline base (reports.FlowMismatches:
-// iterations of flows against single requests, or flows of other steps),
-// naming the figures that are not comparable and the steps only one ran.
-// One that a rule of the phase reads through baseline.<metric> (not a
-// step's, baseline.step.NAME.*, which compares a step with itself)
-// invalidates the run: that rule compares iterations with requests, so
-// a PASS cannot stand (INCONCLUSIVE). None without a baseline.
-func baselineFlowWarnings(pl *engine.Plan, res, base *engine.Result) []engine.Warning {
-	if base == nil || res == nil || pl == nil {
+// things in this run and in its baseline (mismatches, of
+// reports.FlowMismatches: iterations of flows against single requests,
+// or flows of other steps), naming the figures that are not comparable
+// and the steps only one ran. One that rules of the phase read through
+// baseline.<metric> (not a step's, baseline.step.NAME.*, which compares a
+// step with itself) invalidates the run, naming every such rule: each
+// compares iterations with requests, so a PASS cannot stand
+// (INCONCLUSIVE, baselineFlowRules). None without a plan.
+func baselineFlowWarnings(pl *engine.Plan, mismatches []reports.FlowMismatch) []engine.Warning {
+	if pl == nil {
 		return nil
 	}
 	var ws []engine.Warning
-	for _, m := range reports.FlowMismatches(base.Phases, res.Phases) {
+	for _, m := range mismatches {
 		w := engine.Warning{Code: "baseline-flows", Phase: m.Phase, Message: m.Message("the baseline", "this run")}
-		if rule := readsBaselineFigures(pl, m.Phase); rule != "" {
+		if rs := readsBaselineFigures(pl, m.Phase); len(rs) > 0 {
 			w.Invalidates = true
-			w.Message += fmt.Sprintf("; the rule %q reads them (baseline.*), so its verdict cannot stand", rule)
+			quoted := make([]string, len(rs))
+			for i, r := range rs {
+				quoted[i] = strconv.Quote(r)
+			}
+			w.Message += fmt.Sprintf("; the rule(s) %s read them (baseline.*), so their verdicts cannot stand (INCONCLUSIVE)", strings.Join(quoted, ", "))
 		}
 		ws = append(ws, w)
 	}
 	return ws
 }
 
-// readsBaselineFigures returns the first rule judged on phase that reads
-// a figure of the baseline's phase itself (baseline.p99, not
-// baseline.step.login.p99); "" when none does.
-func readsBaselineFigures(pl *engine.Plan, phase string) string {
+// baselineFlowRules makes INCONCLUSIVE, in every repeat, each rule of v
+// judged on a phase of mismatches that reads the baseline phase's own
+// figures (readsBaselineFigure): a PASS or a FAIL there compares
+// iterations with single requests (or iterations of other work), which
+// says nothing; an ERROR stays. Each such repeat's reason says why, and
+// v's status is the worst again. A nil v is left alone.
+func baselineFlowRules(v *engine.Verdict, pl *engine.Plan, mismatches []reports.FlowMismatch) {
+	if v == nil || pl == nil || len(mismatches) == 0 {
+		return
+	}
+	reading := map[string]bool{}
 	for _, sr := range slices.Concat(pl.Rules, pl.Expect) {
-		if sr.Phase != "" && sr.Phase != phase {
-			continue
-		}
-		for _, m := range sr.Rule.Metrics() {
-			if strings.HasPrefix(m, "baseline.") && !strings.HasPrefix(m, "baseline.step.") && !strings.HasPrefix(m, "baseline.step[") {
-				return sr.Source
-			}
+		if readsBaselineFigure(sr.Rule) {
+			reading[sr.Source] = true
 		}
 	}
-	return ""
+	why := map[string]string{}
+	for _, m := range mismatches {
+		switch {
+		case m.BaseFlow && !m.NewFlow:
+			why[m.Phase] = "the baseline's phase " + m.Phase + " ran flows (its figures count iterations), this run single requests"
+		case !m.BaseFlow && m.NewFlow:
+			why[m.Phase] = "the baseline's phase " + m.Phase + " ran single requests, this run flows (its figures count iterations)"
+		default:
+			why[m.Phase] = "the baseline's phase " + m.Phase + " ran flows of other steps than this run (other iterations)"
+		}
+	}
+	var all []rules.Status
+	for _, rs := range [][]engine.RuleResult{v.Rules, v.Expect} {
+		for i := range rs {
+			rr := &rs[i]
+			if w, ok := why[rr.Phase]; ok && reading[rr.Source] {
+				reason := "not comparable: " + w + ", and this rule reads the baseline phase's own figures (baseline.*; a step's, baseline.step.NAME.*, would be comparable)"
+				for k := range rr.Repeats {
+					if st := rr.Repeats[k].Status; st == rules.Pass || st == rules.Fail {
+						rr.Repeats[k].Status, rr.Repeats[k].Reason = rules.Inconclusive, reason
+					}
+				}
+				if rr.Status == rules.Pass || rr.Status == rules.Fail {
+					rr.Status, rr.Reason = rules.Inconclusive, reason
+				}
+			}
+			all = append(all, rr.Status)
+		}
+	}
+	v.Status = rules.Worst(all...)
+}
+
+// readsBaselineFigures returns the sources of the rules judged on phase
+// that read a figure of the baseline's phase itself (readsBaselineFigure),
+// each once, in the plan's order; nil when none does.
+func readsBaselineFigures(pl *engine.Plan, phase string) []string {
+	var out []string
+	for _, sr := range slices.Concat(pl.Rules, pl.Expect) {
+		if (sr.Phase == "" || sr.Phase == phase) && readsBaselineFigure(sr.Rule) && !slices.Contains(out, sr.Source) {
+			out = append(out, sr.Source)
+		}
+	}
+	return out
+}
+
+// readsBaselineFigure reports whether r reads a figure of the baseline's
+// phase itself (baseline.p99), not only a step's (baseline.step.login.p99).
+func readsBaselineFigure(r *rules.Rule) bool {
+	for _, m := range r.Metrics() {
+		if strings.HasPrefix(m, "baseline.") && !strings.HasPrefix(m, "baseline.step.") && !strings.HasPrefix(m, "baseline.step[") {
+			return true
+		}
+	}
+	return false
 }
 
 // SignalledLate marks rep interrupted when ctx was cancelled (the first
