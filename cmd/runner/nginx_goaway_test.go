@@ -50,6 +50,9 @@ func TestNginxH2GoAway(t *testing.T) {
 	if goaways := jsonNum(t, ph, "summary", "closes_by_code", "goaway-NO_ERROR"); goaways < opened-2 || goaways > opened {
 		t.Errorf("GOAWAYs %v for %v connections opened, want each ended by one (but the last 2, perhaps)", goaways, opened)
 	}
+	if want := fmt.Sprintf("%d requests sent again after a GOAWAY", int(retries)); !strings.Contains(stdout, want) {
+		t.Errorf("the console does not say %q:\n%s", want, stdout)
+	}
 	if !strings.Contains(stderr, "sent again on a fresh connection") {
 		t.Errorf("the log does not say requests were sent again:\n%s", stderr)
 	}
