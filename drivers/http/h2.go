@@ -689,7 +689,8 @@ type stream struct {
 	recvWin  int64 // receive window left
 	recvUn   int64 // bytes to grant back
 	gotFinal bool
-	head     bool // HEAD: a response has no body
+	wantLen  int64 // the final head's content-length; −1: none
+	head     bool  // HEAD: a response has no body
 	// j holds the response for judging: status, headers, cookies, body
 	// (conn.judge and conn.capture read it).
 	j conn

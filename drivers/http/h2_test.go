@@ -410,6 +410,22 @@ func TestH2_HostileResponses(t *testing.T) {
 		}, "h2-PROTOCOL_ERROR"},
 		{"no status", func(r *rawH2, id uint32) { r.headers(id, true, "x-a", "b") }, "h2-PROTOCOL_ERROR"},
 		{"data first", func(r *rawH2, id uint32) { r.fr.WriteData(id, true, []byte("x")) }, "h2-PROTOCOL_ERROR"},
+		// RFC 9113 §8.1.1: DATA that disagree with content-length make
+		// a malformed response, never ok (they were, before).
+		{"content-length 10, END_STREAM on HEADERS", func(r *rawH2, id uint32) {
+			r.headers(id, true, ":status", "200", "content-length", "10")
+		}, "h2-PROTOCOL_ERROR"},
+		{"content-length 10, 5 bytes", func(r *rawH2, id uint32) {
+			r.headers(id, false, ":status", "200", "content-length", "10")
+			r.fr.WriteData(id, true, []byte("hello"))
+		}, "h2-PROTOCOL_ERROR"},
+		{"content-length 3, 5 bytes", func(r *rawH2, id uint32) {
+			r.headers(id, false, ":status", "200", "content-length", "3")
+			r.fr.WriteData(id, false, []byte("hello"))
+		}, "h2-PROTOCOL_ERROR"},
+		{"content-length not a number", func(r *rawH2, id uint32) {
+			r.headers(id, true, ":status", "200", "content-length", "-1")
+		}, "h2-PROTOCOL_ERROR"},
 		{"huge frame", func(r *rawH2, id uint32) {
 			r.headers(id, false, ":status", "200")
 			r.fr.WriteData(id, true, make([]byte, 1<<20))
@@ -429,7 +445,35 @@ func TestH2_HostileResponses(t *testing.T) {
 			if out.Class != drivers.BadFrame || out.Code != tc.code {
 				t.Fatalf("%s: %s %s %v; want bad-frame %s", tc.name, out.Class, out.Code, out.Err, tc.code)
 			}
+			if strings.HasPrefix(tc.name, "content-length") && !strings.Contains(out.Err.Error(), "content-length") {
+				t.Errorf("error %q does not name the content-length", out.Err)
+			}
 		})
+	}
+}
+
+// A body that matches its content-length, split over DATA frames, is ok;
+// so is a HEAD response's content-length without a body.
+func TestH2_ContentLengthMatches(t *testing.T) {
+	url := newRawH2Server(t, func(_ int64, r *rawH2) {
+		for id := r.nextRequest(); id != 0; id = r.nextRequest() {
+			r.headers(id, false, ":status", "200", "content-length", "10")
+			r.fr.WriteData(id, false, []byte("hello"))
+			r.fr.WriteData(id, true, []byte("world"))
+		}
+	})
+	out := do(dial(t, newDriver(t, schema.HTTP{Version: "2"}, url)), 1, 5*time.Second)
+	if out.Class != drivers.OK {
+		t.Fatalf("%s %s %v; want ok", out.Class, out.Code, out.Err)
+	}
+	url = newRawH2Server(t, func(_ int64, r *rawH2) {
+		for id := r.nextRequest(); id != 0; id = r.nextRequest() {
+			r.headers(id, true, ":status", "200", "content-length", "10")
+		}
+	})
+	out = do(dial(t, newDriver(t, schema.HTTP{Version: "2", Method: "HEAD"}, url)), 1, 5*time.Second)
+	if out.Class != drivers.OK {
+		t.Fatalf("HEAD: %s %s %v; want ok", out.Class, out.Code, out.Err)
 	}
 }
 
