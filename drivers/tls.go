@@ -3,7 +3,9 @@ package drivers
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"strings"
 
 	"github.com/runner-dev/runner/schema"
 )
@@ -68,10 +70,35 @@ func clientCert(certFile, keyFile string) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, &ConfigError{Key: "tls.key_file", Err: fmt.Errorf("tls.key_file: %w", err)}
 	}
+	encrypted := encryptedKey(keyPEM)
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	clear(keyPEM)
+	if err != nil && encrypted {
+		return tls.Certificate{}, &ConfigError{Key: "tls.key_file", Err: fmt.Errorf("tls.key_file %s is an encrypted private key (PEM \"ENCRYPTED PRIVATE KEY\" or Proc-Type ENCRYPTED), which runner does not read (it would need a passphrase): decrypt it to a file only the runner can read, e.g. `openssl pkey -in %s -out key-plain.pem` (it asks for the passphrase), and name that file", keyFile, keyFile)}
+	}
 	if err != nil {
 		return tls.Certificate{}, &ConfigError{Key: "tls.cert_file", Err: fmt.Errorf("tls.cert_file %s and tls.key_file %s: %w", certFile, keyFile, err)}
 	}
 	return cert, nil
+}
+
+// encryptedKey reports whether keyPEM's first private key block is
+// encrypted: PKCS#8 "ENCRYPTED PRIVATE KEY" (RFC 5958), or a legacy
+// OpenSSL block with the header "Proc-Type: 4,ENCRYPTED" (RFC 1421). It
+// reads at most 16 blocks.
+func encryptedKey(keyPEM []byte) bool {
+	rest := keyPEM
+	for range 16 {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			return false
+		}
+		if b.Type == "ENCRYPTED PRIVATE KEY" || strings.Contains(b.Headers["Proc-Type"], "ENCRYPTED") {
+			return true
+		}
+		if strings.HasSuffix(b.Type, "PRIVATE KEY") {
+			return false
+		}
+	}
+	return false
 }

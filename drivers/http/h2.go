@@ -465,6 +465,7 @@ type session struct {
 	cmu     sync.Mutex
 	pending []func() error
 	bw      *bufio.Writer
+	br      *bufio.Reader // the framer's; the handshake peeks at it
 	fr      *http2.Framer
 	henc    *hpack.Encoder
 	hbuf    bytes.Buffer
@@ -506,7 +507,8 @@ func newSession(d *Driver, nc net.Conn) *session {
 		sendWin:    65535,
 	}
 	s.bw = bufio.NewWriterSize(nc, 16<<10)
-	s.fr = http2.NewFramer(s.bw, bufio.NewReaderSize(nc, 16<<10))
+	s.br = bufio.NewReaderSize(nc, 16<<10)
+	s.fr = http2.NewFramer(s.bw, s.br)
 	s.fr.SetMaxReadFrameSize(h2FrameSize)
 	s.fr.MaxHeaderListSize = MaxHeaderBytes
 	s.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
@@ -535,13 +537,26 @@ func (s *session) handshake() error {
 	if err != nil {
 		return err
 	}
+	if b, err := s.br.Peek(len("HTTP/1.")); err == nil && string(b) == "HTTP/1." {
+		// An HTTP/1.x server answers the preface (a PRI request) with
+		// a status line, which the framer would misread as a frame.
+		line, _ := s.br.Peek(min(s.br.Buffered(), 64))
+		line, _, _ = bytes.Cut(line, []byte("\r\n"))
+		return fmt.Errorf("http2: the server answered the HTTP/2 preface with HTTP/1.x (%q): it does not speak cleartext HTTP/2 with prior knowledge (h2c); use version \"1.1\"", clip(line))
+	}
 	f, err := s.fr.ReadFrame()
 	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("http2: the HTTP/2 handshake timed out: the connection was open but the server sent no SETTINGS frame (RFC 9113 §3.4) within the timeout: %w", err)
+		}
 		return fmt.Errorf("http2: reading the server's SETTINGS: %w", err)
 	}
 	sf, ok := f.(*http2.SettingsFrame)
-	if !ok || sf.IsAck() {
-		return &h2ProtoError{http2.ErrCodeProtocol, fmt.Sprintf("the server's first frame is %s, not SETTINGS", f.Header().Type)}
+	switch {
+	case ok && sf.IsAck():
+		return &h2ProtoError{http2.ErrCodeProtocol, "the server's first frame is a SETTINGS ACK, without its own SETTINGS before it (RFC 9113 §3.4: its connection preface is a SETTINGS frame that is not an ACK)"}
+	case !ok:
+		return &h2ProtoError{http2.ErrCodeProtocol, fmt.Sprintf("the server's first frame is %s, not SETTINGS (RFC 9113 §3.4)", f.Header().Type)}
 	}
 	if err := s.applySettings(sf); err != nil {
 		return err

@@ -179,8 +179,12 @@ func TestH2_ServerWithoutH2Refused(t *testing.T) {
 	}
 	plain := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {})
 	d := newDriver(t, schema.HTTP{Version: "2"}, plain.URL)
-	if _, err := d.Dial(context.Background()); err == nil {
+	_, err := d.Dial(context.Background())
+	if err == nil {
 		t.Fatal("Dial to an HTTP/1.1 server passed")
+	}
+	if !strings.Contains(err.Error(), "answered the HTTP/2 preface with HTTP/1.x") || !strings.Contains(err.Error(), `use version "1.1"`) {
+		t.Errorf("h2c to an HTTP/1.1 server: %q does not say it speaks HTTP/1.x and what to do", err)
 	}
 }
 

@@ -28,6 +28,16 @@ func (s *session) readLoop() {
 			if errors.Is(err, http2.ErrFrameTooLarge) {
 				err = &h2ProtoError{http2.ErrCodeFrameSize, fmt.Sprintf("a frame larger than our SETTINGS_MAX_FRAME_SIZE %d", h2FrameSize)}
 			}
+			var ce http2.ConnectionError
+			if mh, ok := f.(*http2.MetaHeadersFrame); ok && mh != nil && errors.As(err, &ce) && http2.ErrCode(ce) == http2.ErrCodeProtocol {
+				// x/net's framer gave up on a header block mid-way (its
+				// CONTINUATION-flood guard, CVE-2023-45288): a fragment
+				// far past the 1 MiB header list limit, or CONTINUATION
+				// after an invalid field. The rest of the block is
+				// unread, so the connection's HPACK state is lost: a
+				// connection error (RFC 9113 §4.3), not one stream's.
+				err = &h2ProtoError{http2.ErrCodeProtocol, fmt.Sprintf("the header block on stream %d was abandoned mid-way: its header list went far past the limit of %d bytes (1 MiB), or CONTINUATION followed an invalid field (a CONTINUATION flood); the rest of the block is unread and the connection's HPACK state with it, so every stream on the connection fails", mh.StreamID, MaxHeaderBytes)}
+			}
 			s.connError(err)
 			return
 		}

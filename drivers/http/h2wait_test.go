@@ -1,14 +1,22 @@
 package http
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
+	"net"
 	nethttp "net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/schema"
 )
 
 // The wait for a stream under the server's SETTINGS_MAX_CONCURRENT_STREAMS
@@ -114,6 +122,70 @@ func TestH2_StreamWaitIsTheClientsQueue(t *testing.T) {
 			}
 			if out.Err == nil || !errors.Is(out.Err, context.Canceled) && how == "context cancelled" {
 				t.Errorf("error %v does not say the context ended", out.Err)
+			}
+		})
+	}
+}
+
+// A CONTINUATION flood (a header block far past the 1 MiB header list
+// limit) makes x/net's framer give up on the block mid-way: the
+// connection's HPACK state is lost, so it is a connection error, and the
+// message says why (it was a bare PROTOCOL_ERROR); a header list just
+// over the limit ends only its stream (TestH2_HostileResponses).
+func TestH2_ContinuationFloodIsAConnectionError(t *testing.T) {
+	url := newRawH2Server(t, func(_ int64, r *rawH2) {
+		id := r.nextRequest()
+		if id == 0 {
+			return
+		}
+		var buf strings.Builder
+		enc := hpack.NewEncoder(&buf)
+		enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+		for buf.Len() < 16000 {
+			enc.WriteField(hpack.HeaderField{Name: "x-flood", Value: strings.Repeat("f", 1000)})
+		}
+		frag := []byte(buf.String())
+		r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: frag})
+		for i := 0; i < 400; i++ { // 6.4 MB, never END_HEADERS
+			if r.fr.WriteContinuation(id, false, frag[len(frag)-16000:]) != nil {
+				return
+			}
+		}
+		io.Copy(io.Discard, r.c)
+	})
+	out := do(dial(t, newDriver(t, schema.HTTP{Version: "2"}, url)), 1, 10*time.Second)
+	if out.Class != drivers.BadFrame || out.Code != "h2-PROTOCOL_ERROR" {
+		t.Fatalf("%s %s %v; want bad-frame h2-PROTOCOL_ERROR", out.Class, out.Code, out.Err)
+	}
+	if !strings.Contains(out.Err.Error(), "abandoned mid-way") || !strings.Contains(out.Err.Error(), "every stream on the connection") {
+		t.Errorf("error %q does not say the header block was abandoned and why the connection fails", out.Err)
+	}
+}
+
+// The handshake's failures say what the server did: a SETTINGS ACK
+// before its own SETTINGS (it said "the server's first frame is
+// SETTINGS, not SETTINGS"), and a server that accepts the connection
+// but never sends SETTINGS (it said only a connect timeout).
+func TestH2_HandshakeFailuresSayWhy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		send func(fr *http2.Framer)
+		want string
+	}{
+		{"SETTINGS ACK first", func(fr *http2.Framer) { fr.WriteSettingsAck() }, "first frame is a SETTINGS ACK, without its own SETTINGS"},
+		{"no SETTINGS", func(*http2.Framer) {}, "the HTTP/2 handshake timed out: the connection was open but the server sent no SETTINGS"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+				tc.send(http2.NewFramer(c, br))
+				io.Copy(io.Discard, br)
+			})
+			d := newDriver(t, schema.HTTP{Version: "2"}, "http://"+srv.addr)
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			_, err := d.Dial(ctx)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Dial = %v; want %q", err, tc.want)
 			}
 		})
 	}

@@ -2,10 +2,13 @@ package http
 
 import (
 	"crypto/tls"
+	"encoding/pem"
 	"errors"
 	"net"
 	nethttp "net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +118,10 @@ func TestMTLS_BadPairRefusedAtNew(t *testing.T) {
 		{"mismatched", one.CertFile, other.KeyFile, "tls.cert_file", "private key does not match public key"},
 		{"key as cert", one.KeyFile, one.KeyFile, "tls.cert_file", one.KeyFile},
 		{"missing", one.CertFile, dir + "/nope.key", "tls.key_file", "nope.key"},
+		// Encrypted keys said as such, with how to decrypt (it was "tls:
+		// failed to parse private key").
+		{"PKCS#8 encrypted", one.CertFile, writePEM(t, dir, "enc8.key", &pem.Block{Type: "ENCRYPTED PRIVATE KEY", Bytes: one.KeyPEM[40:120]}), "tls.key_file", "is an encrypted private key"},
+		{"legacy encrypted", one.CertFile, writePEM(t, dir, "enc1.key", &pem.Block{Type: "EC PRIVATE KEY", Headers: map[string]string{"Proc-Type": "4,ENCRYPTED", "DEK-Info": "AES-256-CBC,00112233445566778899AABBCCDDEEFF"}, Bytes: one.KeyPEM[40:120]}), "tls.key_file", "openssl pkey -in"},
 	} {
 		_, err := New(schema.HTTP{TLS: &schema.TLS{CertFile: tc.cert, KeyFile: tc.key}}, "https://127.0.0.1:1", dir)
 		if err == nil {
@@ -130,4 +137,14 @@ func TestMTLS_BadPairRefusedAtNew(t *testing.T) {
 			}
 		}
 	}
+}
+
+// writePEM writes one PEM block to dir/name and returns its path.
+func writePEM(t *testing.T, dir, name string, b *pem.Block) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, pem.EncodeToMemory(b), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
