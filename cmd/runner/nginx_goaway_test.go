@@ -3,10 +3,17 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
+	nethttp "net/http"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runner-dev/runner/internal/testpki"
 )
@@ -55,5 +62,80 @@ func TestNginxH2GoAway(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "sent again on a fresh connection") {
 		t.Errorf("the log does not say requests were sent again:\n%s", stderr)
+	}
+}
+
+// nginx over HTTP/2 allowing 1 stream per connection
+// (http2_max_concurrent_streams 1), each request taking 200 ms, offered
+// 20/s on one connection with inflight 8: requests past the cap wait in
+// the client, without a timeout, and those still waiting when the drain
+// runs out were never sent, so they are left over, never requests or
+// timeouts. runner's requests equal nginx's own count (stub_status; it
+// counted them as timeouts sent before), and the achieved-rate warning
+// names the stream cap.
+func TestNginxH2StreamCapReconciles(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, dir, "nginx-mcs")
+	base := startNginxTLSWith(t, ca, true, "load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;",
+		"http2_max_concurrent_streams 1;\n        location = /status { stub_status; }\n        location / { echo_sleep 0.2; echo ok; }")
+	pool := x509.NewCertPool()
+	pemCA, err := os.ReadFile(ca.CertFile)
+	if err != nil || !pool.AppendCertsFromPEM(pemCA) {
+		t.Fatal("CA", err)
+	}
+	client := &nethttp.Client{Timeout: 5 * time.Second, Transport: &nethttp.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	defer client.CloseIdleConnections()
+	served := func() int {
+		t.Helper()
+		resp, err := client.Get(base + "/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		// "Active connections: 1 \nserver accepts handled requests\n 1 1 1 \n..."
+		_, after, _ := strings.Cut(string(b), "requests\n")
+		f := strings.Fields(after)
+		if len(f) < 3 {
+			t.Fatalf("stub_status %q", b)
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	y := fmt.Sprintf(`version: 1
+name: nginx-mcs
+target: {url: "%s"}
+driver: {http: {version: "2", path: /, timeout: 500ms, tls: {ca_file: %q}}}
+phases:
+  - {name: steady, open: {rate: 20/s, connections: 1, inflight: 8}, duration: 1s}
+`, base, ca.CertFile)
+	sc := filepath.Join(dir, "nginx-mcs.yaml")
+	if err := os.WriteFile(sc, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := served()
+	jsonPath := filepath.Join(dir, "mcs.json")
+	code, stdout, stderr := cli(t, "run", "--log-level", "warn", "--json", jsonPath, "--tsv", filepath.Join(dir, "r.tsv"), sc)
+	if code == exitCouldNotRun {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	delta := served() - before - 1 // the second status request counts itself
+	ph := readJSON(t, jsonPath)["result"].(map[string]any)["phases"].([]any)[0]
+	req, ok := jsonNum(t, ph, "summary", "requests"), jsonNum(t, ph, "summary", "ok")
+	left := jsonNum(t, ph, "summary", "left_over_unsent")
+	if int(req) != delta || ok != req {
+		t.Errorf("runner: %v requests, %v ok; nginx served %d: want all ok and equal", req, ok, delta)
+	}
+	if left < 1 || jsonNum(t, ph, "summary", "timeouts") != 0 {
+		t.Errorf("left over unsent %v, timeouts %v: want the requests waiting for a stream left over, none a timeout", left, jsonNum(t, ph, "summary", "timeouts"))
+	}
+	if jsonNum(t, ph, "stream_cap") != 1 {
+		t.Errorf("stream_cap %v, want nginx's 1", jsonNum(t, ph, "stream_cap"))
+	}
+	if !strings.Contains(stdout, "they waited for an HTTP/2 stream: the server allows 1 concurrent streams per connection") {
+		t.Errorf("the console does not name the stream cap as the wait's cause:\n%s", stdout)
 	}
 }
