@@ -105,3 +105,75 @@ func TestUnsentRequestsAreNotRequests(t *testing.T) {
 		})
 	}
 }
+
+// streamQueueFlows runs a two-step flow on streamQueue.
+type streamQueueFlows struct{ *streamQueue }
+
+func (streamQueueFlows) Flows() []drivers.Flow {
+	return []drivers.Flow{{Name: "f", Weight: 1, Steps: []drivers.Step{{Name: "a"}, {Name: "b", Think: 5 * time.Millisecond}}}}
+}
+
+// The same with flows, and with the closed model: a step held unsent is
+// booked on its step as left over, never as a step request; an iteration
+// whose first step was never sent is left over itself, one whose later
+// step was not is cut short as if thinking (its user had not sent it).
+// Every identity holds, and the steps' requests are what the target
+// served. With a cap of 0 nothing is ever sent: all left over.
+func TestUnsentFlowStepsAndClosedModel(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cap   int
+		flows bool
+		phase schema.Phase
+	}{
+		{"flow, open", 1, true, schema.Phase{Open: &schema.Open{Rate: constRate(200), Connections: 1, Inflight: 4}, Duration: dur("1s")}},
+		{"flow, cap 0", 0, true, schema.Phase{Open: &schema.Open{Rate: constRate(50), Connections: 1, Inflight: 2}, Duration: dur("200ms")}},
+		{"closed, cap 0", 0, false, schema.Phase{Closed: &schema.Closed{Connections: 2}, Duration: dur("200ms")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q := &streamQueue{cap: tc.cap, service: 10 * time.Millisecond}
+				var d drivers.Driver = q
+				if tc.flows {
+					d = streamQueueFlows{q}
+				}
+				pl := onePhase(t, tc.phase, 100*time.Millisecond)
+				r := &Runner{Driver: d, Timeout: 100 * time.Millisecond, NewSleeper: NewTimerSleeper}
+				res, err := r.Run(context.Background(), pl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pr := res.Phases[0]
+				if err := pr.Summary.Check(); err != nil {
+					t.Fatal(err)
+				}
+				if err := pr.CheckSteps(); err != nil {
+					t.Fatal(err)
+				}
+				s := pr.Summary
+				if s.Errors != 0 || s.Timeouts != 0 {
+					t.Errorf("errors %d timeouts %d, want 0", s.Errors, s.Timeouts)
+				}
+				served := s.Requests
+				if tc.flows {
+					served = 0
+					for _, st := range pr.Steps {
+						served += st.Summary.Requests
+						if st.Summary.Errors != 0 {
+							t.Errorf("step %s: %d errors", st.Name, st.Summary.Errors)
+						}
+					}
+				}
+				if served != q.served.Load() {
+					t.Errorf("%d requests booked, the target served %d", served, q.served.Load())
+				}
+				if s.LeftOverUnsent == 0 {
+					t.Errorf("nothing left over: the test did not make requests wait")
+				}
+				if tc.cap == 0 && (s.Requests != 0 || s.Arrivals != s.LeftOverUnsent) {
+					t.Errorf("cap 0: requests %d, arrivals %d, left over %d; want every arrival left over", s.Requests, s.Arrivals, s.LeftOverUnsent)
+				}
+			})
+		})
+	}
+}
