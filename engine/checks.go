@@ -21,7 +21,7 @@ type Warning struct {
 	// Code names the kind: closed-model, single-repeat, achieved-below-offered,
 	// littles-law, few-samples, connections-missing, client-side-errors,
 	// schedule-lateness, step-lateness, client-cpu, target-thread-bound, busy-machine,
-	// cpu-steal (Checks);
+	// cpu-steal, unsolicited-replies (Checks);
 	// stale-target-counters (StaleCounters); timer-granularity
 	// (TimerGranularity).
 	Code string `json:"code"`
@@ -200,6 +200,12 @@ func Checks(pl *Plan, res *Result) []Warning {
 		sort.Strings(codes)
 		for _, code := range codes {
 			at("client-side-errors", "%d %s errors are the client's, not the target's: %s", s.ErrorsByCode[code], code, drivers.LikelyCause(code))
+		}
+		if n := s.UnknownID + s.DuplicateID; n > 0 {
+			// Late replies are a timeout's own; these answer no request
+			// ever sent, or one already answered.
+			at("unsolicited-replies", "%d replies answered no request (unknown id %d, duplicate id %d): the target sent frames with ids never sent or answered a request twice, or the layout's id field is not where the target puts the request's id, so the requests' replies are not known to be theirs", n, s.UnknownID, s.DuplicateID)
+			ws[len(ws)-1].Invalidates = !p.Warmup
 		}
 	}
 	return ws

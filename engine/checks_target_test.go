@@ -341,3 +341,40 @@ func TestCountOf(t *testing.T) {
 		}
 	}
 }
+
+// Replies that answered no request (unknown or duplicate ids) mean the
+// target or the layout's id field is wrong: a run with 1000 of them and
+// no error PASSed with nothing in its warnings. They warn, and the
+// warning keeps a measured phase from a pass; late replies (a timeout's
+// own) do not warn.
+func TestUnsolicitedRepliesWarn(t *testing.T) {
+	pl := twoPhasePlan(t)
+	ph, _ := machineChecks(pl)
+	for _, c := range []struct {
+		unknown, dup, late int64
+		want               string
+	}{
+		{1000, 0, 0, "1000 replies answered no request (unknown id 1000, duplicate id 0)"},
+		{0, 7, 0, "7 replies answered no request (unknown id 0, duplicate id 7)"},
+		{0, 0, 5, ""},
+	} {
+		pr := ph(procstat.MachineUsage{}, 0, nil)
+		pr.Summary.UnknownID, pr.Summary.DuplicateID, pr.Summary.Late = c.unknown, c.dup, c.late
+		ws := Checks(pl, &Result{Phases: []*PhaseResult{pr}})
+		var got *Warning
+		for i := range ws {
+			if ws[i].Code == "unsolicited-replies" {
+				got = &ws[i]
+			}
+		}
+		switch {
+		case c.want == "" && got != nil:
+			t.Errorf("late %d: warned %q", c.late, got.Message)
+		case c.want == "":
+		case got == nil:
+			t.Errorf("unknown %d, duplicate %d: no warning among %+v", c.unknown, c.dup, ws)
+		case !strings.Contains(got.Message, c.want) || !got.Invalidates || !Invalidating(ws):
+			t.Errorf("warning %+v; want %q, invalidating", *got, c.want)
+		}
+	}
+}
