@@ -227,16 +227,58 @@ func hasProblem(err error, key, want string) bool {
 	return false
 }
 
-// A part longer than its length field holds is not sent: the request is
-// the client's error request-too-long, and the connection carries on.
-func TestPartTooLong(t *testing.T) {
-	dir := mcData(t, `[{"op": "0", "extras": "", "key": "`+strings.Repeat("k", 70000)+`", "value": ""}]`)
+// Every data row's parts and payload are checked before any traffic,
+// naming the file, the row and the part: only one rendering (the row of
+// seq 2^63) was checked, so a 300-byte extras in row 1 or a payload over
+// max_payload in row 8 passed validate and failed at run time, after the
+// load began.
+func TestEveryRowsSizesCheckedAtNew(t *testing.T) {
+	row := func(extras, key, value string) string {
+		return `{"op": "0", "extras": "` + extras + `", "key": "` + key + `", "value": "` + value + `"}`
+	}
+	var rows []string
+	for i := range 9 {
+		switch i {
+		case 0, 4:
+			rows = append(rows, row(strings.Repeat("e", 300), "k", "")) // u8 extras_length
+		case 7:
+			rows = append(rows, row("", "k", strings.Repeat("v", 2000))) // over max_payload
+		default:
+			rows = append(rows, row("", "k", ""))
+		}
+	}
+	dir := mcData(t, "["+strings.Join(rows, ",")+"]")
+	lay := memcachedLayout()
+	lay.MaxPayload = 1024
+	_, err := New(schema.Frame{Layout: lay, Data: "ops.json"}, "tcp://127.0.0.1:1", dir)
+	for key, want := range map[string]string{
+		"layout.parts[0].template": "ops.json, row 1 (and 1 more rows): part extras is 300 bytes; its length field extras_length holds at most 255",
+		"layout.parts":             "ops.json, row 8: the payload is 2001 bytes; the layout allows at most 1024 (max_payload)",
+	} {
+		if !hasProblem(err, key, want) {
+			t.Errorf("want %q at %s: %v", want, key, err)
+		}
+	}
+	// {{seq}} counts at its longest: 19 digits.
+	lay = memcachedLayout()
+	lay.Parts[1].Template = strings.Repeat("k", 65535-18) + "{{seq}}"
+	_, err = New(schema.Frame{Layout: lay, Data: "ops.json"}, "tcp://127.0.0.1:1", mcData(t, "["+row("", "k", "")+"]"))
+	if !hasProblem(err, "layout.parts[1].template", "part key is 65536 bytes; its length field key_length holds at most 65535") {
+		t.Errorf("seq at its longest: %v", err)
+	}
+}
+
+// A part longer than its length field holds is never sent: should a row
+// escape New's check, render refuses the request (request-too-long).
+func TestPartTooLongAtRender(t *testing.T) {
+	dir := mcData(t, `[{"op": "0", "extras": "", "key": "k", "value": ""}]`)
 	lay := memcachedLayout()
 	lay.MaxPayload = 1 << 20
 	d, err := New(schema.Frame{Layout: lay, Data: "ops.json"}, "tcp://127.0.0.1:1", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.data.Rows[0][d.data.Column("key")] = strings.Repeat("k", 70000)
 	c := &conn{d: d}
 	bp, err := c.render(1, 0, 1)
 	release(bp)

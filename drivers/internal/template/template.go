@@ -137,6 +137,31 @@ func (t *Template) Render(dst []byte, seqNo uint64, slot int) []byte {
 	return dst
 }
 
+// MaxSeqDigits is the most digits {{seq}} renders: a run's sequence
+// numbers stay below 2^63 (19 decimal digits).
+const MaxSeqDigits = 19
+
+// Size returns the length in bytes of t rendered for a request that
+// reads data row row (nil when t reads no data) with a {{seq}} of
+// MaxSeqDigits digits: the longest rendering of that row, since only
+// {{seq}} and {{data.NAME}} vary in length. It does not allocate.
+func (t *Template) Size(row []string) int {
+	n := 0
+	for _, p := range t.parts {
+		switch p.kind {
+		case lit:
+			n += len(p.text)
+		case seq:
+			n += MaxSeqDigits
+		case filler:
+			n += p.n
+		case column:
+			n += len(row[p.n])
+		}
+	}
+	return n
+}
+
 // HasSeq reports whether the template has a {{seq}} action.
 func (t *Template) HasSeq() bool {
 	for _, p := range t.parts {
