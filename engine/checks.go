@@ -203,9 +203,13 @@ func Checks(pl *Plan, res *Result) []Warning {
 		}
 		if n := s.UnknownID + s.DuplicateID; n > 0 {
 			// Late replies are a timeout's own; these answer no request
-			// ever sent, or one already answered.
-			at("unsolicited-replies", "%d replies answered no request (unknown id %d, duplicate id %d): the target sent frames with ids never sent or answered a request twice, or the layout's id field is not where the target puts the request's id, so the requests' replies are not known to be theirs", n, s.UnknownID, s.DuplicateID)
-			ws[len(ws)-1].Invalidates = !p.Warmup
+			// ever sent, or one already answered. A rule of the phase on
+			// each count alone (unknown_id == 0, duplicate_id < 10)
+			// accepts it, as one on left_over accepts left-overs.
+			accepted := (s.UnknownID == 0 || readsMetric(pl, p.Name, "unknown_id")) &&
+				(s.DuplicateID == 0 || readsMetric(pl, p.Name, "duplicate_id"))
+			at("unsolicited-replies", "%d replies answered no request (unknown id %d, duplicate id %d): the target sent replies with ids never sent or answered a request twice, or the layout's id field is not where the target puts the request's id, so the requests' replies are not known to be theirs (accept them explicitly with a rule on unknown_id or duplicate_id alone, e.g. unknown_id == 0)", n, s.UnknownID, s.DuplicateID)
+			ws[len(ws)-1].Invalidates = !p.Warmup && !accepted
 		}
 	}
 	return ws
