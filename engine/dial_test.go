@@ -204,33 +204,3 @@ func TestRampStairProbe(t *testing.T) {
 		}
 	})
 }
-
-// The workers of one slot (inflight > 1) that find it empty dial it once
-// between them: the first dials, the others wait and take its connection.
-// Each dialling on its own made one connection per worker, all but the
-// last overwritten in the pool and never closed (HTTP/2 found it: four
-// connections for a slot whose barrier dial had failed).
-func TestEmptySlotDialledOnceForItsWorkers(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		d := &fake.Driver{Inflight: 4, Service: func(uint64) time.Duration { return 50 * time.Millisecond },
-			DialFail: func(n int64) error {
-				if n == 1 {
-					return fake.ErrRefused // the barrier's dial
-				}
-				time.Sleep(5 * time.Millisecond) // a dial takes a while
-				return nil
-			}}
-		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(400), Connections: 1, Inflight: 4}, Duration: dur("100ms")}, time.Second)
-		r := &Runner{Driver: d, Timeout: time.Second, NewSleeper: NewTimerSleeper}
-		res, err := r.Run(context.Background(), pl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := d.Dials(); got != 2 {
-			t.Errorf("%d dials, want 2: the failed barrier dial and one for the slot's four workers", got)
-		}
-		if s := res.Phases[0].Summary; s.OK != s.Requests || s.Reconnects != 1 {
-			t.Errorf("ok %d of %d, reconnects %d; want all ok, 1 re-dial", s.OK, s.Requests, s.Reconnects)
-		}
-	})
-}

@@ -12,26 +12,6 @@ import (
 type pool struct {
 	mu    sync.Mutex
 	conns []drivers.Conn // nil where a dial failed
-	// dialing serialises the dials of an empty slot: with inflight > 1
-	// several workers share a slot, and each finding it empty would dial
-	// a connection of its own, the earlier ones overwritten and never
-	// closed.
-	dialing map[int]*sync.Mutex
-}
-
-// slotLock returns the mutex that serialises the dials of slot i.
-func (p *pool) slotLock(i int) *sync.Mutex {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.dialing == nil {
-		p.dialing = map[int]*sync.Mutex{}
-	}
-	m := p.dialing[i]
-	if m == nil {
-		m = new(sync.Mutex)
-		p.dialing[i] = m
-	}
-	return m
 }
 
 func (p *pool) close() {
@@ -91,20 +71,12 @@ func (ph *phaseRun) established() int {
 }
 
 // conn returns connection k, dialling it if its slot is empty. A failed
-// dial is returned as the outcome of the request that needed it. The
-// workers of one slot (inflight > 1) dial it one at a time: one that
-// waited finds the connection the first one made, and takes it.
+// dial is returned as the outcome of the request that needed it.
 func (ph *phaseRun) conn(ctx context.Context, k int) (drivers.Conn, drivers.Outcome, bool) {
 	if c := ph.pool.get(k); c != nil {
 		return c, drivers.Outcome{}, true
 	}
 	t0 := time.Now()
-	m := ph.pool.slotLock(k)
-	m.Lock()
-	defer m.Unlock()
-	if c := ph.pool.get(k); c != nil {
-		return c, drivers.Outcome{}, true
-	}
 	c, err := ph.r.Driver.Dial(ctx)
 	if err != nil {
 		cl, code := drivers.Classify(err)
