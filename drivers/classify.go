@@ -63,7 +63,8 @@ const (
 //     ECONNABORTED → Reset with the errno name (Connect when dialling);
 //     ETIMEDOUT → Timeout (Connect when dialling); any other errno → Reset
 //     (Connect when dialling) with its name.
-//   - a TLS or certificate error: Connect "TLS".
+//   - a TLS or certificate error, or an alert from the server (a client
+//     certificate refused, even after the handshake): Connect "TLS".
 //   - context.DeadlineExceeded or a net.Error whose Timeout() is true:
 //     Timeout, "" (Connect "ETIMEDOUT" when dialling).
 //   - io.EOF, io.ErrUnexpectedEOF: EOF, "" (Connect "EOF" when dialling).
@@ -143,9 +144,38 @@ func isTLS(err error) bool {
 		invalid   x509.CertificateInvalidError
 		echReject *tls.ECHRejectionError
 	)
-	return errors.As(err, &verify) || errors.As(err, &record) || errors.As(err, &alert) ||
+	if errors.As(err, &verify) || errors.As(err, &record) || errors.As(err, &alert) ||
 		errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
-		errors.As(err, &echReject)
+		errors.As(err, &echReject) {
+		return true
+	}
+	// An alert from the server ("remote error: tls: certificate
+	// required"): with TLS 1.3 a server that refuses our client
+	// certificate says so after our side of the handshake is done, so it
+	// reaches the first read of the response.
+	return remoteAlert(err)
+}
+
+// remoteAlert reports whether err's chain holds a *net.OpError of Op
+// "remote error" (crypto/tls's form of an alert from the peer), however
+// deep: errors.As would stop at the first *net.OpError, a dial's.
+func remoteAlert(err error) bool {
+	switch e := err.(type) {
+	case nil:
+		return false
+	case *net.OpError:
+		if e.Op == "remote error" {
+			return true
+		}
+	case interface{ Unwrap() []error }:
+		for _, x := range e.Unwrap() {
+			if remoteAlert(x) {
+				return true
+			}
+		}
+		return false
+	}
+	return remoteAlert(errors.Unwrap(err))
 }
 
 // ClientSide reports whether code names a failure of the load generator's

@@ -67,6 +67,10 @@ func TestClassify(t *testing.T) {
 		// Name resolution and certificate failures.
 		{"dns", &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}, Connect, "DNS"},
 		{"unknown authority", fmt.Errorf("tls: %w", x509.UnknownAuthorityError{}), Connect, "TLS"},
+		// A server's alert (a client certificate refused), on a read after
+		// a TLS 1.3 handshake, or inside a dial that read the first frame.
+		{"alert on read", fmt.Errorf("read response: %w", &net.OpError{Op: "remote error", Err: errors.New("tls: certificate required")}), Connect, "TLS"},
+		{"alert in dial", &net.OpError{Op: "dial", Net: "tcp", Err: errors.Join(fmt.Errorf("reading SETTINGS: %w", &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}))}, Connect, "TLS"},
 		// Anything else that breaks a live connection.
 		{"unknown", errors.New("something odd"), Reset, ""},
 		{"unknown dial", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("odd")}, Connect, ""},

@@ -27,7 +27,9 @@ type Conn interface {
 	// request deadline (timeout) and cancellation (end of phase, Ctrl-C);
 	// when ctx ends first, Do returns promptly with Class Timeout or
 	// Cancelled. Do never decides latency: the engine stamps the send just
-	// before calling it and the completion just after it returns.
+	// before calling it and the completion just after it returns (a
+	// multiplexing driver may move the send later, to when it wrote the
+	// request after waiting for a stream: Outcome.Sent).
 	// A connection the server closed is re-dialled inside the next Do and
 	// counted in Outcome.Dialed.
 	Do(ctx context.Context, r Request) Outcome
@@ -49,6 +51,18 @@ type Prober interface {
 	// connection, and otherwise an error saying how it ended. It looks
 	// only at what already arrived: a close still on its way is missed.
 	Alive() error
+}
+
+// StreamCapper is implemented by drivers whose servers can cap the
+// requests in flight per connection below the phase's inflight: HTTP/2's
+// SETTINGS_MAX_CONCURRENT_STREAMS. Requests past the cap wait in the
+// client for a stream. The engine reads it after a phase's dial-in and
+// says in the log when the cap is below the phase's inflight.
+type StreamCapper interface {
+	// StreamCap returns the smallest cap a server announced on the
+	// connections dialled so far; 0 when none announced one. It is safe
+	// for concurrent use.
+	StreamCap() int
 }
 
 // Inflighter is implemented by drivers whose connections carry more than
@@ -184,6 +198,20 @@ type Outcome struct {
 	// FirstByte is the time from the start of Do to the first response
 	// byte; zero when no byte arrived.
 	FirstByte time.Duration
+	// Sent, when not zero, is the instant the request went to the wire
+	// after waiting inside Do for something that is the client's own
+	// queueing, not the request's service: a multiplexing driver (HTTP/2)
+	// sets it once the request has a stream under the server's limit and
+	// its turn to write. The engine then takes it as the request's send
+	// (service time = done − Sent; the response time still runs from the
+	// intended start). Zero: the engine's own stamp just before Do, which
+	// includes any dial.
+	Sent time.Time
+	// Resent is 1 when the request was sent a second time because the
+	// server said it had not processed the first (HTTP/2 GOAWAY with a
+	// lower last-stream-id, RFC 9113 §6.8); its outcome is the second
+	// send's, its times run from its first. 0 otherwise.
+	Resent int
 }
 
 // ConfigError is a problem in a driver's configuration, found before any

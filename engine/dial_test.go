@@ -204,3 +204,66 @@ func TestRampStairProbe(t *testing.T) {
 		}
 	})
 }
+
+// The workers of one slot (inflight > 1) that find it empty dial it once
+// between them: the first dials, the others wait and take its connection.
+// Each dialling on its own made one connection per worker, all but the
+// last overwritten in the pool and never closed (HTTP/2 found it: four
+// connections for a slot whose barrier dial had failed).
+func TestEmptySlotDialledOnceForItsWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fake.Driver{Inflight: 4, Service: func(uint64) time.Duration { return 50 * time.Millisecond },
+			DialFail: func(n int64) error {
+				if n == 1 {
+					return fake.ErrRefused // the barrier's dial
+				}
+				time.Sleep(5 * time.Millisecond) // a dial takes a while
+				return nil
+			}}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(800), Connections: 2, Inflight: 4}, Duration: dur("100ms")}, time.Second)
+		r := &Runner{Driver: d, Timeout: time.Second, NewSleeper: NewTimerSleeper}
+		res, err := r.Run(context.Background(), pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Dials(); got != 3 {
+			t.Errorf("%d dials, want 3: two at the barrier (one failed) and one for the empty slot's four workers", got)
+		}
+		if s := res.Phases[0].Summary; s.OK != s.Requests || s.Reconnects != 1 {
+			t.Errorf("ok %d of %d, reconnects %d; want all ok, 1 re-dial", s.OK, s.Requests, s.Reconnects)
+		}
+	})
+}
+
+// streamCapped is a fake driver whose server caps the streams per
+// connection (drivers.StreamCapper), as HTTP/2's
+// SETTINGS_MAX_CONCURRENT_STREAMS does.
+type streamCapped struct {
+	*fake.Driver
+	cap int
+}
+
+func (d streamCapped) StreamCap() int { return d.cap }
+
+// A server's stream cap below the phase's inflight is said in the log
+// once per phase, after its dial-in; at or above it, nothing is said.
+func TestStreamCapLogged(t *testing.T) {
+	for _, tc := range []struct{ cap, inflight, lines int }{{2, 8, 1}, {8, 8, 0}, {0, 8, 0}} {
+		synctest.Test(t, func(t *testing.T) {
+			logs := &logLines{start: time.Now()}
+			d := streamCapped{&fake.Driver{Inflight: 8, Service: constService(time.Millisecond)}, tc.cap}
+			pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(100), Connections: 1, Inflight: tc.inflight}, Duration: dur("100ms")}, time.Second)
+			r := &Runner{Driver: d, Timeout: time.Second, NewSleeper: NewTimerSleeper, Log: zerolog.New(logs)}
+			if _, err := r.Run(context.Background(), pl); err != nil {
+				t.Fatal(err)
+			}
+			got := logs.find("concurrent streams per HTTP/2 connection")
+			if len(got) != tc.lines {
+				t.Fatalf("cap %d, inflight %d: %d lines, want %d:\n%s", tc.cap, tc.inflight, len(got), tc.lines, logs)
+			}
+			if tc.lines > 0 && !strings.Contains(got[0].msg, "capped at 2, not the 8") {
+				t.Errorf("line %q does not say the cap and the inflight", got[0].msg)
+			}
+		})
+	}
+}

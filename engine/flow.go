@@ -203,6 +203,7 @@ func (fr *flowRun) iteration(shard int, seq uint64, intended, first time.Duratio
 		it.BytesIn += out.BytesIn
 		it.BytesOut += out.BytesOut
 		it.Dialed += out.Dialed
+		it.Resent += out.Resent
 		it.Connect += out.Connect
 		it.Class, it.Code, it.Err, it.Responded = out.Class, out.Code, out.Err, out.Responded
 		if out.Class != drivers.OK {

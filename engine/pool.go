@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -12,6 +13,29 @@ import (
 type pool struct {
 	mu    sync.Mutex
 	conns []drivers.Conn // nil where a dial failed
+	// dialing serialises the dials of an empty slot: with inflight > 1
+	// several workers share a slot, and each finding it empty would dial
+	// a connection of its own, the earlier ones overwritten and never
+	// closed.
+	// A channel of capacity 1 is the lock, so that a wait can end with
+	// its request's context.
+	dialing map[int]chan struct{}
+}
+
+// slotLock returns the lock that serialises the dials of slot i: send
+// to take it, receive to give it back.
+func (p *pool) slotLock(i int) chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dialing == nil {
+		p.dialing = map[int]chan struct{}{}
+	}
+	m := p.dialing[i]
+	if m == nil {
+		m = make(chan struct{}, 1)
+		p.dialing[i] = m
+	}
+	return m
 }
 
 func (p *pool) close() {
@@ -71,12 +95,29 @@ func (ph *phaseRun) established() int {
 }
 
 // conn returns connection k, dialling it if its slot is empty. A failed
-// dial is returned as the outcome of the request that needed it.
+// dial is returned as the outcome of the request that needed it. The
+// workers of one slot (inflight > 1) dial it one at a time: one that
+// waited finds the connection the first one made, and takes it.
 func (ph *phaseRun) conn(ctx context.Context, k int) (drivers.Conn, drivers.Outcome, bool) {
 	if c := ph.pool.get(k); c != nil {
 		return c, drivers.Outcome{}, true
 	}
 	t0 := time.Now()
+	lock := ph.pool.slotLock(k)
+	select {
+	case lock <- struct{}{}:
+		defer func() { <-lock }()
+	case <-ctx.Done():
+		err := context.Cause(ctx)
+		cl := drivers.CtxClass(ctx)
+		if cl == drivers.Timeout && ph.hard.Err() == nil {
+			cl = drivers.Connect // waited out its timeout for a connection
+		}
+		return nil, drivers.Outcome{Class: cl, Err: fmt.Errorf("waiting for the slot's dial: %w", err), Connect: time.Since(t0)}, false
+	}
+	if c := ph.pool.get(k); c != nil {
+		return c, drivers.Outcome{}, true
+	}
 	c, err := ph.r.Driver.Dial(ctx)
 	if err != nil {
 		cl, code := drivers.Classify(err)

@@ -285,6 +285,14 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		}
 		return nil, fmt.Errorf("phase %q: %w: %s", p.Name, ErrNoConnection, strings.Join(why, "; "))
 	}
+	if sc, ok := r.Driver.(drivers.StreamCapper); ok && p.Inflight > 1 {
+		// Known once the dial-in's connections have their server's
+		// settings: said before the phase's traffic.
+		if c := sc.StreamCap(); c > 0 && c < p.Inflight {
+			r.Log.Warn().Str("phase", p.Name).Int("stream_cap", c).Int("inflight", p.Inflight).
+				Msgf("the server allows %d concurrent streams per HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS): in-flight per connection is capped at %d, not the %d the phase asks; the requests past it wait in the client (their wait is in the response time)", c, c, p.Inflight)
+		}
+	}
 	if din.opened >= CollectAfterDials {
 		// The handshakes left garbage that the generator's high GOGC
 		// would keep resident for the whole phase: collect it and give
@@ -512,6 +520,12 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	}
 	r.Log.Info().Int("repeat", rep).Str("phase", p.Name).Int64("requests", pr.Summary.Requests).
 		Str("elapsed", elapsed.Round(time.Millisecond).String()).Bool("interrupted", interrupted).Msg("phase end")
+	if n := pr.Summary.GoAwayRetries; n > 0 {
+		// Not an error of theirs, but a second send each: said where the
+		// console shows logs, and counted in the result (goaway_retries).
+		r.Log.Warn().Int("repeat", rep).Str("phase", p.Name).Int64("goaway_retries", n).
+			Msgf("%d request(s) were sent again on a fresh connection: an HTTP/2 GOAWAY said the server had not processed them (their response times run from their first send's intended start)", n)
+	}
 	return pr, nil
 }
 
@@ -689,6 +703,12 @@ func (ph *phaseRun) do(k int, r drivers.Request) (out drivers.Outcome, sent, don
 		out.Connect += dial.Connect
 	}
 	done = time.Since(ph.start)
+	if out.Sent.After(now) {
+		// A multiplexing driver waited for a stream before it wrote
+		// (drivers.Outcome.Sent): that wait is queueing, in the response
+		// time from the intended start but not in the service time.
+		sent = min(out.Sent.Sub(ph.start), done)
+	}
 	if !out.Responded && out.Class != drivers.OK && ph.hard.Err() != nil {
 		// The phase (its drain ran out) or the user (Ctrl-C) cut this
 		// request short: that is not the target's error. At the drain's

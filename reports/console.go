@@ -180,6 +180,9 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	if s.ConnectFailures > 0 {
 		c.f(", %d failed to connect", s.ConnectFailures)
 	}
+	if s.GoAwayRetries > 0 {
+		c.f(", %d requests sent again after a GOAWAY", s.GoAwayRetries)
+	}
 	c.f("\n")
 	lc := engine.Little(pr)
 	c.f("  little's law  λ·W = %s vs %s, over %s\n", littleL(lc), lc.Against, s.CompletionWindow().Round(time.Millisecond))

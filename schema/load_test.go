@@ -353,16 +353,22 @@ func TestProblems(t *testing.T) {
 		{"fetch url host", "version: 1\ntarget: {serve: http}\ndriver: {http: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\nreconcile: {fetch: {prometheus: 'http:///metrics'}, expect: [errors == 0]}\n", []string{
 			`s.yaml:5:33: reconcile.fetch.prometheus: expected a path such as /metrics or a URL such as http://127.0.0.1:8405/metrics, found "http:///metrics"`,
 		}},
-		{"http fields", "version: 1\ntarget: {serve: http}\ndriver:\n  http: {method: post, path: hello, version: 2, body: x, body_size: 1KiB, success: \"\", tls: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
+		{"http fields", "version: 1\ntarget: {serve: http}\ndriver:\n  http: {method: post, path: hello, version: 3, body: x, body_size: 1KiB, success: \"\", tls: {}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
 			`s.yaml:4:18: driver.http.method: methods are case-sensitive; did you mean "POST"?`,
 			`s.yaml:4:30: driver.http.path: expected a path starting with "/", e.g. /hello; found "hello"`,
-			`s.yaml:4:46: driver.http.version: expected "1.1" or "1.0", found "2"`,
+			`s.yaml:4:46: driver.http.version: expected "1.1", "1.0" or "2", found "3"`,
 			`s.yaml:4:69: driver.http.body_size: both body and body_size; expected at most one`,
 			`s.yaml:4:84: driver.http.success: empty rule`,
 			`s.yaml:4:93: driver.http.tls: tls applies only to https:// targets`,
 		}},
 		{"http version 1", "version: 1\ntarget: {serve: http}\ndriver: {http: {version: 1}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
-			[]string{`s.yaml:3:26: driver.http.version: expected "1.1" or "1.0", found "1"`}},
+			[]string{`s.yaml:3:26: driver.http.version: expected "1.1", "1.0" or "2", found "1"`}},
+		{"http2 without keep-alive", "version: 1\ntarget: {serve: http}\ndriver: {http: {version: 2, keep_alive: false}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
+			[]string{`s.yaml:3:41: driver.http.keep_alive: keep_alive: false with version "2"`}},
+		{"client cert alone", "version: 1\ntarget: {url: \"https://127.0.0.1:1\"}\ndriver: {http: {tls: {cert_file: c.pem}}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
+			[]string{`s.yaml:3:34: driver.http.tls.cert_file: cert_file without key_file; a client certificate needs both`}},
+		{"client key alone, empty cert", "version: 1\ntarget: {url: \"wss://127.0.0.1:1\"}\ndriver: {websocket: {message: x, tls: {key_file: k.pem, cert_file: \"\"}}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n",
+			[]string{`driver.websocket.tls.cert_file: expected a PEM file name, found an empty string`}},
 		{"headers", "version: 1\ntarget: {serve: http}\ndriver: {http: {headers: {\"X Bad\": a, accept: b, Accept: c}}}\nphases: [{closed: {connections: 1}, duration: 1s}]\n", []string{
 			`s.yaml:3:36: driver.http.headers.X Bad: invalid header name "X Bad"`,
 			`s.yaml:3:47: driver.http.headers.accept: header "accept" given twice (also as "Accept")`,

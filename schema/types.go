@@ -246,8 +246,11 @@ type HTTP struct {
 	Body string `yaml:"body,omitempty" json:"body,omitempty"`
 	// BodySize, when set, sends that many filler bytes as the body instead of Body.
 	BodySize Size `yaml:"body_size,omitempty" json:"body_size,omitempty"`
-	// Version is "1.1" (default) or "1.0".
-	Version string `yaml:"version,omitempty" json:"version,omitempty" jsonschema:"enum=1.1,enum=1.0"`
+	// Version is "1.1" (default), "1.0" or "2": HTTP/2 over TLS with
+	// ALPN h2 for https:// targets, cleartext with prior knowledge (h2c)
+	// for http:// ones; a connection then carries up to the phase's
+	// inflight requests at once, each on its own stream.
+	Version string `yaml:"version,omitempty" json:"version,omitempty" jsonschema:"enum=1.1,enum=1.0,enum=2"`
 	// KeepAlive reuses connections; default true. With version 1.0 it sends
 	// `Connection: keep-alive` as `ab -k` does.
 	KeepAlive *bool `yaml:"keep_alive,omitempty" json:"keep_alive,omitempty"`
@@ -301,6 +304,14 @@ type TLS struct {
 	InsecureSkipVerify bool `yaml:"insecure_skip_verify,omitempty" json:"insecure_skip_verify,omitempty"`
 	// ServerName overrides the name checked in the certificate.
 	ServerName string `yaml:"server_name,omitempty" json:"server_name,omitempty"`
+	// CertFile is the client certificate (PEM, its chain after it)
+	// presented to a server that asks for one (mutual TLS); with KeyFile,
+	// both or neither. Its path may appear in reports.
+	CertFile string `yaml:"cert_file,omitempty" json:"cert_file,omitempty"`
+	// KeyFile is the client certificate's private key (PEM); with
+	// CertFile, both or neither. Its path may appear in reports, its
+	// contents never.
+	KeyFile string `yaml:"key_file,omitempty" json:"key_file,omitempty"`
 }
 
 // Phase is one stage of a repeat. Exactly one of Closed, Open or Ramp is

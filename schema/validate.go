@@ -20,7 +20,7 @@ import (
 // Closed sets of values; the JSON Schema's enums agree (see types.go).
 var (
 	serveKinds         = []string{"http", "ws-gateway", "frame"}
-	httpVersions       = []string{"1.1", "1.0"}
+	httpVersions       = []string{"1.1", "1.0", "2"}
 	arrivalKinds       = []string{"uniform", "poisson"}
 	saturationPolicies = []string{"queue", "drop"}
 	dataOrders         = []string{"rows", "connection", "random"}
@@ -263,6 +263,7 @@ func (l *loader) validateWebSocket(w *WebSocket, t Target) {
 			l.failf(p+".tls.ca_file", "expected a PEM file name, found an empty string")
 		}
 		l.checkServerName(p+".tls.server_name", w.TLS.ServerName)
+		l.checkClientCert(p+".tls", w.TLS)
 		if u, err := url.Parse(t.URL); t.Serve != "" || err == nil && u.Scheme == "ws" {
 			l.failf(p+".tls", "tls applies only to wss:// targets")
 		}
@@ -396,7 +397,10 @@ func (l *loader) validateHTTP(h *HTTP, t Target) {
 		l.checkPath(p+".path", h.Path)
 	}
 	if l.ok(p+".version") && !slices.Contains(httpVersions, h.Version) {
-		l.failf(p+".version", "expected \"1.1\" or \"1.0\", found %s (only HTTP/1.x is supported)", quote(h.Version))
+		l.failf(p+".version", "expected \"1.1\", \"1.0\" or \"2\", found %s", quote(h.Version))
+	}
+	if h.Version == "2" && h.KeepAlive != nil && !*h.KeepAlive && l.ok(p+".keep_alive") {
+		l.failf(p+".keep_alive", "keep_alive: false with version \"2\": an HTTP/2 connection carries many requests and has no per-request close; use version \"1.1\" for a connection per request")
 	}
 	if l.ok(p+".timeout") && h.Timeout <= 0 {
 		l.failf(p+".timeout", "expected a positive duration, found %s", h.Timeout)
@@ -431,6 +435,7 @@ func (l *loader) validateHTTP(h *HTTP, t Target) {
 			l.failf(p+".tls.ca_file", "expected a PEM file name, found an empty string")
 		}
 		l.checkServerName(p+".tls.server_name", h.TLS.ServerName)
+		l.checkClientCert(p+".tls", h.TLS)
 		if u, err := url.Parse(t.URL); t.Serve != "" || err == nil && u.Scheme == "http" {
 			l.failf(p+".tls", "tls applies only to https:// targets")
 		}
@@ -477,6 +482,29 @@ func (l *loader) checkPath(path, v string) {
 	case strings.IndexFunc(v, func(r rune) bool { return r == ' ' || unicode.IsControl(r) }) >= 0:
 		l.failf(path, "path contains a space or a control character; percent-encode it (space is %%20)")
 	case l.refuseNonPrinting(path, v):
+	}
+}
+
+// checkClientCert checks a client certificate's files at path (a tls
+// mapping): both cert_file and key_file, or neither, and neither empty.
+// Their contents are read by the driver, which reports a file that does
+// not hold a PEM certificate and its matching key.
+func (l *loader) checkClientCert(path string, t *TLS) {
+	cert, key := l.has(path+".cert_file"), l.has(path+".key_file")
+	for _, f := range []struct {
+		key string
+		set bool
+		v   string
+	}{{"cert_file", cert, t.CertFile}, {"key_file", key, t.KeyFile}} {
+		if f.set && l.ok(path+"."+f.key) && f.v == "" {
+			l.failf(path+"."+f.key, "expected a PEM file name, found an empty string")
+		}
+	}
+	switch {
+	case cert && !key:
+		l.failf(path+".cert_file", "cert_file without key_file; a client certificate needs both")
+	case key && !cert:
+		l.failf(path+".key_file", "key_file without cert_file; a client certificate needs both")
 	}
 }
 

@@ -29,7 +29,6 @@ func findNginx(t *testing.T) string {
 // group) when the test ends.
 func startNginx(t *testing.T) string {
 	t.Helper()
-	bin := findNginx(t)
 	src, err := filepath.Abs(filepath.Join("..", "..", "targets", "nginx"))
 	if err != nil {
 		t.Fatal(err)
@@ -46,9 +45,7 @@ func startNginx(t *testing.T) string {
 	if err := os.Mkdir(filepath.Join(prefix, "tmp"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var lastErr string
-	for attempt := 0; attempt < 3; attempt++ {
-		port := freePort(t)
+	return "http://" + runNginx(t, prefix, func(port int) string {
 		c := string(conf)
 		for old, new := range map[string]string{
 			"listen 127.0.0.1:8089;": fmt.Sprintf("listen 127.0.0.1:%d;", port),
@@ -59,7 +56,23 @@ func startNginx(t *testing.T) string {
 			}
 			c = strings.ReplaceAll(c, old, new)
 		}
-		if err := os.WriteFile(filepath.Join(prefix, "nginx.conf"), []byte(c), 0o644); err != nil {
+		return c
+	})
+}
+
+// runNginx starts nginx with prefix as its prefix and the configuration
+// conf(port) for a free loopback port (three tries, in case the port is
+// taken meanwhile), in the foreground as a child process in its own
+// process group. It returns host:port once nginx accepts connections;
+// nginx is stopped (SIGQUIT, then SIGKILL to the group) when the test
+// ends.
+func runNginx(t *testing.T, prefix string, conf func(port int) string) string {
+	t.Helper()
+	bin := findNginx(t)
+	var lastErr string
+	for attempt := 0; attempt < 3; attempt++ {
+		port := freePort(t)
+		if err := os.WriteFile(filepath.Join(prefix, "nginx.conf"), []byte(conf(port)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(bin, "-p", prefix, "-c", "nginx.conf", "-e", "stderr",
@@ -86,7 +99,7 @@ func startNginx(t *testing.T) string {
 							t.Errorf("nginx still listens on %s after stop", addr)
 						}
 					})
-					return "http://" + addr
+					return addr
 				}
 				continue
 			}

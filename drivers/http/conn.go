@@ -161,17 +161,9 @@ func (c *conn) Close() error {
 // one. A close that comes after the request was written is an eof or
 // reset outcome and is never retried.
 func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) {
-	start := time.Now()
-	if err := ctx.Err(); err != nil {
-		out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("before send: %w", context.Cause(ctx))
+	start, deadline, ended := begin(ctx, r, c.d.timeout, &out)
+	if ended {
 		return out
-	}
-	deadline := r.Deadline
-	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
-		deadline = d
-	}
-	if deadline.IsZero() {
-		deadline = start.Add(c.d.timeout)
 	}
 	c.watch(ctx)
 
@@ -510,11 +502,38 @@ func (c *conn) failed(ctx context.Context, stage string, err error, out drivers.
 	return out
 }
 
+// begin starts a Do: its start, and its deadline, the earlier of
+// r.Deadline and ctx's, or start plus timeout when neither has one. ended
+// is true, with out filled, when ctx had already ended.
+func begin(ctx context.Context, r drivers.Request, timeout time.Duration, out *drivers.Outcome) (start, deadline time.Time, ended bool) {
+	start = time.Now()
+	if err := ctx.Err(); err != nil {
+		out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("before send: %w", context.Cause(ctx))
+		return start, deadline, true
+	}
+	deadline = r.Deadline
+	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d
+	}
+	if deadline.IsZero() {
+		deadline = start.Add(timeout)
+	}
+	return start, deadline, false
+}
+
 // dialFailed ends a request whose re-dial failed: class Connect with the
 // code of drivers.Classify, or Cancelled.
 func (c *conn) dialFailed(ctx context.Context, err error, out drivers.Outcome) drivers.Outcome {
+	return dialOutcome(ctx, err, c.isClosed(), out)
+}
+
+// dialOutcome is the outcome of a request whose dial failed with err:
+// Cancelled when ctx was cancelled or the Conn closed, else class Connect
+// with the code of drivers.Classify (ETIMEDOUT for a timeout, EOF for a
+// connection ended during the handshake).
+func dialOutcome(ctx context.Context, err error, closed bool, out drivers.Outcome) drivers.Outcome {
 	out.Err = fmt.Errorf("connect: %w", err)
-	if errors.Is(ctx.Err(), context.Canceled) || c.isClosed() {
+	if errors.Is(ctx.Err(), context.Canceled) || closed {
 		out.Class = drivers.Cancelled
 		return out
 	}

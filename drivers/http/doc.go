@@ -1,6 +1,6 @@
-// Package http is the HTTP/1.x driver of the drivers stage: it turns one
-// drivers.Request into one request on the wire and says how it ended
-// (drivers.Outcome).
+// Package http is the HTTP driver of the drivers stage (HTTP/1.x, and
+// HTTP/2 with version "2": h2.go): it turns one drivers.Request into one
+// request on the wire and says how it ended (drivers.Outcome).
 //
 // The driver owns its connections (net.Dialer, optional TLS) instead of
 // using net/http's Transport, so that keep-alive, re-dials and the count
@@ -21,4 +21,12 @@
 // reset outcome, and the next request re-dials. A connection found closed,
 // or holding an unsolicited response, before a request is written on it is
 // re-dialled for that request (nothing was sent, so it is no retry).
+//
+// HTTP/2 (h2.go) uses golang.org/x/net/http2's Framer and hpack for the
+// wire format and keeps the rest: one session (TCP or TLS connection, ALPN
+// h2, or h2c with prior knowledge) per connection slot, carrying up to
+// the phase's inflight streams under the server's
+// SETTINGS_MAX_CONCURRENT_STREAMS, with our own flow control, receive
+// limits, and GOAWAY handling (a stream above the last-stream-id is sent
+// again once on a fresh connection, Outcome.Resent).
 package http

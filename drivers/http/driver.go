@@ -76,6 +76,10 @@ type Driver struct {
 
 	opened atomic.Int64
 
+	// h2 is version "2": Dial returns HTTP/2 connection slots (h2.go).
+	h2 bool
+	goAwayCounts
+
 	// flow is the mix of a flow driver (flow.go); nil for one request.
 	flow *flowSet
 	// captures are what a flow step's response gives later steps;
@@ -190,9 +194,15 @@ func newSpec(cfg schema.HTTP, baseURL, dir string, captured []string, shared *te
 		d.addr = net.JoinHostPort(u.Hostname(), port)
 		prefix = strings.TrimSuffix(u.EscapedPath(), "/")
 		if u.Scheme == "https" {
-			conf, err := tlsConfig(cfg.TLS, u.Hostname())
+			alpn := []string{"http/1.1"}
+			if cfg.Version == "2" {
+				// h2 alone: a server that cannot speak it must say so
+				// at the handshake, not fall back unseen.
+				alpn = []string{"h2"}
+			}
+			conf, err := drivers.TLSConfig(cfg.TLS, u.Hostname(), alpn)
 			if err != nil {
-				errs = append(errs, bad("tls.ca_file", err))
+				errs = append(errs, err) // a *drivers.ConfigError keyed by its file
 			}
 			d.tls = conf
 			d.insecure = cfg.TLS != nil && cfg.TLS.InsecureSkipVerify
@@ -203,8 +213,15 @@ func newSpec(cfg schema.HTTP, baseURL, dir string, captured []string, shared *te
 	if version == "" {
 		version = DefaultVersion
 	}
-	if version != "1.1" && version != "1.0" {
-		errs = append(errs, bad("version", fmt.Errorf("version %q: want 1.1 or 1.0", version)))
+	switch version {
+	case "1.1", "1.0":
+	case "2":
+		d.h2 = true
+		if !d.keepAlive {
+			errs = append(errs, bad("keep_alive", errors.New("keep_alive: false with version 2: an HTTP/2 connection carries many requests and has no per-request close")))
+		}
+	default:
+		errs = append(errs, bad("version", fmt.Errorf("version %q: want 1.1, 1.0 or 2", version)))
 	}
 	if !isToken(d.method) {
 		errs = append(errs, bad("method", fmt.Errorf("method %q: not an HTTP token", d.method)))
@@ -283,6 +300,9 @@ func newSpec(cfg schema.HTTP, baseURL, dir string, captured []string, shared *te
 		case strings.EqualFold(name, "Content-Length") || strings.EqualFold(name, "Transfer-Encoding"):
 			errs = append(errs, bad("headers."+name, fmt.Errorf("header %q: set by the driver from body or body_size", name)))
 			continue
+		case d.h2 && h2Forbidden(name):
+			errs = append(errs, bad("headers."+name, fmt.Errorf("header %q: connection-specific, not allowed in HTTP/2 (RFC 9113 §8.2.2)", name)))
+			continue
 		case cookiesOn(cfg) && strings.EqualFold(name, "Cookie"):
 			errs = append(errs, bad("headers."+name, fmt.Errorf("header %q: set by the driver from its cookie jar when cookies is true", name)))
 			continue
@@ -352,8 +372,16 @@ func cookiesOn(cfg schema.HTTP) bool {
 	return len(cfg.Flows) > 0
 }
 
-func tlsConfig(t *schema.TLS, host string) (*tls.Config, error) {
-	return drivers.TLSConfig(t, host, []string{"http/1.1"})
+// h2Forbidden reports whether a header name is connection-specific,
+// which HTTP/2 forbids (RFC 9113 §8.2.2); Connection and
+// Transfer-Encoding are refused for every version already.
+func h2Forbidden(name string) bool {
+	for _, f := range []string{"Keep-Alive", "Proxy-Connection", "Upgrade", "TE"} {
+		if strings.EqualFold(name, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // Dial opens one connection (TCP, then the TLS handshake for https://),
@@ -364,6 +392,15 @@ func tlsConfig(t *schema.TLS, host string) (*tls.Config, error) {
 // "ETIMEDOUT"; Cancelled when ctx was cancelled. Dial is safe for
 // concurrent use.
 func (d *Driver) Dial(ctx context.Context) (drivers.Conn, error) {
+	if d.h2 {
+		c := newH2Conn(d)
+		s, _, err := d.dialH2(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.sess = s
+		return c, nil
+	}
 	nc, _, err := d.dial(ctx)
 	if err != nil {
 		return nil, err
@@ -378,10 +415,20 @@ func (d *Driver) Dial(ctx context.Context) (drivers.Conn, error) {
 // accepted connections. Safe for concurrent use.
 func (d *Driver) Opened() int64 { return d.opened.Load() }
 
-// MaxInflight is 1: an HTTP/1.x connection carries one request at a
+// MaxInflight is 1 for HTTP/1.x: a connection carries one request at a
 // time (no pipelining), so the engine never calls Do concurrently on one
-// connection.
-func (d *Driver) MaxInflight() int { return 1 }
+// connection. For HTTP/2 it is MaxH2Inflight: each request in flight is a
+// stream, and the server's SETTINGS_MAX_CONCURRENT_STREAMS may cap it
+// further (requests past it wait for a stream to end).
+func (d *Driver) MaxInflight() int {
+	if d.h2 {
+		return MaxH2Inflight
+	}
+	return 1
+}
+
+// HTTP2 reports whether the driver speaks HTTP/2 (version "2").
+func (d *Driver) HTTP2() bool { return d.h2 }
 
 // KeepsDeadline implements drivers.DeadlineKeeper: Do sets
 // Request.Deadline on the socket for every read and write.

@@ -95,7 +95,9 @@ func TestNew_Errors(t *testing.T) {
 		{"unreadable ca", schema.HTTP{TLS: &schema.TLS{CAFile: missing}}, "https://127.0.0.1:1", []string{"tls.ca_file"}},
 		{"template", schema.HTTP{Path: "/{{id}}"}, "http://127.0.0.1:1", []string{"unknown template action"}},
 		{"path", schema.HTTP{Path: "no-slash"}, "http://127.0.0.1:1", []string{"must start with /"}},
-		{"version", schema.HTTP{Version: "2"}, "http://127.0.0.1:1", []string{`version "2"`}},
+		{"version", schema.HTTP{Version: "3"}, "http://127.0.0.1:1", []string{`version "3"`}},
+		{"h2 keep-alive off", schema.HTTP{Version: "2", KeepAlive: boolp(false)}, "http://127.0.0.1:1", []string{`keep_alive: false with version 2`}},
+		{"h2 connection header", schema.HTTP{Version: "2", Headers: map[string]string{"Upgrade": "x"}}, "http://127.0.0.1:1", []string{`header "Upgrade": connection-specific`}},
 		{"connection header", schema.HTTP{Headers: map[string]string{"connection": "close"}}, "http://127.0.0.1:1", []string{"keep_alive"}},
 		{"header injection", schema.HTTP{Headers: map[string]string{"X-A": "a\r\nX-B: b"}}, "http://127.0.0.1:1", []string{"header X-A"}},
 		// Every problem is reported at once.

@@ -119,7 +119,7 @@ func New(cfg schema.WebSocket, baseURL, dir string) (*Driver, error) {
 		if u.Scheme == "wss" {
 			conf, err := drivers.TLSConfig(cfg.TLS, u.Hostname(), []string{"http/1.1"})
 			if err != nil {
-				errs = append(errs, bad("tls.ca_file", err))
+				errs = append(errs, err) // a *drivers.ConfigError keyed by its file
 			}
 			tr.TLSClientConfig = conf
 			d.insecure = cfg.TLS != nil && cfg.TLS.InsecureSkipVerify

@@ -91,6 +91,7 @@ type shard struct {
 	cancelledAtEnd, leftOverUnsent, cancelledThinking    int64
 	interruptedThinking                                  int64
 	bytesIn, bytesOut, dialed                            int64
+	resent                                               int64 // Σ Outcome.Resent
 	responseSum, inflightSum                             time.Duration
 	waitSum, unansweredInflight                          time.Duration
 	lastSent, lastDone                                   time.Duration
@@ -178,6 +179,7 @@ func (s *shard) record(res *Result, opts *Options, timeline int, b *book) {
 	s.bytesIn += o.BytesIn
 	s.bytesOut += o.BytesOut
 	s.dialed += int64(o.Dialed)
+	s.resent += int64(o.Resent)
 	s.lastSent = max(s.lastSent, res.Sent)
 	inflight := svc
 	if o.Class == drivers.Cancelled {
@@ -432,6 +434,7 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 		s.BytesIn += sh.bytesIn
 		s.BytesOut += sh.bytesOut
 		s.Reconnects += sh.dialed
+		s.GoAwayRetries += sh.resent
 		s.ResponseSum = addSat(s.ResponseSum, sh.responseSum)
 		s.InflightSum = addSat(s.InflightSum, sh.inflightSum)
 		s.Response.add(&sh.response)

@@ -117,6 +117,12 @@ type Summary struct {
 	// Reconnects is Σ Outcome.Dialed: connections requests had to open
 	// (re-dials after a close, or every request without keep-alive).
 	Reconnects int64 `json:"reconnects"`
+	// GoAwayRetries is Σ Outcome.Resent: requests sent a second time, on
+	// a fresh connection, because an HTTP/2 GOAWAY said the server had not
+	// processed them (RFC 9113 §6.8). Each counts once among Requests,
+	// with the second send's outcome; its response time runs from its
+	// intended start, the refused send included.
+	GoAwayRetries int64 `json:"goaway_retries,omitempty"`
 	// ConnectFailures is the number of barrier dials that failed.
 	ConnectFailures int64 `json:"connect_failures"`
 	// BytesIn and BytesOut are Σ Outcome.BytesIn and Σ Outcome.BytesOut.
@@ -296,6 +302,7 @@ func (s *Summary) Merge(o *Summary) error {
 	}
 	s.ConnectionsOpened += o.ConnectionsOpened
 	s.Reconnects += o.Reconnects
+	s.GoAwayRetries += o.GoAwayRetries
 	s.ConnectFailures += o.ConnectFailures
 	s.BytesIn += o.BytesIn
 	s.BytesOut += o.BytesOut
@@ -398,7 +405,7 @@ func (s *Summary) Clone() *Summary {
 //
 //	Requests == OK + Errors + Cancelled − CancelledUnsent           (one outcome per request)
 //	Arrivals == Requests + Dropped + CancelledUnsent + LeftOverUnsent (nothing silently lost)
-//	LeftOverBound holds LeftOver() samples; DroppedLate ≤ Dropped
+//	LeftOverBound holds LeftOver() samples; DroppedLate ≤ Dropped; GoAwayRetries ≤ Requests
 //	Errors == Σ ErrorsByClass == Σ ErrorsByCode
 //	Timeouts == ErrorsByClass["timeout"]
 //	CancelledUnsent + CancelledAtEnd ≤ Cancelled, Responded ≤ Requests,
@@ -421,7 +428,7 @@ func (s *Summary) Check() error {
 		{"dropped", s.Dropped}, {"cancelled", s.Cancelled}, {"cancelled_unsent", s.CancelledUnsent},
 		{"cancelled_at_end", s.CancelledAtEnd}, {"cancelled_thinking", s.CancelledThinking}, {"interrupted_thinking", s.InterruptedThinking}, {"left_over_unsent", s.LeftOverUnsent}, {"dropped_late", s.DroppedLate},
 		{"timeouts", s.Timeouts}, {"late", s.Late}, {"unknown_id", s.UnknownID}, {"duplicate_id", s.DuplicateID}, {"connections_opened", s.ConnectionsOpened},
-		{"reconnects", s.Reconnects}, {"connect_failures", s.ConnectFailures}, {"responded", s.Responded},
+		{"reconnects", s.Reconnects}, {"goaway_retries", s.GoAwayRetries}, {"connect_failures", s.ConnectFailures}, {"responded", s.Responded},
 	} {
 		if c.v < 0 {
 			bad("%s is negative: %d", c.name, c.v)
@@ -480,6 +487,9 @@ func (s *Summary) Check() error {
 	}
 	if s.Responded > s.Requests {
 		bad("responded %d > requests %d", s.Responded, s.Requests)
+	}
+	if s.GoAwayRetries > s.Requests {
+		bad("goaway_retries %d > requests %d", s.GoAwayRetries, s.Requests)
 	}
 	if s.Reconnects > s.ConnectionsOpened {
 		bad("reconnects %d > connections_opened %d", s.Reconnects, s.ConnectionsOpened)

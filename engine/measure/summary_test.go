@@ -397,3 +397,36 @@ func TestIssue12_RedactBeforeShortening(t *testing.T) {
 		t.Errorf("example of %d bytes, want at most 300 and the cut mark", len(got))
 	}
 }
+
+// Requests sent again after a GOAWAY are counted once each among the
+// requests, with their second send's outcome, and summed apart in
+// goaway_retries; merging sums them; more than the requests is refused.
+func TestRecorderGoAwayRetries(t *testing.T) {
+	r := NewRecorder(2, Options{Duration: time.Second})
+	for i, o := range []drivers.Outcome{
+		{Class: drivers.OK, Responded: true, Resent: 1},
+		{Class: drivers.Reset, Code: "goaway", Resent: 1},
+		{Class: drivers.OK, Responded: true},
+	} {
+		r.AddArrivals(1)
+		r.Record(i, &Result{Seq: uint64(i + 1), Sent: time.Millisecond, Done: 2 * time.Millisecond, Outcome: o})
+	}
+	s := r.Summary(time.Second)
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if s.GoAwayRetries != 2 || s.Requests != 3 || s.OK != 2 || s.Errors != 1 {
+		t.Errorf("goaway_retries %d requests %d ok %d errors %d; want 2, 3, 2, 1", s.GoAwayRetries, s.Requests, s.OK, s.Errors)
+	}
+	m := s.Clone()
+	if err := m.Merge(s); err != nil {
+		t.Fatal(err)
+	}
+	if m.GoAwayRetries != 4 {
+		t.Errorf("merged goaway_retries %d, want 4", m.GoAwayRetries)
+	}
+	s.GoAwayRetries = s.Requests + 1
+	if err := s.Check(); err == nil || !strings.Contains(err.Error(), "goaway_retries") {
+		t.Errorf("Check of more retries than requests: %v", err)
+	}
+}

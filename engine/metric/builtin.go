@@ -146,6 +146,9 @@ func builtin() []Def {
 		Def{Name: "connections_established", Unit: Count, Worse: LowerIsWorse,
 			Read: func(p *Phase) (float64, bool) { return float64(p.ConnectionsEstablished), true }},
 		count("reconnects", HigherIsWorse, func(s *measure.Summary) int64 { return s.Reconnects }),
+		// HTTP/2: requests sent again on a fresh connection because a
+		// GOAWAY said the server had not processed them.
+		count("goaway_retries", HigherIsWorse, func(s *measure.Summary) int64 { return s.GoAwayRetries }),
 		// The runner's own counter fetches inside the phase's counter
 		// deltas (Phase.Fetches): what a target that counts its scrapes
 		// counted of ours.

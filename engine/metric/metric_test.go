@@ -90,7 +90,7 @@ func TestStepMetricsReadTheSummaryAlone(t *testing.T) {
 			t.Errorf("%s: %v,%v from the step's summary, %v,%v with the phase's extras", d.Name, a, aok, b, bok)
 		}
 	}
-	for _, name := range []string{"connections", "connections_established", "connections_opened", "reconnects",
+	for _, name := range []string{"connections", "connections_established", "connections_opened", "reconnects", "goaway_retries",
 		"dropped", "offered_rate", "duration", "unknown_id", "duplicate_id", "fetches",
 		"client.cpu", "client.gc_pause_max", "target.cpu", "target.cpu_max_thread", "target.rss",
 		"corrected.p99", "corrected.max"} {

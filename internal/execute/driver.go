@@ -54,7 +54,7 @@ var kinds = []struct {
 				return nil, err
 			}
 			return &Driver{Driver: d, Timeout: d.Timeout(), Insecure: d.Insecure(), MaxInflight: d.MaxInflight(),
-				InflightHint: "HTTP/1.x carries one request at a time per connection: use more connections instead",
+				InflightHint: "HTTP/1.x carries one request at a time per connection: use more connections, or version \"2\" (HTTP/2 streams)",
 				TLS:          sc.Driver.HTTP.TLS}, nil
 		}},
 	{"driver.websocket", func(sc *schema.Scenario) bool { return sc.Driver.WebSocket != nil }, "ws://127.0.0.1:1",

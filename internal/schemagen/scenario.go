@@ -185,11 +185,11 @@ func interpolable(s *jsonschema.Schema) {
 }
 
 // extendHTTP lets the HTTP version be written unquoted: YAML reads
-// `version: 1.1` as a number, and Parse takes it as "1.1".
+// `version: 1.1` (or 2) as a number, and Parse takes it as "1.1" ("2").
 func extendHTTP(s *jsonschema.Schema) {
 	if v, ok := s.Properties.Get("version"); ok {
 		v.Type = ""
-		v.Enum = []any{"1.1", "1.0", 1.1, 1.0}
+		v.Enum = []any{"1.1", "1.0", "2", 1.1, 1.0, 2}
 	}
 }
 

@@ -179,6 +179,11 @@ func (cfg Config) validate() error {
 // and returns nil. Errors: an invalid cfg, a failed listen, or the server
 // failing on its own.
 //
+// It speaks HTTP/1.x and, on the same port, cleartext HTTP/2 with prior
+// knowledge (h2c: a connection that opens with the HTTP/2 preface); an
+// HTTP/2 connection counts once in connections however many streams it
+// carries, and its streams are served concurrently.
+//
 // Endpoints:
 //   - GET /healthz: 200 "ok\n", not counted.
 //   - GET /stats: the counters as a flat JSON object of integers, not counted.
@@ -235,6 +240,11 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 		ConnState:         t.connState,
 		ReadHeaderTimeout: time.Minute,
 	}
+	// HTTP/1.x, and HTTP/2 with prior knowledge (h2c) on the same port:
+	// a connection that opens with the HTTP/2 preface speaks HTTP/2.
+	srv.Protocols = new(nethttp.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
 	return targets.ServeUntil(ctx, ln, ready,
 		func() error { return srv.Serve(&resetListener{Listener: ln, t: t}) },
 		func() { targets.ShutdownHTTP(srv) })
