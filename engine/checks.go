@@ -215,6 +215,11 @@ func Checks(pl *Plan, res *Result) []Warning {
 	return ws
 }
 
+// ClosedAfterBadFrame is drivers.ClosedAfterBadFrame, for the reports: a
+// close code of a connection the client closed after a bad frame, not one
+// the target ended.
+func ClosedAfterBadFrame(code string) bool { return drivers.ClosedAfterBadFrame(code) }
+
 // OtherCPULimit is how many cores of CPU other processes may use during a
 // phase before busy-machine warns; StealLimit the same for steal time.
 const (

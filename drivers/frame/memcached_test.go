@@ -169,7 +169,12 @@ func TestCompileErrors_DerivedFields(t *testing.T) {
 		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "m", Size: "u8", ResponseValue: v(256)})}, "layout.fields[0].response_value", "response_value 256 does not fit field m"},
 		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "m", Size: "u8", RequestValue: v(-1)})}, "layout.fields[0].request_value", "request_value -1 does not fit"},
 		{schema.FrameLayout{Fields: []schema.FrameField{{Name: "i", Size: "u32", Role: "id", RequestValue: v(1)}, {Name: "l", Size: "u32", Role: "length"}}}, "layout.fields[0].request_value", "only a status field takes one"},
-		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "s", Size: "u16", Role: "status", ResponseValue: v(0)})}, "layout.fields[0].response_value", "replies are checked against it by its role"},
+		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "s", Size: "u16", Role: "status", ResponseValue: v(0)})}, "layout.fields[0].response_value", "replies are judged at it by its success values"},
+		// A column field has no role: the message said it had.
+		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "op", Size: "u8", Column: "op", ResponseValue: v(1)})}, "layout.fields[0].response_value", "has column and a response_value; a column field is sent from the data row and not checked in replies"},
+		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "k", Size: "u8", LengthOf: "key", ResponseValue: v(1)}), Parts: []schema.FramePart{{Name: "key"}}}, "layout.fields[0].response_value", "in replies it is the length of their part key"},
+		// value on a status field: what requests carry is request_value.
+		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "s", Size: "u16", Role: "status", Value: v(0)})}, "layout.fields[0].value", "write request_value: 0"},
 		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "s", Size: "u8", Success: []int64{0}})}, "layout.fields[0].success", "s is not one"},
 		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "s", Size: "u8", Role: "status", Success: []int64{256}})}, "layout.fields[0].success[0]", "success value 256 does not fit"},
 		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "s", Size: "u8", Role: "status", Success: []int64{}})}, "layout.fields[0].success", "every reply would be an error"},
