@@ -166,9 +166,13 @@ func (d *Driver) compileParts(cfg schema.Frame, data *template.Data, bad func(st
 			continue
 		}
 		k := data.Column(c.Name)
+		if err := data.Lacks(k); err != nil {
+			bad(key, fmt.Errorf("column %s: %w", c.Name, err))
+			continue
+		}
 		for i, row := range data.Rows {
 			if v, ok := parseNumber(row[k]); !ok || v > c.Max {
-				bad(key, fmt.Errorf("the data file %s, row %d: column %s is %q; expected a whole number from 0 to %d (decimal, or hexadecimal after 0x)", data.File, i+1, c.Name, row[k], c.Max))
+				bad(key, fmt.Errorf("the data file %s, row %d: column %s is %q; expected a whole number from 0 to %d (decimal without a leading zero, or hexadecimal after 0x)", data.File, i+1, c.Name, row[k], c.Max))
 				break
 			}
 		}
@@ -176,13 +180,16 @@ func (d *Driver) compileParts(cfg schema.Frame, data *template.Data, bad func(st
 	}
 }
 
-// parseNumber reads a column field's value: decimal digits, or
-// hexadecimal digits after 0x or 0X (no sign, no octal, no
-// underscores: strconv.ParseUint with a base other than 0).
+// parseNumber reads a column field's value: decimal digits without a
+// leading zero ("010" would read as 10 here and as 8 in C: refused), or
+// hexadecimal digits after 0x or 0X (no sign, no underscores:
+// strconv.ParseUint with a base other than 0).
 func parseNumber(s string) (uint64, bool) {
 	base := 10
 	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
 		s, base = s[2:], 16
+	} else if len(s) > 1 && s[0] == '0' {
+		return 0, false
 	}
 	v, err := strconv.ParseUint(s, base, 64)
 	return v, err == nil

@@ -209,6 +209,24 @@ func TestMemcachedConfigErrors(t *testing.T) {
 			t.Errorf("want %q at %s: %v", want, key, err)
 		}
 	}
+	// A row without a key a part or a column field reads is refused,
+	// naming the row and the column (it rendered as an empty part); a
+	// decimal with a leading zero is refused (it read as 10 here, 8 in C).
+	dir2 := mcData(t, `[{"op": "1", "extras": "", "key": "k", "value": "v"}, {"op": "010", "extras": "", "key": "k"}, {"extras": "", "key": "k"}, {"op": "0", "extras": "", "key": "k"}]`)
+	_, err = New(schema.Frame{Layout: memcachedLayout(), Data: "ops.json"}, "tcp://127.0.0.1:1", dir2)
+	for key, want := range map[string]string{
+		"layout.parts[2].template": `ops.json, row 2 (and 2 more rows): no key "value"`,
+		"layout.fields[1].column":  `ops.json, row 3: no key "op"`,
+	} {
+		if !hasProblem(err, key, want) {
+			t.Errorf("want %q at %s: %v", want, key, err)
+		}
+	}
+	dir2 = mcData(t, `[{"op": "010", "extras": "", "key": "k", "value": ""}]`)
+	_, err = New(schema.Frame{Layout: memcachedLayout(), Data: "ops.json"}, "tcp://127.0.0.1:1", dir2)
+	if !hasProblem(err, "layout.fields[1].column", `row 1: column op is "010"; expected a whole number from 0 to 255 (decimal without a leading zero`) {
+		t.Errorf("leading zero: %v", err)
+	}
 	lay := memcachedLayout()
 	lay.Parts = nil
 	lay.Fields[2].LengthOf, lay.Fields[3].LengthOf = "", ""

@@ -90,6 +90,9 @@ func Parse(s string, data *Data) (*Template, error) {
 			if c < 0 {
 				return nil, fmt.Errorf("%s: the data file %s has no column %q; columns: %s", raw, data.File, name, strings.Join(data.Columns, ", "))
 			}
+			if err := data.Lacks(c); err != nil {
+				return nil, fmt.Errorf("%s: %w", raw, err)
+			}
 			t.parts = append(t.parts, part{kind: column, n: c})
 		default:
 			return nil, fmt.Errorf("unknown template action %q; expected {{seq}}, {{bytes N}} or {{data.NAME}}", raw)
