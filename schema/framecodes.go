@@ -9,7 +9,8 @@ import (
 )
 
 // checkFrameCodes refuses a rule that reads errors_by[CODE] or
-// closes_by[CODE] for a code the frame driver never writes, in any form
+// closes_by[CODE] for a code the frame driver never writes, or a count
+// it never makes, in any form
 // the rule reads it (bare, in median(), worst(), min() or max(), or as
 // baseline.): such a count is 0 whatever the target answers, so a rule
 // such as errors_by["status-0x1"] == 0 would pass on nothing. Refused,
@@ -27,7 +28,9 @@ import (
 //     (the driver's status and bad-frame errors always carry their own
 //     codes, and unknown or duplicate ids are the unknown_id and
 //     duplicate_id counts, not errors);
-//   - bad-NAME for a field the layout does not check.
+//   - bad-NAME for a field the layout does not check;
+//   - a number in closes_by (a WebSocket close code);
+//   - goaway_retries (HTTP/2's).
 func (l *loader) checkFrameCodes(path string, rules []Rule, d Driver) {
 	if d.Frame == nil || l.reads == nil || len(rules) > MaxRules {
 		return
@@ -40,6 +43,10 @@ func (l *loader) checkFrameCodes(path string, rules []Rule, d Driver) {
 			continue
 		}
 		for _, m := range l.reads(r.Expr) {
+			if unwrap(m) == "goaway_retries" {
+				l.failf(expr, "goaway_retries never counts: it counts HTTP/2 requests sent again after a GOAWAY, and the frame driver has none")
+				break
+			}
 			group, key, ok := codeRead(m)
 			if !ok {
 				continue
@@ -56,18 +63,25 @@ func (l *loader) checkFrameCodes(path string, rules []Rule, d Driver) {
 // metric m reads, as rules write it (Options.RuleReads): errors_by["x"],
 // worst(errors_by["x"]), median(…), baseline.errors_by["x"].
 func codeRead(m string) (group, key string, ok bool) {
-	m = strings.TrimPrefix(m, "baseline.")
-	for _, view := range []string{"median(", "worst("} {
-		if inner, ok := strings.CutPrefix(m, view); ok && strings.HasSuffix(inner, ")") {
-			m = strings.TrimSuffix(inner, ")")
-		}
-	}
+	m = unwrap(m)
 	for _, g := range []string{"errors_by", "closes_by"} {
 		if k, ok := strings.CutPrefix(m, g+`["`); ok && strings.HasSuffix(k, `"]`) {
 			return g, strings.ReplaceAll(strings.TrimSuffix(k, `"]`), `\"`, `"`), true
 		}
 	}
 	return "", "", false
+}
+
+// unwrap is the metric m reads without its view: m itself, or x of
+// baseline.x, median(x) and worst(x).
+func unwrap(m string) string {
+	m = strings.TrimPrefix(m, "baseline.")
+	for _, view := range []string{"median(", "worst("} {
+		if inner, ok := strings.CutPrefix(m, view); ok && strings.HasSuffix(inner, ")") {
+			m = strings.TrimSuffix(inner, ")")
+		}
+	}
+	return m
 }
 
 // frameCodes is what a frame driver's layout lets it write as codes.
@@ -140,6 +154,8 @@ func (fc frameCodes) never(key string, closes bool) string {
 		return ""
 	}
 	switch {
+	case closes && !strings.HasPrefix(lower, "status"):
+		return "the frame driver's closes are eof, short-read, reset or a bad frame's code (numbers such as 1006 are WebSocket close codes)"
 	case fc.status == "":
 		return statusNote
 	case closes:
