@@ -56,13 +56,15 @@ type Prober interface {
 // StreamCapper is implemented by drivers whose servers can cap the
 // requests in flight per connection below the phase's inflight: HTTP/2's
 // SETTINGS_MAX_CONCURRENT_STREAMS. Requests past the cap wait in the
-// client for a stream. The engine reads it after a phase's dial-in and
-// says in the log when the cap is below the phase's inflight.
+// client for a stream (Request.QueueEnd, Outcome.Unsent). The engine
+// reads it after a phase's dial-in and at its end, warns when the cap is
+// below the phase's inflight, and names it when arrivals waited.
 type StreamCapper interface {
 	// StreamCap returns the smallest cap a server announced on the
-	// connections dialled so far; 0 when none announced one. It is safe
-	// for concurrent use.
-	StreamCap() int
+	// connections dialled so far, and whether any announced one (a cap
+	// of 0 is announced: nothing can be sent). It is safe for concurrent
+	// use.
+	StreamCap() (limit int, announced bool)
 }
 
 // Inflighter is implemented by drivers whose connections carry more than
@@ -133,6 +135,20 @@ type Request struct {
 	// slot k as k·N + K, so the segments' slots are those of one
 	// generator. Drivers read it for data_order: connection.
 	Slot int
+	// Lane is the 0-based in-flight slot of connection Slot that sends
+	// the request, in [0, inflight): one open-model worker, which sends
+	// one request (or one flow iteration, all its steps) at a time. 0 in
+	// the closed model. A multiplexing driver keeps a virtual user's
+	// state (the HTTP/2 cookie jar) per (Slot, Lane).
+	Lane int
+	// QueueEnd, when not nil, is closed when a request that has not been
+	// written yet may no longer be: the phase's drain ran out, or the run
+	// was interrupted. A driver that waits inside Do before writing
+	// anything, for what is the client's own queueing (HTTP/2's wait for
+	// a stream under the server's SETTINGS_MAX_CONCURRENT_STREAMS), stops
+	// waiting then and returns an Outcome with Unsent set. Nil: only ctx
+	// ends such a wait.
+	QueueEnd <-chan struct{}
 }
 
 // Class is a request's outcome class. Every request ends in exactly one.
@@ -207,6 +223,13 @@ type Outcome struct {
 	// intended start). Zero: the engine's own stamp just before Do, which
 	// includes any dial.
 	Sent time.Time
+	// Unsent is true when Do ended before any byte of the request was
+	// written, while it waited for the client's own queueing (an HTTP/2
+	// stream under the server's limit): the target never saw it. Class
+	// is Cancelled. The engine books it as the open model books an
+	// arrival still queued for a free slot: left over at the drain's end,
+	// cancelled before sending on an interrupt; never as a request.
+	Unsent bool
 	// Resent is 1 when the request was sent a second time because the
 	// server said it had not processed the first (HTTP/2 GOAWAY with a
 	// lower last-stream-id, RFC 9113 §6.8); its outcome is the second

@@ -344,6 +344,10 @@ func waitCause(pr *PhaseResult) string {
 	var why string
 	if g := GeneratorFault(pr); g != "" {
 		why = g + ": the wait is the generator's, not the target's"
+	} else if c := pr.StreamCap; c != nil {
+		// The server's stream cap, not the target's speed alone, bounds
+		// the slots that can carry a request.
+		why = fmt.Sprintf("they waited for an HTTP/2 stream: the server allows %d concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS), so at most %d of the %.0f in-flight slots could carry a request (on average %.1f did): raise the server's limit or add connections", *c, p.Connections**c, slots, s.InflightMean())
 	} else if in := s.InflightMean(); in >= 0.5*slots {
 		why = fmt.Sprintf("they waited for a free connection or in-flight slot (on average %.1f of %.0f in use): the target (or too few connections × in-flight) could not take the load", in, slots)
 	} else {

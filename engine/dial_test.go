@@ -240,18 +240,32 @@ func TestEmptySlotDialledOnceForItsWorkers(t *testing.T) {
 // SETTINGS_MAX_CONCURRENT_STREAMS does.
 type streamCapped struct {
 	*fake.Driver
-	cap int
+	cap       int
+	announced bool
 }
 
-func (d streamCapped) StreamCap() int { return d.cap }
+func (d streamCapped) StreamCap() (int, bool) { return d.cap, d.announced }
 
 // A server's stream cap below the phase's inflight is said in the log
-// once per phase, after its dial-in; at or above it, nothing is said.
+// once per phase, after its dial-in, 0 and an inflight of 1 included;
+// at or above it, or with none announced, nothing is said.
 func TestStreamCapLogged(t *testing.T) {
-	for _, tc := range []struct{ cap, inflight, lines int }{{2, 8, 1}, {8, 8, 0}, {0, 8, 0}} {
+	for _, tc := range []struct {
+		cap       int
+		announced bool
+		inflight  int
+		lines     int
+		says      string
+	}{
+		{2, true, 8, 1, "capped at 2, not the 8"},
+		{8, true, 8, 0, ""},
+		{0, false, 8, 0, ""}, // none announced: unlimited
+		{0, true, 8, 1, "allows 0 concurrent streams per HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS 0): nothing can be sent"},
+		{0, true, 1, 1, "nothing can be sent"},
+	} {
 		synctest.Test(t, func(t *testing.T) {
 			logs := &logLines{start: time.Now()}
-			d := streamCapped{&fake.Driver{Inflight: 8, Service: constService(time.Millisecond)}, tc.cap}
+			d := streamCapped{&fake.Driver{Inflight: 8, Service: constService(time.Millisecond)}, tc.cap, tc.announced}
 			pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(100), Connections: 1, Inflight: tc.inflight}, Duration: dur("100ms")}, time.Second)
 			r := &Runner{Driver: d, Timeout: time.Second, NewSleeper: NewTimerSleeper, Log: zerolog.New(logs)}
 			if _, err := r.Run(context.Background(), pl); err != nil {
@@ -261,8 +275,8 @@ func TestStreamCapLogged(t *testing.T) {
 			if len(got) != tc.lines {
 				t.Fatalf("cap %d, inflight %d: %d lines, want %d:\n%s", tc.cap, tc.inflight, len(got), tc.lines, logs)
 			}
-			if tc.lines > 0 && !strings.Contains(got[0].msg, "capped at 2, not the 8") {
-				t.Errorf("line %q does not say the cap and the inflight", got[0].msg)
+			if tc.lines > 0 && !strings.Contains(got[0].msg, tc.says) {
+				t.Errorf("line %q does not say %q", got[0].msg, tc.says)
 			}
 		})
 	}

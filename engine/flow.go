@@ -172,8 +172,15 @@ func (fr *flowRun) results(elapsed time.Duration) []StepResult {
 // counted from its due instant; a failed step ends the iteration with
 // that step's outcome. do performs one step (the phase's send path:
 // connection, deadline, cancellation).
+//
+// A step the driver never wrote (drivers.Outcome.Unsent) is booked on
+// its step's recorder by notSent, never as a request. Step 1 unsent: the
+// iteration returns Unsent, its arrival never left the client. A later
+// step: the iteration ends as one cut short before that step came due
+// (class Cancelled, code "": its user had not sent it).
 func (fr *flowRun) iteration(shard int, seq uint64, intended, first time.Duration, wait func(until time.Duration, thinks bool) bool,
-	do func(r drivers.Request) (out drivers.Outcome, sent, done time.Duration)) (it drivers.Outcome, sent, done time.Duration) {
+	do func(r drivers.Request) (out drivers.Outcome, sent, done time.Duration),
+	notSent func(rec *measure.Recorder, shard int, at time.Duration, out drivers.Outcome)) (it drivers.Outcome, sent, done time.Duration) {
 	fi := fr.mix.pick(seq)
 	f := fr.mix.flows[fi]
 	vars := drivers.Vars{}
@@ -191,6 +198,18 @@ func (fr *flowRun) iteration(shard int, seq uint64, intended, first time.Duratio
 		rec := fr.recs[fi][si]
 		rec.AddArrivals(1) // the step came due
 		out, s, d := do(drivers.Request{Seq: seq, Flow: fi, Step: si, Vars: vars})
+		if out.Unsent {
+			if si == 0 && first < 0 {
+				due = s
+			}
+			notSent(rec, shard, due, out)
+			if si == 0 {
+				return out, s, d
+			}
+			it.Dialed += out.Dialed
+			it.Class, it.Code, it.Err, it.Responded = drivers.Cancelled, "", nil, false
+			return it, sent, done
+		}
 		if si == 0 {
 			sent = s
 			if first < 0 {

@@ -186,6 +186,9 @@ func mergePhase(p *PhasePlan, row []*PhaseResult) (*PhaseResult, error) {
 		m.Interrupted = m.Interrupted || pr.Interrupted
 		m.StartLag = max(m.StartLag, pr.StartLag)
 		m.Timetabled = m.Timetabled || pr.Timetabled
+		if c := pr.StreamCap; c != nil && (m.StreamCap == nil || *c < *m.StreamCap) {
+			m.StreamCap = c
+		}
 		if pr.ClientCPU/pr.clientCores() > busiest.ClientCPU/busiest.clientCores() {
 			busiest = pr
 		}

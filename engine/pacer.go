@@ -3,6 +3,8 @@ package engine
 import (
 	"math"
 	"time"
+
+	"github.com/runner-dev/runner/drivers"
 )
 
 // pace is the open model's clock: it dispatches every arrival at its
@@ -201,11 +203,7 @@ func (ph *phaseRun) openWorker(w, k int, in <-chan time.Duration) {
 			if ph.hard.Err() != nil {
 				// Handed over just as the phase was cut short: it never
 				// left, so it is not a request.
-				if ph.r.interrupted(ph.hard) {
-					ph.rec.AddCancelled(1)
-				} else {
-					ph.rec.LeftOver(w, time.Since(ph.start)-at)
-				}
+				ph.notSent(ph.rec, w, at, drivers.Outcome{})
 				ph.busy.Add(-1)
 				continue
 			}

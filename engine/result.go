@@ -139,6 +139,13 @@ type PhaseResult struct {
 	Timetabled bool          `json:"timetabled,omitempty"`
 	// Interrupted is true when a signal stopped the phase early.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// StreamCap is the smallest number of streams a server allowed at
+	// once per connection (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS, 0
+	// included) when it was below the phase's in-flight per connection
+	// (drivers.StreamCapper): requests past it waited in the client for
+	// a stream, as arrivals queued for a free slot. nil when no server
+	// capped below it; the smallest over the segments of a merge.
+	StreamCap *int `json:"stream_cap,omitempty"`
 }
 
 // Result is a whole run: every (repeat, phase) that ran, in order.

@@ -285,12 +285,17 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		}
 		return nil, fmt.Errorf("phase %q: %w: %s", p.Name, ErrNoConnection, strings.Join(why, "; "))
 	}
-	if sc, ok := r.Driver.(drivers.StreamCapper); ok && p.Inflight > 1 {
+	if sc, ok := r.Driver.(drivers.StreamCapper); ok {
 		// Known once the dial-in's connections have their server's
 		// settings: said before the phase's traffic.
-		if c := sc.StreamCap(); c > 0 && c < p.Inflight {
-			r.Log.Warn().Str("phase", p.Name).Int("stream_cap", c).Int("inflight", p.Inflight).
-				Msgf("the server allows %d concurrent streams per HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS): in-flight per connection is capped at %d, not the %d the phase asks; the requests past it wait in the client (their wait is in the response time)", c, c, p.Inflight)
+		inflight := max(p.Inflight, 1) // the closed model: one per connection
+		if c, ok := sc.StreamCap(); ok && c < inflight {
+			ev := r.Log.Warn().Str("phase", p.Name).Int("stream_cap", c).Int("inflight", inflight)
+			if c == 0 {
+				ev.Msg("the server allows 0 concurrent streams per HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS 0): nothing can be sent; the requests wait in the client until the drain runs out and are left over")
+			} else {
+				ev.Msgf("the server allows %d concurrent streams per HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS): in-flight per connection is capped at %d, not the %d the phase asks; the requests past it wait in the client, as arrivals queued for a free slot (their wait is in the response time, not in the service time or the timeout; still waiting at the drain's end, they are left over)", c, c, inflight)
+			}
 		}
 	}
 	if din.opened >= CollectAfterDials {
@@ -504,6 +509,12 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		pr.StartLag = ph.lag
 		pr.Timetabled = true
 	}
+	if sc, ok := r.Driver.(drivers.StreamCapper); ok {
+		// Read again at the end: a server may lower its cap mid-phase.
+		if c, ok := sc.StreamCap(); ok && c < max(p.Inflight, 1) {
+			pr.StreamCap = &c
+		}
+	}
 	pr.Metrics = MetricsOf(pr)
 	if r.Counters != nil && !interrupted {
 		after, err := r.Counters(ctx)
@@ -635,10 +646,19 @@ func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 	// i·N + K + 1 (from 1, as one generator does).
 	local := ph.seq.Add(1) // this generator's own count, from 1
 	seq := uint64(ph.r.Segment.Global(int64(local-1))) + 1
+	lane := 0
+	if !closed {
+		// An open worker's shard is its index w = k·inflight + lane.
+		lane = shard % max(ph.p.Inflight, 1)
+	}
 	if ph.flow == nil {
-		out, sent, done := ph.do(k, drivers.Request{Seq: seq})
+		out, sent, done := ph.do(k, drivers.Request{Seq: seq, Lane: lane})
 		if closed {
 			intended = sent
+		}
+		if out.Unsent {
+			ph.notSent(ph.rec, shard, intended, out)
+			return
 		}
 		ph.rec.Record(shard, &measure.Result{Seq: seq, Intended: intended, Sent: sent, Done: done, Outcome: out})
 		return
@@ -653,8 +673,17 @@ func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 	ph.iterations.Add(1)
 	defer ph.iterations.Add(-1)
 	out, sent, done := ph.flow.iteration(shard, seq, intended, first, ph.think, func(r drivers.Request) (drivers.Outcome, time.Duration, time.Duration) {
+		r.Lane = lane
 		return ph.do(k, r)
-	})
+	}, ph.notSent)
+	if closed {
+		intended = sent
+	}
+	if out.Unsent {
+		// Its first step never left the client.
+		ph.notSent(ph.rec, shard, intended, out)
+		return
+	}
 	thinking := out.Class == drivers.Cancelled && out.Code == ""
 	if thinking {
 		// Cut short before a step came due, its user thinking: its bound
@@ -662,10 +691,23 @@ func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 		out.Code = ph.cutCode()
 		done = time.Since(ph.start)
 	}
-	if closed {
-		intended = sent
-	}
 	ph.rec.Record(shard, &measure.Result{Seq: seq, Intended: intended, Sent: sent, Done: done, Outcome: out, Thinking: thinking})
+}
+
+// notSent books on rec an arrival (intended at offset at) that a worker
+// took but that never left the client: handed over as the phase was cut
+// short, or a request the driver never wrote (drivers.Outcome.Unsent,
+// e.g. waiting for an HTTP/2 stream under the server's cap). As an
+// arrival still queued for a slot, it is cancelled before sending when
+// the run was interrupted and left over otherwise (its response time at
+// least now − at); never a request. Connections it dialled still count.
+func (ph *phaseRun) notSent(rec *measure.Recorder, shard int, at time.Duration, out drivers.Outcome) {
+	rec.AddConnectionsOpened(int64(out.Dialed))
+	if ph.r.interrupted(ph.hard) {
+		rec.AddCancelled(1)
+		return
+	}
+	rec.LeftOver(shard, time.Since(ph.start)-at)
 }
 
 // do sends r on connection k and returns its outcome with its send and
@@ -679,6 +721,9 @@ func (ph *phaseRun) do(k int, r drivers.Request) (out drivers.Outcome, sent, don
 	sent = now.Sub(ph.start)
 	deadline := now.Add(ph.timeout)
 	r.Deadline = deadline
+	// A request a driver still holds unsent when the drain runs out is
+	// left over, as an arrival queued for a slot (drivers.Outcome.Unsent).
+	r.QueueEnd = ph.drained
 	// The slot, like the sequence number, is global across segments.
 	r.Slot = int(ph.r.Segment.Global(int64(k)))
 	// A driver that keeps the deadline itself gets the phase's context
@@ -709,7 +754,7 @@ func (ph *phaseRun) do(k int, r drivers.Request) (out drivers.Outcome, sent, don
 		// time from the intended start but not in the service time.
 		sent = min(out.Sent.Sub(ph.start), done)
 	}
-	if !out.Responded && out.Class != drivers.OK && ph.hard.Err() != nil {
+	if !out.Unsent && !out.Responded && out.Class != drivers.OK && ph.hard.Err() != nil {
 		// The phase (its drain ran out) or the user (Ctrl-C) cut this
 		// request short: that is not the target's error. At the drain's
 		// end it is left over, its response time censored.

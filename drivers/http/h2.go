@@ -72,8 +72,11 @@ var errNotH2 = errors.New("the server did not select h2 by ALPN")
 
 // StreamCap implements drivers.StreamCapper: the smallest
 // SETTINGS_MAX_CONCURRENT_STREAMS a server sent on this driver's HTTP/2
-// connections; 0 when none sent one (HTTP/1.x too).
-func (d *Driver) StreamCap() int { return int(d.streamCap.Load()) }
+// connections (0 included), and whether one did (never for HTTP/1.x).
+func (d *Driver) StreamCap() (int, bool) {
+	c := d.streamCap.Load()
+	return int(c - 1), c > 0
+}
 
 // h2conn is one HTTP/2 connection slot (drivers.Conn). Do is safe for
 // concurrent use, up to MaxInflight at once: each call is one stream of
@@ -81,10 +84,15 @@ func (d *Driver) StreamCap() int { return int(d.streamCap.Load()) }
 // GOAWAY, is replaced by a fresh dial inside the next Do (Outcome.Dialed).
 type h2conn struct {
 	d *Driver
-	// jar holds this virtual user's cookies (nil with cookies off); its
-	// streams run concurrently, so jarMu serialises its use.
+	// jars hold the cookies of this connection's virtual users, one per
+	// in-flight lane (drivers.Request.Lane): a virtual user is an
+	// iteration slot, not a connection, so concurrent flow iterations
+	// on one connection never share a session. nil with cookies off.
+	// Their streams run concurrently, so jarMu guards the map and the
+	// jars (a lane's own requests come one at a time, but Do makes no
+	// such demand of its callers).
 	jarMu sync.Mutex
-	jar   *jar
+	jars  map[int]*jar
 
 	mu      sync.Mutex
 	sess    *session      // the session new streams go on; nil before the first dial
@@ -102,9 +110,29 @@ var (
 func newH2Conn(d *Driver) *h2conn {
 	c := &h2conn{d: d}
 	if d.cookies {
-		c.jar = newJar()
+		c.jars = map[int]*jar{}
 	}
 	return c
+}
+
+// jar returns the cookie jar of lane (made at its first request), nil
+// with cookies off. A lane outside [0, MaxH2Inflight) shares lane 0's, so
+// the jars stay bounded by the in-flight cap.
+func (c *h2conn) jar(lane int) *jar {
+	if c.jars == nil {
+		return nil
+	}
+	if lane < 0 || lane >= MaxH2Inflight {
+		lane = 0
+	}
+	c.jarMu.Lock()
+	defer c.jarMu.Unlock()
+	j := c.jars[lane]
+	if j == nil {
+		j = newJar()
+		c.jars[lane] = j
+	}
+	return j
 }
 
 // Close closes the session; streams in flight end as Cancelled, and later
@@ -255,7 +283,7 @@ func (c *h2conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome
 		if err != nil {
 			return c.dialFailed(ctx, err, out)
 		}
-		res := s.exchange(ctx, timer.C, deadline, start, c, q, &out)
+		res := s.exchange(ctx, r.QueueEnd, timer, &deadline, start, c, q, &out)
 		switch res {
 		case exNotSent:
 			// The session ended or was told to go away before our
@@ -304,6 +332,7 @@ type h2req struct {
 	spec   *Driver
 	r      drivers.Request
 	row    []string // its data row
+	jar    *jar     // its virtual user's cookie jar (h2conn.jar); nil without one
 	jarURL *url.URL // what the cookie jar files it under; nil without one
 	cookie string   // the Cookie value the jar gives it; "" for none
 	body   []byte
@@ -317,10 +346,10 @@ func (c *h2conn) prepare(r drivers.Request, out *drivers.Outcome) (q h2req, ok b
 	if q.spec.data != nil {
 		q.row = q.spec.data.Row(r.Seq, r.Slot)
 	}
-	if c.jar != nil {
+	if q.jar = c.jar(r.Lane); q.jar != nil {
 		q.jarURL = h2RequestURL(c.d, q.spec, r, q.row)
 		c.jarMu.Lock()
-		h, err := c.jar.appendHeader(nil, q.jarURL)
+		h, err := q.jar.appendHeader(nil, q.jarURL)
 		c.jarMu.Unlock()
 		if err != nil {
 			out.Class, out.Code, out.Err = drivers.ClientError, drivers.CodeCookieLimit, err
@@ -544,9 +573,11 @@ func (s *session) applySettings(sf *http2.SettingsFrame) error {
 		switch st.ID {
 		case http2.SettingMaxConcurrentStreams:
 			s.maxStreams = min(st.Val, MaxH2Inflight)
-			for {
+			// streamCap holds the cap + 1 (0: none announced), so that
+			// a cap of 0 is told apart from none.
+			for v := int64(s.maxStreams) + 1; ; {
 				c := s.d.streamCap.Load()
-				if c != 0 && c <= int64(s.maxStreams) || s.d.streamCap.CompareAndSwap(c, int64(s.maxStreams)) {
+				if c != 0 && c <= v || s.d.streamCap.CompareAndSwap(c, v) {
 					break
 				}
 			}
@@ -658,7 +689,8 @@ type stream struct {
 	recvWin  int64 // receive window left
 	recvUn   int64 // bytes to grant back
 	gotFinal bool
-	head     bool // HEAD: a response has no body
+	wantLen  int64 // the final head's content-length; −1: none
+	head     bool  // HEAD: a response has no body
 	// j holds the response for judging: status, headers, cookies, body
 	// (conn.judge and conn.capture read it).
 	j conn
@@ -681,24 +713,57 @@ const (
 
 // exchange sends r on a new stream of s and waits for its end; out
 // receives the outcome (exDone) or only byte counts (the others).
-func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadline, start time.Time, c *h2conn, q h2req, out *drivers.Outcome) int {
+//
+// The wait for a stream under the server's SETTINGS_MAX_CONCURRENT_STREAMS
+// is the client's queue, as the open model's wait for a free in-flight
+// slot is with HTTP/1.x: for a request never written it has no timeout
+// (its response time runs from its intended start all the same), the
+// request's timeout starts once it has its stream (*deadline moves by
+// the wait and timer with it), and a request still waiting when
+// queueEnd closes or ctx ends was never sent (Outcome.Unsent): the
+// engine books it left over or cancelled before sending, not as a
+// request of the target. A request sent again after GOAWAY was sent
+// once: its wait stays under its timeout.
+func (s *session) exchange(ctx context.Context, queueEnd <-chan struct{}, timer *time.Timer, deadline *time.Time, start time.Time, c *h2conn, q h2req, out *drivers.Outcome) int {
 	spec, body := q.spec, q.body
+	expired := timer.C
+	queued := out.Sent.IsZero()
+	var waited time.Time // when the wait for a stream began; zero: none
 	// A slot under the server's limit.
 	s.mu.Lock()
 	for s.err == nil && !s.goAway && !s.retired && s.active >= int(s.maxStreams) {
 		ch := s.waitCh()
+		limit := s.maxStreams
 		s.mu.Unlock()
+		if waited.IsZero() {
+			waited = time.Now()
+		}
+		timeout := expired
+		if queued {
+			timeout = nil
+		}
 		select {
 		case <-ch:
-		case <-ctx.Done():
-			out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("waiting for a stream: %w", context.Cause(ctx))
+		case <-queueEnd:
+			out.Class, out.Code, out.Unsent = drivers.Cancelled, drivers.CodePhaseEnd, true
+			out.Err = fmt.Errorf("still waiting for a stream under the server's limit of %d concurrent streams when the phase's drain ran out: never sent", limit)
 			return exDone
-		case <-expired:
-			out.Class, out.Err = drivers.Timeout, fmt.Errorf("waiting for a stream under the server's limit of %d: %w", s.MaxStreams(), os.ErrDeadlineExceeded)
+		case <-ctx.Done():
+			out.Class, out.Unsent = drivers.CtxClass(ctx), queued
+			out.Err = fmt.Errorf("waiting for a stream under the server's limit of %d concurrent streams: %w", limit, context.Cause(ctx))
+			return exDone
+		case <-timeout:
+			out.Class, out.Err = drivers.Timeout, fmt.Errorf("waiting for a stream under the server's limit of %d (sent again after GOAWAY): %w", limit, os.ErrDeadlineExceeded)
 			return exDone
 		}
 		s.mu.Lock()
 	}
+	if queued && !waited.IsZero() {
+		// The request's timeout starts with its stream.
+		*deadline = deadline.Add(time.Since(waited))
+		timer.Reset(time.Until(*deadline))
+	}
+	dl := *deadline
 	if s.err != nil || s.goAway || s.retired || s.nextID >= h2MaxStreamID {
 		s.mu.Unlock()
 		return exNotSent
@@ -707,15 +772,12 @@ func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadli
 	s.mu.Unlock()
 
 	st := &stream{done: make(chan struct{}), recvWin: h2StreamWindow, head: spec.method == "HEAD"}
-	st.j.spec, st.j.jar = spec, c.jar
+	st.j.spec, st.j.jar = spec, q.jar
 
 	// HEADERS: id, encoding and write in one critical section, so ids
 	// and header blocks reach the wire in order.
 	s.wmu.Lock()
-	if out.Sent.IsZero() {
-		// A request sent again after GOAWAY keeps its first send.
-		out.Sent = time.Now()
-	}
+	sent := time.Now()
 	s.mu.Lock()
 	if s.err != nil || s.goAway || s.retired {
 		// Ended, or told to go away, since the slot was taken: the
@@ -730,13 +792,17 @@ func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadli
 		}
 		return exNotSent
 	}
+	if out.Sent.IsZero() {
+		// A request sent again after GOAWAY keeps its first send.
+		out.Sent = sent
+	}
 	st.id = s.nextID
 	s.nextID += 2
 	st.sendWin = s.initWin
 	st.sentAll = len(body) == 0 // END_STREAM on the HEADERS
 	s.streams[st.id] = st
 	s.mu.Unlock()
-	n, err := s.writeHeaders(st.id, q, len(body) == 0, deadline)
+	n, err := s.writeHeaders(st.id, q, len(body) == 0, dl)
 	s.unlockW()
 	out.BytesOut += n
 	if err != nil {
@@ -744,7 +810,7 @@ func (s *session) exchange(ctx context.Context, expired <-chan time.Time, deadli
 		return s.finish(ctx, st, out, c, q)
 	}
 	if len(body) > 0 {
-		if res, done := s.writeBody(ctx, expired, st, body, deadline, out); done {
+		if res, done := s.writeBody(ctx, expired, st, body, dl, out); done {
 			return res
 		}
 	}
@@ -791,11 +857,11 @@ func (s *session) finish(ctx context.Context, st *stream, out *drivers.Outcome, 
 		if out.Class == drivers.OK && len(q.spec.captures) > 0 {
 			out.Class, out.Code, out.Err = st.j.capture(q.spec, q.r.Seq, q.row, q.r.Vars)
 		}
-		if c.jar != nil && len(st.j.resp.cookies) > 0 {
+		if q.jar != nil && len(st.j.resp.cookies) > 0 {
 			// As for HTTP/1.x: a jar that overflowed outweighs the
 			// response's own outcome.
 			c.jarMu.Lock()
-			err := c.jar.store(q.jarURL, st.j.resp.cookies, time.Now())
+			err := q.jar.store(q.jarURL, st.j.resp.cookies, time.Now())
 			c.jarMu.Unlock()
 			if err != nil {
 				out.Class, out.Code, out.Err = drivers.ClientError, drivers.CodeCookieLimit, fmt.Errorf("status %d: %w", st.j.resp.status, err)
@@ -1144,7 +1210,7 @@ func h2RequestURL(d, spec *Driver, r drivers.Request, row []string) *url.URL {
 type goAwayCounts struct {
 	goAwayRetries atomic.Int64
 	goAways       atomic.Int64
-	streamCap     atomic.Int64 // StreamCap; 0: none announced
+	streamCap     atomic.Int64 // StreamCap + 1; 0: none announced
 	late          atomic.Int64 // responses to streams that had timed out
 	closeMu       sync.Mutex
 	closes        map[string]int64 // GOAWAYs by code, "goaway-NO_ERROR"

@@ -136,12 +136,12 @@ func TestH2_MaxConcurrentStreamsCapsInflight(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	})
 	d := newDriver(t, h2Config(s), s.URL)
-	if got := d.StreamCap(); got != 0 {
-		t.Errorf("StreamCap before any dial = %d, want 0", got)
+	if got, ok := d.StreamCap(); ok {
+		t.Errorf("StreamCap before any dial = %d, announced; want none", got)
 	}
 	c := dial(t, d)
-	if got := d.StreamCap(); got != 3 {
-		t.Errorf("StreamCap = %d, want the server's 3", got)
+	if got, ok := d.StreamCap(); got != 3 || !ok {
+		t.Errorf("StreamCap = %d, %v; want the server's 3", got, ok)
 	}
 	for i, out := range drivertest.InFlight(c, 12, 10*time.Second) {
 		if out.Class != drivers.OK {
@@ -410,6 +410,22 @@ func TestH2_HostileResponses(t *testing.T) {
 		}, "h2-PROTOCOL_ERROR"},
 		{"no status", func(r *rawH2, id uint32) { r.headers(id, true, "x-a", "b") }, "h2-PROTOCOL_ERROR"},
 		{"data first", func(r *rawH2, id uint32) { r.fr.WriteData(id, true, []byte("x")) }, "h2-PROTOCOL_ERROR"},
+		// RFC 9113 §8.1.1: DATA that disagree with content-length make
+		// a malformed response, never ok (they were, before).
+		{"content-length 10, END_STREAM on HEADERS", func(r *rawH2, id uint32) {
+			r.headers(id, true, ":status", "200", "content-length", "10")
+		}, "h2-PROTOCOL_ERROR"},
+		{"content-length 10, 5 bytes", func(r *rawH2, id uint32) {
+			r.headers(id, false, ":status", "200", "content-length", "10")
+			r.fr.WriteData(id, true, []byte("hello"))
+		}, "h2-PROTOCOL_ERROR"},
+		{"content-length 3, 5 bytes", func(r *rawH2, id uint32) {
+			r.headers(id, false, ":status", "200", "content-length", "3")
+			r.fr.WriteData(id, false, []byte("hello"))
+		}, "h2-PROTOCOL_ERROR"},
+		{"content-length not a number", func(r *rawH2, id uint32) {
+			r.headers(id, true, ":status", "200", "content-length", "-1")
+		}, "h2-PROTOCOL_ERROR"},
 		{"huge frame", func(r *rawH2, id uint32) {
 			r.headers(id, false, ":status", "200")
 			r.fr.WriteData(id, true, make([]byte, 1<<20))
@@ -429,7 +445,35 @@ func TestH2_HostileResponses(t *testing.T) {
 			if out.Class != drivers.BadFrame || out.Code != tc.code {
 				t.Fatalf("%s: %s %s %v; want bad-frame %s", tc.name, out.Class, out.Code, out.Err, tc.code)
 			}
+			if strings.HasPrefix(tc.name, "content-length") && !strings.Contains(out.Err.Error(), "content-length") {
+				t.Errorf("error %q does not name the content-length", out.Err)
+			}
 		})
+	}
+}
+
+// A body that matches its content-length, split over DATA frames, is ok;
+// so is a HEAD response's content-length without a body.
+func TestH2_ContentLengthMatches(t *testing.T) {
+	url := newRawH2Server(t, func(_ int64, r *rawH2) {
+		for id := r.nextRequest(); id != 0; id = r.nextRequest() {
+			r.headers(id, false, ":status", "200", "content-length", "10")
+			r.fr.WriteData(id, false, []byte("hello"))
+			r.fr.WriteData(id, true, []byte("world"))
+		}
+	})
+	out := do(dial(t, newDriver(t, schema.HTTP{Version: "2"}, url)), 1, 5*time.Second)
+	if out.Class != drivers.OK {
+		t.Fatalf("%s %s %v; want ok", out.Class, out.Code, out.Err)
+	}
+	url = newRawH2Server(t, func(_ int64, r *rawH2) {
+		for id := r.nextRequest(); id != 0; id = r.nextRequest() {
+			r.headers(id, true, ":status", "200", "content-length", "10")
+		}
+	})
+	out = do(dial(t, newDriver(t, schema.HTTP{Version: "2", Method: "HEAD"}, url)), 1, 5*time.Second)
+	if out.Class != drivers.OK {
+		t.Fatalf("HEAD: %s %s %v; want ok", out.Class, out.Code, out.Err)
 	}
 }
 
@@ -487,19 +531,32 @@ func TestH2_CloseCancelsInFlight(t *testing.T) {
 }
 
 // Flows work over HTTP/2: each step is a stream, captures feed the next
-// step, and the slot's cookie jar (shared by the streams of its
-// connection, so used under a lock) carries the session cookie; eight
-// iterations at once on one connection all pass.
+// step, and each in-flight lane's own cookie jar (one virtual user per
+// lane, not per connection) carries its session cookie; eight iterations
+// at once on one connection, every login answered before any next step,
+// all pass. With one jar per connection the sessions overwrote each
+// other and seven of eight failed (issue 17's review: 98 % 403s).
 func TestH2_FlowsCapturesAndCookies(t *testing.T) {
+	var logins atomic.Int64
+	allIn := make(chan struct{})
 	s := newH2Server(t, false, 0, func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		switch r.URL.Path {
 		case "/login":
-			nethttp.SetCookie(w, &nethttp.Cookie{Name: "session", Value: "s1", Path: "/"})
-			io.WriteString(w, `{"token": "tok-`+r.URL.Query().Get("u")+`"}`)
+			if logins.Add(1) == 8 {
+				close(allIn)
+			}
+			select { // every login's cookie is set before any items step
+			case <-allIn:
+			case <-time.After(5 * time.Second):
+			}
+			u := r.URL.Query().Get("u")
+			nethttp.SetCookie(w, &nethttp.Cookie{Name: "session", Value: "s" + u, Path: "/"})
+			io.WriteString(w, `{"token": "tok-`+u+`"}`)
 		case "/items":
 			ck, _ := r.Cookie("session")
-			if ck == nil || !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer tok-") {
-				w.WriteHeader(nethttp.StatusUnauthorized)
+			auth := r.Header.Get("Authorization")
+			if ck == nil || !strings.HasPrefix(auth, "Bearer tok-") || ck.Value != "s"+strings.TrimPrefix(auth, "Bearer tok-") {
+				w.WriteHeader(nethttp.StatusForbidden)
 				return
 			}
 			io.WriteString(w, r.Header.Get("Authorization"))
@@ -518,7 +575,7 @@ func TestH2_FlowsCapturesAndCookies(t *testing.T) {
 			defer wg.Done()
 			vars := drivers.Vars{}
 			for step := range 2 {
-				out := c.Do(context.Background(), drivers.Request{Seq: uint64(i + 1), Step: step, Vars: vars})
+				out := c.Do(context.Background(), drivers.Request{Seq: uint64(i + 1), Step: step, Vars: vars, Lane: i})
 				if out.Class != drivers.OK {
 					errs <- fmt.Sprintf("iteration %d step %d: %s %s %v", i+1, step, out.Class, out.Code, out.Err)
 					return

@@ -156,8 +156,20 @@ func (s *session) onHeaders(f *http2.MetaHeadersFrame) error {
 	st.gotFinal = true
 	resp := &st.j.resp
 	resp.status = status
+	st.wantLen = -1
 	wantHeaders := st.j.spec.rule != nil && st.j.spec.rule.needHeaders || st.j.spec.captureHeaders
 	for _, hf := range f.RegularFields() {
+		if hf.Name == "content-length" {
+			n, err := parseContentLength(hf.Value)
+			if err != nil || st.wantLen >= 0 && n != st.wantLen {
+				if err == nil {
+					err = fmt.Errorf("two content-length fields, %d and %d", st.wantLen, n)
+				}
+				s.streamError(st.id, http2.ErrCodeProtocol, fmt.Errorf("malformed response (RFC 9113 §8.1.1): %w", err))
+				return nil
+			}
+			st.wantLen = n
+		}
 		if wantHeaders {
 			if resp.headers == nil {
 				resp.headers = map[string]string{}
@@ -215,11 +227,20 @@ func parseH2Status(v string) (int, error) {
 
 // complete ends a stream whose response ended (END_STREAM).
 //
+// A response whose DATA add up to other than its content-length is
+// malformed (RFC 9113 §8.1.1): a stream error PROTOCOL_ERROR, never ok.
+// The content-length of a response to HEAD or of a 304 describes the
+// body it would have had (RFC 9110 §8.6), so it is not checked there.
+//
 // A response may be complete before the request's body was all sent
 // (RFC 9113 §8.1): the rest is not sent, and RST_STREAM CANCEL closes our
 // side, so that the server does not hold the stream open (it would count
 // against its concurrent streams while we count it as ended).
 func (s *session) complete(st *stream) {
+	if err := st.lengthError(true); err != nil {
+		s.streamError(st.id, http2.ErrCodeProtocol, err)
+		return
+	}
 	if s.forget(st) {
 		s.mu.Lock()
 		unsent := !st.sentAll
@@ -275,6 +296,10 @@ func (s *session) onData(f *http2.DataFrame) error {
 		return nil
 	}
 	st.j.resp.bodyLen += int64(len(f.Data()))
+	if err := st.lengthError(false); err != nil {
+		s.streamError(st.id, http2.ErrCodeProtocol, err)
+		return nil
+	}
 	if len(f.Data()) > 0 {
 		if st.head || st.j.resp.status == 204 || st.j.resp.status == 304 {
 			s.streamError(st.id, http2.ErrCodeProtocol, fmt.Errorf("a body after status %d or HEAD", st.j.resp.status))
@@ -364,4 +389,35 @@ func (s *session) onGoAway(f *http2.GoAwayFrame) {
 	if idle {
 		s.fail(fmt.Errorf("the server sent GOAWAY (%s)", f.ErrCode))
 	}
+}
+
+// parseContentLength reads a content-length value: decimal digits only
+// (RFC 9110 §8.6), at most 18 of them, so that it fits an int64.
+func parseContentLength(v string) (int64, error) {
+	if v == "" || len(v) > 18 {
+		return 0, fmt.Errorf("content-length %q is not a length", clip([]byte(v)))
+	}
+	for i := 0; i < len(v); i++ {
+		if !isDigit(v[i]) {
+			return 0, fmt.Errorf("content-length %q is not a length", clip([]byte(v)))
+		}
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n, nil
+}
+
+// lengthError reports a response body that disagrees with its
+// content-length: more DATA than it declared, or at its end (ended)
+// less. nil without one, for HEAD and for a 304; read-loop only.
+func (st *stream) lengthError(ended bool) error {
+	got, want := st.j.resp.bodyLen, st.wantLen
+	switch {
+	case want < 0 || st.head || st.j.resp.status == 304:
+		return nil
+	case got > want:
+		return fmt.Errorf("malformed response (RFC 9113 §8.1.1): DATA of %d bytes or more, its content-length is %d", got, want)
+	case ended && got < want:
+		return fmt.Errorf("malformed response (RFC 9113 §8.1.1): the stream ended after %d bytes of DATA, its content-length is %d", got, want)
+	}
+	return nil
 }
