@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -185,6 +186,15 @@ func remoteAlert(err error) bool {
 // "Client limits").
 func ClientSide(code string) bool {
 	return code == CodeAddrNotAvail || code == CodeFileLimit || code == CodeIDInUse || code == CodeCookieLimit || code == CodeRequestTooLong
+}
+
+// ClosedAfterBadFrame reports whether close code code (Strays.Closes)
+// names a connection the client closed itself after a bad frame from the
+// target (the frame driver's bad-<field>, bad-type, bad-length,
+// bad-parts, too-long), rather than one the target closed or reset
+// (eof, short-read, reset, a WebSocket close code, a GOAWAY).
+func ClosedAfterBadFrame(code string) bool {
+	return strings.HasPrefix(code, "bad-") || code == "too-long"
 }
 
 // LikelyCause returns a one-line explanation and remedy for a client-side

@@ -21,7 +21,7 @@ type Warning struct {
 	// Code names the kind: closed-model, single-repeat, achieved-below-offered,
 	// littles-law, few-samples, connections-missing, client-side-errors,
 	// schedule-lateness, step-lateness, client-cpu, target-thread-bound, busy-machine,
-	// cpu-steal (Checks);
+	// cpu-steal, unsolicited-replies (Checks);
 	// stale-target-counters (StaleCounters); timer-granularity
 	// (TimerGranularity).
 	Code string `json:"code"`
@@ -201,9 +201,24 @@ func Checks(pl *Plan, res *Result) []Warning {
 		for _, code := range codes {
 			at("client-side-errors", "%d %s errors are the client's, not the target's: %s", s.ErrorsByCode[code], code, drivers.LikelyCause(code))
 		}
+		if n := s.UnknownID + s.DuplicateID; n > 0 {
+			// Late replies are a timeout's own; these answer no request
+			// ever sent, or one already answered. A rule of the phase on
+			// each count alone (unknown_id == 0, duplicate_id < 10)
+			// accepts it, as one on left_over accepts left-overs.
+			accepted := (s.UnknownID == 0 || readsMetric(pl, p.Name, "unknown_id")) &&
+				(s.DuplicateID == 0 || readsMetric(pl, p.Name, "duplicate_id"))
+			at("unsolicited-replies", "%d replies answered no request (unknown id %d, duplicate id %d): the target sent replies with ids never sent or answered a request twice, or the layout's id field is not where the target puts the request's id, so the requests' replies are not known to be theirs (accept them explicitly with a rule on unknown_id or duplicate_id alone, e.g. unknown_id == 0)", n, s.UnknownID, s.DuplicateID)
+			ws[len(ws)-1].Invalidates = !p.Warmup && !accepted
+		}
 	}
 	return ws
 }
+
+// ClosedAfterBadFrame is drivers.ClosedAfterBadFrame, for the reports: a
+// close code of a connection the client closed after a bad frame, not one
+// the target ended.
+func ClosedAfterBadFrame(code string) bool { return drivers.ClosedAfterBadFrame(code) }
 
 // OtherCPULimit is how many cores of CPU other processes may use during a
 // phase before busy-machine warns; StealLimit the same for steal time.

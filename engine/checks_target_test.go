@@ -341,3 +341,65 @@ func TestCountOf(t *testing.T) {
 		}
 	}
 }
+
+// Replies that answered no request (unknown or duplicate ids) mean the
+// target or the layout's id field is wrong: a run with 1000 of them and
+// no error PASSed with nothing in its warnings. They warn, and the
+// warning keeps a measured phase from a pass unless a rule on each count
+// alone accepts it; late replies (a timeout's own) do not warn.
+func TestUnsolicitedRepliesWarn(t *testing.T) {
+	pl := twoPhasePlan(t)
+	ph, _ := machineChecks(pl)
+	for _, c := range []struct {
+		unknown, dup, late int64
+		want               string
+	}{
+		{1000, 0, 0, "1000 replies answered no request (unknown id 1000, duplicate id 0)"},
+		{0, 7, 0, "7 replies answered no request (unknown id 0, duplicate id 7)"},
+		{0, 0, 5, ""},
+	} {
+		pr := ph(procstat.MachineUsage{}, 0, nil)
+		pr.Summary.UnknownID, pr.Summary.DuplicateID, pr.Summary.Late = c.unknown, c.dup, c.late
+		ws := Checks(pl, &Result{Phases: []*PhaseResult{pr}})
+		var got *Warning
+		for i := range ws {
+			if ws[i].Code == "unsolicited-replies" {
+				got = &ws[i]
+			}
+		}
+		switch {
+		case c.want == "" && got != nil:
+			t.Errorf("late %d: warned %q", c.late, got.Message)
+		case c.want == "":
+		case got == nil:
+			t.Errorf("unknown %d, duplicate %d: no warning among %+v", c.unknown, c.dup, ws)
+		case !strings.Contains(got.Message, c.want) || !got.Invalidates || !Invalidating(ws):
+			t.Errorf("warning %+v; want %q, invalidating", *got, c.want)
+		}
+	}
+	// Accepted by a rule on each nonzero count alone; one that merely
+	// mentions it (it could pass whatever the count) accepts nothing.
+	for _, c := range []struct {
+		rules    []string
+		accepted bool
+	}{
+		{[]string{"unknown_id == 0", "worst(duplicate_id) < 10"}, true},
+		{[]string{"unknown_id == 0"}, false},
+		{[]string{"unknown_id == 0", "errors == 0 or duplicate_id == 0"}, false},
+	} {
+		pl := twoPhasePlan(t)
+		for _, src := range c.rules {
+			r, err := rules.Compile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl.Rules = append(pl.Rules, &ScopedRule{Source: src, Rule: r})
+		}
+		ph, _ := machineChecks(pl)
+		pr := ph(procstat.MachineUsage{}, 0, nil)
+		pr.Summary.UnknownID, pr.Summary.DuplicateID = 3, 4
+		if inv := Invalidating(Checks(pl, &Result{Phases: []*PhaseResult{pr}})); inv == c.accepted {
+			t.Errorf("rules %q: invalidating %v, want %v", c.rules, inv, !c.accepted)
+		}
+	}
+}

@@ -173,8 +173,20 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	}
 	if s.Late+s.UnknownID+s.DuplicateID > 0 || len(s.ClosesByCode) > 0 {
 		// Counted apart: no request waited for them.
-		c.f("  unsolicited   late replies %d, unknown id %d, duplicate id %d; server closes %s\n",
-			s.Late, s.UnknownID, s.DuplicateID, orNone(counts(s.ClosesByCode)))
+		server, client := map[string]int64{}, map[string]int64{}
+		for code, n := range s.ClosesByCode {
+			if engine.ClosedAfterBadFrame(code) {
+				client[code] = n
+			} else {
+				server[code] = n
+			}
+		}
+		c.f("  unsolicited   late replies %d, unknown id %d, duplicate id %d; server closes %s",
+			s.Late, s.UnknownID, s.DuplicateID, orNone(counts(server)))
+		if len(client) > 0 {
+			c.f("; client closed after a bad frame %s", counts(client))
+		}
+		c.f("\n")
 	}
 	c.f("  connections   %d requested, %d established; in this phase %d opened, %d re-dialled", pr.ConnectionsRequested, pr.ConnectionsEstablished, s.ConnectionsOpened, s.Reconnects)
 	if s.ConnectFailures > 0 {

@@ -182,6 +182,7 @@ var invalidPhrases = map[string]string{
 	"segments-apart":       "the segments did not run their load together",
 	"clock-unsynchronised": "the segments' clocks were not synchronised, so nothing bounds how far apart they ran",
 	"segment-slots":        "the segments dropped arrivals that one generator might have sent",
+	"unsolicited-replies":  "the target sent replies no request asked for, so replies are not known to answer their requests",
 }
 
 // generatorPhrase is the invalidPhrases entry of a load generator that

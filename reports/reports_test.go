@@ -301,3 +301,16 @@ func TestConsoleDrainUnderAMillisecondNotShown(t *testing.T) {
 		}
 	}
 }
+
+// A connection the client closed after the target's bad frame is not the
+// server's close: "server closes bad-magic=10" blamed the target for our
+// own close. The console says which is which.
+func TestConsoleClosesSaysWhoClosed(t *testing.T) {
+	r := fixture(t)
+	r.Result.Phases[0].Summary.ClosesByCode = map[string]int64{"eof": 2, "bad-magic": 10, "too-long": 1}
+	var b strings.Builder
+	Console(&b, r, true)
+	if want := "server closes eof=2; client closed after a bad frame bad-magic=10 too-long=1\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("want %q in:\n%s", want, b.String())
+	}
+}

@@ -173,7 +173,8 @@ type FrameField struct {
 	// their payload (memcached's key length and extras length).
 	LengthOf string `yaml:"length_of,omitempty" json:"length_of,omitempty"`
 	// Column sends the request's data row's column of that name (a whole
-	// number, decimal or 0x hexadecimal, that fits the field); replies are
+	// number, decimal without a leading zero or 0x hexadecimal, that fits
+	// the field; every row is checked before any traffic); replies are
 	// not checked (memcached's opcode, to mix GET and SET rows).
 	Column string `yaml:"column,omitempty" json:"column,omitempty"`
 }

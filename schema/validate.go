@@ -70,10 +70,10 @@ func (l *loader) validate(s *Scenario) {
 		}
 		// Without fetch, reconcile is missing a required key, reported as such.
 		l.validateRules("reconcile.expect", s.Reconcile.Expect, s.Phases, true)
-		l.checkStatusCodes("reconcile.expect", s.Reconcile.Expect, s.Driver)
+		l.checkFrameCodes("reconcile.expect", s.Reconcile.Expect, s.Driver)
 	}
 	l.validateRules("assert", s.Assert, s.Phases, s.Reconcile != nil && l.has("reconcile.fetch"))
-	l.checkStatusCodes("assert", s.Assert, s.Driver)
+	l.checkFrameCodes("assert", s.Assert, s.Driver)
 	l.validateOutputs(s.Outputs)
 }
 
@@ -768,51 +768,6 @@ func (l *loader) validateRules(path string, rules []Rule, phases []Phase, fetche
 	}
 	if unscoped && len(phases) > 0 && judged == 0 {
 		l.failf(path, "every phase is a warmup phase, so these rules would judge nothing; make a phase measured (warmup: false)")
-	}
-}
-
-// checkStatusCodes refuses a rule that reads errors_by["status-0x…"], a
-// frame layout's status code, in a form the status field never gives:
-// the driver writes status-0x and the value in upper-case hexadecimal,
-// two digits a byte of the field (status-0x0001 for u16), so
-// errors_by["status-0x1"] would read 0 whatever the target answers, and
-// a rule such as errors_by["status-0x1"] == 0 would pass on nothing.
-func (l *loader) checkStatusCodes(path string, rules []Rule, d Driver) {
-	if d.Frame == nil || d.Frame.Layout == nil || l.reads == nil || len(rules) > MaxRules {
-		return
-	}
-	size := 0
-	for _, f := range d.Frame.Layout.Fields {
-		if f.Role == "status" {
-			size = map[string]int{"u8": 1, "u16": 2, "u32": 4, "u64": 8}[f.Size]
-		}
-	}
-	if size == 0 {
-		return
-	}
-	for i, r := range rules {
-		p := index(path, i)
-		expr := cmp.Or(l.pathIf(p+".rule"), p)
-		if !l.ok(expr) {
-			continue
-		}
-		for _, m := range l.reads(r.Expr) {
-			key, ok := strings.CutPrefix(m, `errors_by["`)
-			if !ok || !strings.HasPrefix(strings.ToLower(key), "status-0x") {
-				continue
-			}
-			key = strings.TrimSuffix(key, `"]`)
-			v, err := strconv.ParseUint(key[len("status-0x"):], 16, 64)
-			want := fmt.Sprintf("status-0x%0*X", 2*size, v)
-			if err != nil || size < 8 && v >= 1<<(8*size) {
-				l.failf(expr, "errors_by[%s] never counts: a %d-byte status field's codes are status-0x and %d hexadecimal digits, e.g. %s", quote(key), size, 2*size, fmt.Sprintf("status-0x%0*X", 2*size, 1))
-				break // one problem per rule
-			}
-			if key != want {
-				l.failf(expr, "errors_by[%s] never counts: the status field's codes are written %s (upper case, %d digits); did you mean errors_by[%s]?", quote(key), want, 2*size, quote(want))
-				break
-			}
-		}
 	}
 }
 

@@ -174,11 +174,21 @@ func TestMemcachedUncheckedStatusFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range map[string][]byte{"memcached-binary.yaml": b, "memcached-ops.json": ops} {
+	write := func(name string, data []byte) {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	write("memcached-ops.json", ops)
+	write("memcached-binary.yaml", b)
+	// Its rules on status codes are refused before any traffic: without a
+	// status field no reply is a status error, so they would read 0.
+	code, _, stderr := cli(t, "validate", filepath.Join(dir, "memcached-binary.yaml"))
+	if code != exitInvalid || !strings.Contains(stderr, `errors_by["status-0x0001"] never counts: the layout has no status field`) {
+		t.Fatalf("validate: exit %d, want %d refusing the status codes' rules\n%s", code, exitInvalid, stderr)
+	}
+	// With the rules on errors instead, the run measures and FAILs.
+	write("memcached-binary.yaml", bytes.ReplaceAll(b, []byte(`errors_by["status-0x0001"]`), []byte("errors")))
 	jsonPath := filepath.Join(dir, "out.json")
 	code, stdout, _ := cli(t, "run", "--log-level", "warn", "--json", jsonPath, "--tsv", filepath.Join(dir, "results.tsv"), filepath.Join(dir, "memcached-binary.yaml"))
 	if code != exitFail {
@@ -188,7 +198,7 @@ func TestMemcachedUncheckedStatusFails(t *testing.T) {
 	if ok, misses := jsonNum(t, closed, "summary", "ok"), jsonNum(t, closed, "server", "get_misses"); ok != 20000 || misses != 4000 {
 		t.Errorf("closed phase: %v ok (want all 20000: nothing checks the status) and memcached's %v misses (want 4000)", ok, misses)
 	}
-	if !strings.Contains(stdout, `FAIL         server.get_misses == errors_by["status-0x0001"]`) {
+	if !strings.Contains(stdout, `FAIL         server.get_misses == errors  `) {
 		t.Errorf("the reconciliation of misses did not fail:\n%s", stdout)
 	}
 }

@@ -43,6 +43,32 @@ type link struct {
 	// watch cuts a write under way when its request is cancelled (the
 	// writer's, under wsem).
 	watch relink.Watch
+	// midSince is when the reader's frame under way began (its first
+	// byte; 0 between frames), and lastByte when the link last received
+	// bytes, both as clock() values: a request that times out while a
+	// frame stands still in its middle closes the link (stalled).
+	midSince, lastByte atomic.Int64
+}
+
+// epoch is clock()'s origin.
+var epoch = time.Now()
+
+// clock is monotonic nanoseconds since epoch: a time an atomic holds.
+func clock() int64 { return int64(time.Since(epoch)) }
+
+// progress is a link's socket as its reader reads it: each read that
+// returns bytes records when in lastByte.
+type progress struct {
+	net.Conn
+	last *atomic.Int64
+}
+
+func (p progress) Read(b []byte) (int, error) {
+	n, err := p.Conn.Read(b)
+	if n > 0 {
+		p.last.Store(clock())
+	}
+	return n, err
 }
 
 // reply is a received frame handed to the request it answers.
@@ -117,6 +143,9 @@ func (c *conn) discard(l *link) {
 // A frame is a request once it is on the wire: when the link turns out to
 // have ended as the frame is written (nothing of it sent), it is sent once
 // on a new link.
+//
+// A request that times out while the link's reader is stuck in the
+// middle of a frame closes the link (stalled), so the next one re-dials.
 //
 // r.Deadline, when set, is kept like ctx's deadline (drivers.DeadlineKeeper).
 func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
@@ -193,7 +222,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		default:
 		}
 		out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("waiting for the reply: %w", context.Cause(ctx))
-		return c.gaveUp(id, ch, out)
+		return c.stalled(l, c.gaveUp(id, ch, out))
 	case <-dl.C():
 		select {
 		case rep := <-ch:
@@ -201,7 +230,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) drivers.Outcome {
 		default:
 		}
 		out.Class, out.Err = drivers.Timeout, errWaitDeadline
-		return c.gaveUp(id, ch, out)
+		return c.stalled(l, c.gaveUp(id, ch, out))
 	case <-l.gone:
 		select {
 		case rep := <-ch:
@@ -227,6 +256,38 @@ func (c *conn) gaveUp(id uint64, ch chan reply, out drivers.Outcome) drivers.Out
 		c.d.counts.Count(correlate.Late) // the reply came between the two looks: after the deadline
 	}
 	return out
+}
+
+// stalled closes l when a request timed out (out) while l's reader is
+// in the middle of a frame that has stood still (no byte) for
+// stallQuiet(timeout): the rest may never come, and every reply behind
+// it waits for it, so every later request on the link would wait out
+// its own timeout; its framing is unknown. The link is closed on our
+// side, the requests then in flight on it end as eof link-closed, and
+// the next request re-dials (Outcome.Dialed, the phase's reconnects). A
+// reply still arriving (a large payload at the deadline) keeps the link.
+// It returns out, its error saying so when it closed.
+func (c *conn) stalled(l *link, out drivers.Outcome) drivers.Outcome {
+	if out.Class != drivers.Timeout {
+		return out
+	}
+	since, now := l.midSince.Load(), clock()
+	quiet := time.Duration(now - l.lastByte.Load())
+	if since == 0 || quiet < stallQuiet(c.d.timeout) {
+		return out
+	}
+	out.Err = fmt.Errorf("%w; a reply stood still in the middle of its frame for %s, so the client closed the connection (its framing is lost) and re-dials", out.Err, quiet.Round(time.Millisecond))
+	c.fail(l, drivers.Outcome{Class: drivers.EOF, Code: codeLinkClosed,
+		Err: errors.New("the client closed the connection: a reply stood still in the middle of its frame past a request's timeout")}, true)
+	return out
+}
+
+// stallQuiet is how long a frame under way must have received nothing
+// for a timed-out request to close its link: a quarter of the timeout,
+// at most 250 ms (a reply that stops for that long in the middle of a
+// frame is stuck, not slow: its bytes were sent together).
+func stallQuiet(timeout time.Duration) time.Duration {
+	return min(timeout/4, 250*time.Millisecond)
 }
 
 // write sends buf on l, whole, one frame at a time per link. It gives
@@ -416,14 +477,19 @@ const codeLinkClosed = "link-closed"
 // frame or read error ends the link.
 func (c *conn) read(l *link) {
 	d := c.d
-	br := bufio.NewReaderSize(l.nc, readBuffer)
+	br := bufio.NewReaderSize(progress{l.nc, &l.lastByte}, readBuffer)
 	hdr := make([]byte, d.layout.HeaderLen())
 	for {
+		if _, err := br.Peek(1); err != nil {
+			c.ended(l, readEnd(err, "header"))
+			return
+		}
+		at := time.Now() // the reply's first byte
+		l.midSince.Store(clock())
 		if _, err := io.ReadFull(br, hdr); err != nil {
 			c.ended(l, readEnd(err, "header"))
 			return
 		}
-		at := time.Now()
 		h, err := d.layout.Parse(hdr)
 		if err != nil {
 			var bf *BadFrame
@@ -452,6 +518,7 @@ func (c *conn) read(l *link) {
 			c.ended(l, o)
 			return
 		}
+		l.midSince.Store(0)
 		if s, delivered := c.table.Deliver(h.ID, rep); !delivered {
 			d.counts.Count(s)
 		}

@@ -58,8 +58,8 @@ var (
 // keyed under the driver): a bad URL, no or an unknown preset, a layout
 // that does not compile (see Compile), a payload template it does not
 // know, an unreadable payload or data file, a data_order or data_seed
-// template.SetOrder refuses, a payload larger than the layout's length
-// field can declare.
+// template.SetOrder refuses, a part or payload of any data row longer
+// than its length_of field or max_payload allows (checkSizes).
 func New(cfg schema.Frame, baseURL, dir string) (*Driver, error) {
 	var errs []error
 	bad := func(key string, err error) { errs = append(errs, &drivers.ConfigError{Key: key, Err: err}) }
@@ -127,10 +127,8 @@ func New(cfg schema.Frame, baseURL, dir string) (*Driver, error) {
 		}
 		d.payload = t
 	}
-	if d.layout != nil {
-		if n := d.payloadSize(); n > d.layout.MaxPayload() {
-			bad("payload", fmt.Errorf("the payload is %d bytes; the layout allows at most %d (max_payload)", n, d.layout.MaxPayload()))
-		}
+	if d.layout != nil && (cfg.Data == "" || data != nil) {
+		d.checkSizes(data, bad)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -168,9 +166,13 @@ func (d *Driver) compileParts(cfg schema.Frame, data *template.Data, bad func(st
 			continue
 		}
 		k := data.Column(c.Name)
+		if err := data.Lacks(k); err != nil {
+			bad(key, fmt.Errorf("column %s: %w", c.Name, err))
+			continue
+		}
 		for i, row := range data.Rows {
 			if v, ok := parseNumber(row[k]); !ok || v > c.Max {
-				bad(key, fmt.Errorf("the data file %s, row %d: column %s is %q; expected a whole number from 0 to %d (decimal, or hexadecimal after 0x)", data.File, i+1, c.Name, row[k], c.Max))
+				bad(key, fmt.Errorf("the data file %s, row %d: column %s is %q; expected a whole number from 0 to %d (decimal without a leading zero, or hexadecimal after 0x)", data.File, i+1, c.Name, row[k], c.Max))
 				break
 			}
 		}
@@ -178,34 +180,90 @@ func (d *Driver) compileParts(cfg schema.Frame, data *template.Data, bad func(st
 	}
 }
 
-// parseNumber reads a column field's value: decimal digits, or
-// hexadecimal digits after 0x or 0X (no sign, no octal, no
-// underscores: strconv.ParseUint with a base other than 0).
+// parseNumber reads a column field's value: decimal digits without a
+// leading zero ("010" would read as 10 here and as 8 in C: refused), or
+// hexadecimal digits after 0x or 0X (no sign, no underscores:
+// strconv.ParseUint with a base other than 0).
 func parseNumber(s string) (uint64, bool) {
 	base := 10
 	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
 		s, base = s[2:], 16
+	} else if len(s) > 1 && s[0] == '0' {
+		return 0, false
 	}
 	v, err := strconv.ParseUint(s, base, 64)
 	return v, err == nil
 }
 
-// payloadSize is the largest payload a request sends (the one for seq 1
-// with a template: only {{seq}} and {{data}} vary in length).
-func (d *Driver) payloadSize() int64 {
-	switch {
-	case d.parts != nil:
-		n := 0
-		for _, t := range d.parts {
-			if t != nil {
-				n += len(t.Render(nil, 1<<63, 0))
-			}
-		}
-		return int64(n)
-	case d.payload != nil:
-		return int64(len(d.payload.Render(nil, 1<<63, 0)))
+// checkSizes checks, before any traffic, what every data row would send
+// (every row may be: data_order picks them), each rendered at its
+// longest ({{seq}} of template.MaxSeqDigits digits; only {{seq}} and
+// {{data.NAME}} vary in length): each part with a length_of field
+// against what the field holds, and the payload against max_payload.
+// Each problem names the data file, the first row with it and how many
+// more rows have it, and the part. A request that breaks them would be
+// refused at run time (render) as request-too-long, after the load began.
+func (d *Driver) checkSizes(data *template.Data, bad func(string, error)) {
+	rows := [][]string{nil}
+	if data != nil {
+		rows = data.Rows
 	}
-	return int64(len(d.fixed))
+	type problem struct{ row, size, more int }
+	parts := make([]problem, len(d.parts))
+	var payload problem
+	note := func(p *problem, row, size int) {
+		if p.size == 0 {
+			p.row, p.size = row, size
+		} else {
+			p.more++
+		}
+	}
+	for i, row := range rows {
+		n := 0
+		switch {
+		case d.parts != nil:
+			for j, t := range d.parts {
+				if t == nil {
+					continue // its parse error says it
+				}
+				m := t.Size(row)
+				n += m
+				if d.layout.PartField(j) != "" && uint64(m) > d.layout.PartMax(j) {
+					note(&parts[j], i, m)
+				}
+			}
+		case d.payload != nil:
+			n = d.payload.Size(row)
+		default:
+			n = len(d.fixed)
+		}
+		if int64(n) > d.layout.MaxPayload() {
+			note(&payload, i, n)
+		}
+	}
+	where := func(p problem) string {
+		if data == nil {
+			return ""
+		}
+		more := ""
+		if p.more > 0 {
+			more = fmt.Sprintf(" (and %d more rows)", p.more)
+		}
+		return fmt.Sprintf("the data file %s, row %d%s: ", data.File, p.row+1, more)
+	}
+	names, _ := d.layout.Parts()
+	for j, p := range parts {
+		if p.size > 0 {
+			bad(fmt.Sprintf("layout.parts[%d].template", j), fmt.Errorf("%spart %s is %d bytes; its length field %s holds at most %d", where(p), names[j], p.size, d.layout.PartField(j), d.layout.PartMax(j)))
+		}
+	}
+	if payload.size > 0 {
+		key := "payload"
+		if d.parts != nil {
+			key = "layout.parts"
+		}
+		bad(key, fmt.Errorf("%sthe payload is %d bytes; the layout allows at most %d (max_payload)", where(payload), payload.size, d.layout.MaxPayload()))
+	}
 }
 
 // MaxInflight is MaxCorrelated, capped by the id field's range.

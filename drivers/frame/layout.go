@@ -335,6 +335,8 @@ func (l *Layout) compileValues(f *field, fd schema.FrameField, key string, bad f
 	}
 	if fd.Value != nil {
 		switch {
+		case fd.Role == "status":
+			bad(key+".value", "field %s has a role (status) and a constant value; replies are judged at it by success, and what requests carry at its place is request_value: write request_value: %d", fd.Name, *fd.Value)
 		case derived != "":
 			bad(key+".value", "field %s has %s and a constant value; a constant has no role, length_of or column", fd.Name, derived)
 		case fd.RequestValue != nil || fd.ResponseValue != nil:
@@ -355,11 +357,25 @@ func (l *Layout) compileValues(f *field, fd schema.FrameField, key string, bad f
 	if fd.ResponseValue != nil {
 		switch {
 		case derived != "":
-			bad(key+".response_value", "field %s has %s and a response_value; replies are checked against it by its role", fd.Name, derived)
+			bad(key+".response_value", "field %s has %s and a response_value; %s", fd.Name, derived, unchecked(fd))
 		case fd.Value == nil && fits("response_value", *fd.ResponseValue):
 			f.want, f.check = uint64(*fd.ResponseValue), true
 		}
 	}
+}
+
+// unchecked says why a derived field (fd: a role, length_of or column)
+// takes no response_value.
+func unchecked(fd schema.FrameField) string {
+	switch {
+	case fd.Role == "status":
+		return "replies are judged at it by its success values"
+	case fd.Role != "":
+		return "replies are checked at it by its role"
+	case fd.LengthOf != "":
+		return "in replies it is the length of their part " + fd.LengthOf
+	}
+	return "a column field is sent from the data row and not checked in replies; to check replies, give them a constant on a field of its own"
 }
 
 func maxOf(size int) uint64 {

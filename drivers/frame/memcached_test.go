@@ -169,7 +169,12 @@ func TestCompileErrors_DerivedFields(t *testing.T) {
 		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "m", Size: "u8", ResponseValue: v(256)})}, "layout.fields[0].response_value", "response_value 256 does not fit field m"},
 		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "m", Size: "u8", RequestValue: v(-1)})}, "layout.fields[0].request_value", "request_value -1 does not fit"},
 		{schema.FrameLayout{Fields: []schema.FrameField{{Name: "i", Size: "u32", Role: "id", RequestValue: v(1)}, {Name: "l", Size: "u32", Role: "length"}}}, "layout.fields[0].request_value", "only a status field takes one"},
-		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "s", Size: "u16", Role: "status", ResponseValue: v(0)})}, "layout.fields[0].response_value", "replies are checked against it by its role"},
+		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "s", Size: "u16", Role: "status", ResponseValue: v(0)})}, "layout.fields[0].response_value", "replies are judged at it by its success values"},
+		// A column field has no role: the message said it had.
+		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "op", Size: "u8", Column: "op", ResponseValue: v(1)})}, "layout.fields[0].response_value", "has column and a response_value; a column field is sent from the data row and not checked in replies"},
+		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "k", Size: "u8", LengthOf: "key", ResponseValue: v(1)}), Parts: []schema.FramePart{{Name: "key"}}}, "layout.fields[0].response_value", "in replies it is the length of their part key"},
+		// value on a status field: what requests carry is request_value.
+		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "s", Size: "u16", Role: "status", Value: v(0)})}, "layout.fields[0].value", "write request_value: 0"},
 		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "s", Size: "u8", Success: []int64{0}})}, "layout.fields[0].success", "s is not one"},
 		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "s", Size: "u8", Role: "status", Success: []int64{256}})}, "layout.fields[0].success[0]", "success value 256 does not fit"},
 		{schema.FrameLayout{Fields: with(schema.FrameField{Name: "s", Size: "u8", Role: "status", Success: []int64{}})}, "layout.fields[0].success", "every reply would be an error"},
@@ -204,6 +209,24 @@ func TestMemcachedConfigErrors(t *testing.T) {
 			t.Errorf("want %q at %s: %v", want, key, err)
 		}
 	}
+	// A row without a key a part or a column field reads is refused,
+	// naming the row and the column (it rendered as an empty part); a
+	// decimal with a leading zero is refused (it read as 10 here, 8 in C).
+	dir2 := mcData(t, `[{"op": "1", "extras": "", "key": "k", "value": "v"}, {"op": "010", "extras": "", "key": "k"}, {"extras": "", "key": "k"}, {"op": "0", "extras": "", "key": "k"}]`)
+	_, err = New(schema.Frame{Layout: memcachedLayout(), Data: "ops.json"}, "tcp://127.0.0.1:1", dir2)
+	for key, want := range map[string]string{
+		"layout.parts[2].template": `ops.json, row 2 (and 2 more rows): no key "value"`,
+		"layout.fields[1].column":  `ops.json, row 3: no key "op"`,
+	} {
+		if !hasProblem(err, key, want) {
+			t.Errorf("want %q at %s: %v", want, key, err)
+		}
+	}
+	dir2 = mcData(t, `[{"op": "010", "extras": "", "key": "k", "value": ""}]`)
+	_, err = New(schema.Frame{Layout: memcachedLayout(), Data: "ops.json"}, "tcp://127.0.0.1:1", dir2)
+	if !hasProblem(err, "layout.fields[1].column", `row 1: column op is "010"; expected a whole number from 0 to 255 (decimal without a leading zero`) {
+		t.Errorf("leading zero: %v", err)
+	}
 	lay := memcachedLayout()
 	lay.Parts = nil
 	lay.Fields[2].LengthOf, lay.Fields[3].LengthOf = "", ""
@@ -227,16 +250,58 @@ func hasProblem(err error, key, want string) bool {
 	return false
 }
 
-// A part longer than its length field holds is not sent: the request is
-// the client's error request-too-long, and the connection carries on.
-func TestPartTooLong(t *testing.T) {
-	dir := mcData(t, `[{"op": "0", "extras": "", "key": "`+strings.Repeat("k", 70000)+`", "value": ""}]`)
+// Every data row's parts and payload are checked before any traffic,
+// naming the file, the row and the part: only one rendering (the row of
+// seq 2^63) was checked, so a 300-byte extras in row 1 or a payload over
+// max_payload in row 8 passed validate and failed at run time, after the
+// load began.
+func TestEveryRowsSizesCheckedAtNew(t *testing.T) {
+	row := func(extras, key, value string) string {
+		return `{"op": "0", "extras": "` + extras + `", "key": "` + key + `", "value": "` + value + `"}`
+	}
+	var rows []string
+	for i := range 9 {
+		switch i {
+		case 0, 4:
+			rows = append(rows, row(strings.Repeat("e", 300), "k", "")) // u8 extras_length
+		case 7:
+			rows = append(rows, row("", "k", strings.Repeat("v", 2000))) // over max_payload
+		default:
+			rows = append(rows, row("", "k", ""))
+		}
+	}
+	dir := mcData(t, "["+strings.Join(rows, ",")+"]")
+	lay := memcachedLayout()
+	lay.MaxPayload = 1024
+	_, err := New(schema.Frame{Layout: lay, Data: "ops.json"}, "tcp://127.0.0.1:1", dir)
+	for key, want := range map[string]string{
+		"layout.parts[0].template": "ops.json, row 1 (and 1 more rows): part extras is 300 bytes; its length field extras_length holds at most 255",
+		"layout.parts":             "ops.json, row 8: the payload is 2001 bytes; the layout allows at most 1024 (max_payload)",
+	} {
+		if !hasProblem(err, key, want) {
+			t.Errorf("want %q at %s: %v", want, key, err)
+		}
+	}
+	// {{seq}} counts at its longest: 19 digits.
+	lay = memcachedLayout()
+	lay.Parts[1].Template = strings.Repeat("k", 65535-18) + "{{seq}}"
+	_, err = New(schema.Frame{Layout: lay, Data: "ops.json"}, "tcp://127.0.0.1:1", mcData(t, "["+row("", "k", "")+"]"))
+	if !hasProblem(err, "layout.parts[1].template", "part key is 65536 bytes; its length field key_length holds at most 65535") {
+		t.Errorf("seq at its longest: %v", err)
+	}
+}
+
+// A part longer than its length field holds is never sent: should a row
+// escape New's check, render refuses the request (request-too-long).
+func TestPartTooLongAtRender(t *testing.T) {
+	dir := mcData(t, `[{"op": "0", "extras": "", "key": "k", "value": ""}]`)
 	lay := memcachedLayout()
 	lay.MaxPayload = 1 << 20
 	d, err := New(schema.Frame{Layout: lay, Data: "ops.json"}, "tcp://127.0.0.1:1", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.data.Rows[0][d.data.Column("key")] = strings.Repeat("k", 70000)
 	c := &conn{d: d}
 	bp, err := c.render(1, 0, 1)
 	release(bp)

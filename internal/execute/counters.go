@@ -6,9 +6,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -156,12 +158,29 @@ func memcachedStats(ctx context.Context, base string) (map[string]float64, error
 	defer nc.Close()
 	dl, _ := ctx.Deadline()
 	nc.SetDeadline(dl)
+	// The run's interrupt (ctx cancelled) cuts a write or read under way
+	// at once instead of at the deadline.
+	defer context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })()
+	fail := func(err error) error {
+		switch {
+		case errors.Is(ctx.Err(), context.Canceled):
+			return fmt.Errorf("stats at %s: %w", u.Host, context.Cause(ctx))
+		case ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, io.EOF):
+			return fmt.Errorf("stats at %s: no reply to the text command \"stats\" (%v): %s", u.Host, err, memcachedTextHint)
+		}
+		return fmt.Errorf("stats at %s: %w", u.Host, err)
+	}
 	if _, err := nc.Write([]byte("stats\r\n")); err != nil {
-		return nil, fmt.Errorf("stats at %s: %w", u.Host, err)
+		return nil, fail(err)
 	}
 	m, err := counters.MemcachedStats(nc)
 	if err != nil {
-		return nil, fmt.Errorf("stats at %s: %w", u.Host, err)
+		return nil, fail(err)
 	}
 	return m, nil
 }
+
+// memcachedTextHint is what a memcached_stats fetch that got no reply
+// says: a memcached started with -B binary does not answer the text
+// protocol's stats command.
+const memcachedTextHint = "memcached_stats needs memcached's text protocol, which a memcached started with -B binary does not speak: start it with -B auto (the default) or -B ascii"

@@ -32,6 +32,10 @@ type Data struct {
 	Order Order
 	// Seed seeds the Random order's draw; unused by the others.
 	Seed uint64
+	// absent holds, per column, the first row (0-based) of a JSON file
+	// whose object lacks that key, and how many rows lack it; nil when
+	// every row has every column.
+	absent map[int][2]int
 }
 
 // Order is how requests pick their data row (data_order). With n rows:
@@ -111,6 +115,20 @@ func SetOrder(d *Data, order string, seed int64) error {
 	return nil
 }
 
+// Lacks returns an error when some row of a JSON file has no key for
+// column c: it names the file, the first such row (1-based) and how many.
+func (d *Data) Lacks(c int) error {
+	a, ok := d.absent[c]
+	if !ok {
+		return nil
+	}
+	more := ""
+	if a[1] > 1 {
+		more = fmt.Sprintf(" (and %d more rows)", a[1]-1)
+	}
+	return fmt.Errorf("the data file %s, row %d%s: no key %q; every row must give every column a template reads (\"\" for an empty value)", d.File, a[0]+1, more, d.Columns[c])
+}
+
 // Column returns the index of the column named name, or -1.
 func (d *Data) Column(name string) int { return slices.Index(d.Columns, name) }
 
@@ -152,7 +170,8 @@ func mix(seed, seq uint64) uint64 {
 //     row has as many fields as the header (RFC 4180 quoting);
 //   - .json: an array of objects; the columns are the union of their keys
 //     in first-seen order; a string value is used as is, any other value
-//     as its JSON text (a missing key renders as nothing).
+//     as its JSON text. A row without a key a template reads is refused
+//     when the template is parsed (Parse), never rendered as nothing.
 //
 // Errors: an unreadable file, a file over MaxDataFile, no rows, a ragged
 // or malformed CSV (with its line), JSON that is not an array of objects
@@ -241,11 +260,20 @@ func parseJSON(b []byte) (*Data, error) {
 		}
 		objs[i] = obj
 	}
-	for _, obj := range objs {
+	for i, obj := range objs {
 		row := make([]string, len(d.Columns))
 		for c, name := range d.Columns {
 			v, ok := obj[name]
 			if !ok {
+				if d.absent == nil {
+					d.absent = map[int][2]int{}
+				}
+				a, seen := d.absent[c]
+				if !seen {
+					a[0] = i
+				}
+				a[1]++
+				d.absent[c] = a
 				continue
 			}
 			var s string

@@ -90,6 +90,9 @@ func Parse(s string, data *Data) (*Template, error) {
 			if c < 0 {
 				return nil, fmt.Errorf("%s: the data file %s has no column %q; columns: %s", raw, data.File, name, strings.Join(data.Columns, ", "))
 			}
+			if err := data.Lacks(c); err != nil {
+				return nil, fmt.Errorf("%s: %w", raw, err)
+			}
 			t.parts = append(t.parts, part{kind: column, n: c})
 		default:
 			return nil, fmt.Errorf("unknown template action %q; expected {{seq}}, {{bytes N}} or {{data.NAME}}", raw)
@@ -135,6 +138,31 @@ func (t *Template) Render(dst []byte, seqNo uint64, slot int) []byte {
 		}
 	}
 	return dst
+}
+
+// MaxSeqDigits is the most digits {{seq}} renders: a run's sequence
+// numbers stay below 2^63 (19 decimal digits).
+const MaxSeqDigits = 19
+
+// Size returns the length in bytes of t rendered for a request that
+// reads data row row (nil when t reads no data) with a {{seq}} of
+// MaxSeqDigits digits: the longest rendering of that row, since only
+// {{seq}} and {{data.NAME}} vary in length. It does not allocate.
+func (t *Template) Size(row []string) int {
+	n := 0
+	for _, p := range t.parts {
+		switch p.kind {
+		case lit:
+			n += len(p.text)
+		case seq:
+			n += MaxSeqDigits
+		case filler:
+			n += p.n
+		case column:
+			n += len(row[p.n])
+		}
+	}
+	return n
 }
 
 // HasSeq reports whether the template has a {{seq}} action.

@@ -94,9 +94,19 @@ func TestData(t *testing.T) {
 	if strings.Join(d.Columns, ",") != "user,n,extra" {
 		t.Errorf("columns %v", d.Columns)
 	}
-	tp, _ = Parse(`{{data.user}}|{{data.n}}|{{data.extra}}`, d)
-	if got := string(tp.Render(nil, 2, 0)); got != `|{"a":[1]}|true` {
+	tp, _ = Parse(`{{data.n}}`, d)
+	if got := string(tp.Render(nil, 2, 0)); got != `{"a":[1]}` {
 		t.Errorf("row 2: %q", got)
+	}
+	// A row without a key the template reads is refused, naming the row
+	// and the key: it rendered as nothing.
+	for text, want := range map[string]string{
+		`{{data.user}}|{{data.n}}`: `{{data.user}}: the data file ` + js + `, row 2: no key "user"`,
+		`{{data.extra}}`:           `row 1: no key "extra"`,
+	} {
+		if _, err := Parse(text, d); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", text, err, want)
+		}
 	}
 
 	for name, body := range map[string]string{
