@@ -526,7 +526,7 @@ func TestCatalogue(t *testing.T) {
 		p50 p90 p95 p99 p999 max min mean stddev connections connections_opened reconnects
 		inflight_mean littleL cancelled connections_established
 		unknown_id duplicate_id
-		left_over fetches`) // unknown_id, duplicate_id: replies no request waited for (issue 4); left_over: arrivals the drain could not finish (issue 11); fetches: the runner's own counter fetches (issue 15)
+		left_over fetches goaway_retries`) // unknown_id, duplicate_id: replies no request waited for (issue 4); left_over: arrivals the drain could not finish (issue 11); fetches: the runner's own counter fetches (issue 15); goaway_retries: HTTP/2 re-sends after GOAWAY (issue 17)
 	for _, name := range design {
 		if _, ok := topLevel[name]; !ok {
 			t.Errorf("%s missing from the catalogue", name)
