@@ -241,17 +241,16 @@ func withoutStep(m string) string {
 // tooLate reports whether the pacer dispatched more than 1 % of a phase's
 // arrivals, and at least minLateArrivals, over LatenessLimit late while
 // connections were free: the generator fell behind its own schedule.
-func tooLate(pr *PhaseResult) bool {
-	return pr.LateArrivals*100 > pr.Summary.Arrivals && pr.LateArrivals >= minLateArrivals
-}
+func tooLate(pr *PhaseResult) bool { return overLateLimit(pr.LateArrivals, pr.Summary.Arrivals) }
 
-// stepsTooLate reports whether more than 1 % of a flow phase's wake-ups
-// after a think time (ThinkWakeups), and at least minLateArrivals, woke over
-// LatenessLimit after they came due: the generator's own delay sits in
-// those steps' response times.
-func stepsTooLate(pr *PhaseResult) bool {
-	return pr.LateSteps*100 > pr.ThinkWakeups && pr.LateSteps >= minLateArrivals
-}
+// stepsTooLate reports the same of a flow phase's wake-ups after a think
+// time (ThinkWakeups) that woke over LatenessLimit after they came due:
+// the generator's own delay sits in those steps' response times.
+func stepsTooLate(pr *PhaseResult) bool { return overLateLimit(pr.LateSteps, pr.ThinkWakeups) }
+
+// overLateLimit: late of all is more than 1 % and at least
+// minLateArrivals.
+func overLateLimit(late, all int64) bool { return late*100 > all && late >= minLateArrivals }
 
 // lateSteps says how many flow steps the generator woke late, for the
 // messages; "" when none were.
