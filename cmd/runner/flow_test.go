@@ -82,6 +82,7 @@ func TestFlowShop_Truth(t *testing.T) {
 //     phase's figures are not comparable and names the steps only the
 //     flow ran; the baseline rule's PASS is INCONCLUSIVE.
 func TestFlowShop_Reports(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs load for about 5 s")
 	}
@@ -242,6 +243,7 @@ driver: {http: {path: /x, timeout: 2s}}
 // the iterations failed with 403), every iteration is ok, and every
 // step reconciles with the shop's own counters.
 func TestFlowShopH2_LanesAreUsers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs load for about 2 s")
 	}

@@ -35,6 +35,11 @@ phases:
 // still matches, and the run is INCONCLUSIVE (an unsolicited-replies
 // warning: its replies are not known to be its requests'). (e) an empty
 // payload is valid. No panic; the run ends with a verdict.
+//
+// Not parallel: the peak RSS wait4 reports for a child starts from this
+// test process's own at the fork (Linux carries the high-water mark of the
+// memory a vfork child shares across its exec), so other tests running
+// meanwhile would show in the figure compared.
 func TestField_B17_HostileFrames(t *testing.T) {
 	rss := map[string]int64{} // the runner's peak RSS per variant
 	for _, c := range []struct {
@@ -113,6 +118,7 @@ assert:
 // The target closes each connection after its 50th reply: the request in
 // flight then is eof (never a timeout), and the next one re-dials.
 func TestFrameServerCloses(t *testing.T) {
+	t.Parallel()
 	yaml := frameScenario("frame-close", `"--close-after", "50"`,
 		"  - {name: main, closed: {connections: 4}, requests: 1000}\n", `  expect:
     - server.requests == requests
@@ -131,6 +137,7 @@ assert:
 // Out-of-order replies with several in flight per connection (open
 // model, in-flight 8) all pair with their own requests.
 func TestFrameOutOfOrder(t *testing.T) {
+	t.Parallel()
 	yaml := frameScenario("frame-reorder", `"--reorder", "4"`,
 		"  - {name: main, open: {rate: 2000/s, connections: 2, inflight: 8}, duration: 1s}\n", `  expect:
     - server.responses == ok
@@ -147,6 +154,7 @@ assert:
 // connection closed is sent again on a new one, so the target counted
 // every request, and a fault is never charged twice.
 func TestFrameBadFramesInFlight(t *testing.T) {
+	t.Parallel()
 	yaml := frameScenario("frame-bad-inflight", `"--malformed-every", "10", "--malformed", "bad-magic"`,
 		"  - {name: main, open: {rate: 2000/s, connections: 4, inflight: 8}, duration: 1s}\n", `  expect:
     - server.requests == requests

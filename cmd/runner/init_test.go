@@ -131,6 +131,7 @@ func TestInit_UnknownDriver(t *testing.T) {
 // TestInit_RunHTTPStarter runs the http starter as written, end to end,
 // against its spawned reference target: it must pass.
 func TestInit_RunHTTPStarter(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs load for about 8 s")
 	}

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -42,9 +45,30 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv("XDG_CONFIG_HOME", cfg)
+	widenParallel()
 	code := m.Run()
 	os.RemoveAll(cfg)
 	os.Exit(code)
+}
+
+// parallelTests is how many parallel tests run at once unless -parallel
+// says otherwise. This package's tests mostly wait on the wall clock
+// (phases of seconds against a target's delay: the package uses about 45 %
+// of one core over its run), so running more of them at once than there
+// are cores shortens the suite without crowding the CPU. Tests whose
+// figures depend on the generator keeping time (the truth tests, the
+// scale-out proof) do not call t.Parallel and run alone, before these.
+const parallelTests = 4
+
+// widenParallel raises -test.parallel to parallelTests (or GOMAXPROCS,
+// if that is more) when the command line did not set it.
+func widenParallel() {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(max(parallelTests, runtime.GOMAXPROCS(0))))
+	}
 }
 
 // cli runs the runner in-process and returns its exit code and output.

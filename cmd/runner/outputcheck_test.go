@@ -228,6 +228,7 @@ func waitRequests(t *testing.T, p *runnerProc, base string) {
 // behind blocks nobody. (Each run used to say "report written" while the
 // file held only the last.)
 func TestIssue12_ConcurrentRunsSameJSONRefused(t *testing.T) {
+	t.Parallel()
 	baseA, baseB := target(t), target(t)
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }

@@ -14,6 +14,7 @@ import (
 // from its JSON: the console and the TSV equal what the run printed and
 // appended, and every other format renders without error.
 func TestReportRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	js, tsv := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.tsv")
 	file := scenario(t, "s.yaml", `version: 1
@@ -75,6 +76,7 @@ assert: [errors == 0, p50 < 1s]
 // --baseline: rules read baseline.<metric> of the same phase of a saved
 // run (its median repeat by p99); without one they are inconclusive.
 func TestBaselineRules(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.json")
 	yaml := `version: 1
@@ -123,6 +125,7 @@ assert:
 // requests took 94 s under the race detector on a busy machine; .ci/run
 // runs it whole); the rules, repeats and outputs are the shipped ones.
 func TestShippedScenarioEveryFormat(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }
 	shipped := string(must(os.ReadFile(filepath.Join("..", "..", "scenarios", "seed-frame-echo.yaml"))))
@@ -157,6 +160,7 @@ func TestShippedScenarioEveryFormat(t *testing.T) {
 // --log-format json it is JSON for machines, with the runner's own
 // memory (heap, live heap, runtime-mapped, GC cycles); --quiet has none.
 func TestProgressLogLines(t *testing.T) {
+	t.Parallel()
 	file := scenario(t, "s.yaml", `version: 1
 name: progress
 target: {serve: http}
@@ -209,6 +213,7 @@ phases:
 // hand: "login" with the phase's own summary, so its TSV row repeats the
 // phase row's requests, and "logout" with none sent.
 func TestReportFlowSteps(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	js := filepath.Join(dir, "r.json")
 	file := scenario(t, "s.yaml", `version: 1

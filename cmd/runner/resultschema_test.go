@@ -16,6 +16,7 @@ import (
 // in order, each judged as its JSON report says, valid against the
 // JUnit XSD. `runner report` refuses a report of a newer major format.
 func TestResultSchema_RealRuns(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }
 	steady := "  - {name: steady, closed: {connections: 2}, requests: 200}\n"

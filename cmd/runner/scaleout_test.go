@@ -221,6 +221,7 @@ func edit(t *testing.T, from, to string, f func(map[string]any)) string {
 // message naming the files and exit 2; a segment that could not run or
 // was interrupted makes the merge could-not-run (exit 3).
 func TestMergeRefuses(t *testing.T) {
+	t.Parallel()
 	dir, seg := segmentReports(t)
 	other := t.TempDir()
 	seg1 := func(name string, f func(map[string]any)) string {

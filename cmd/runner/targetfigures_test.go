@@ -66,6 +66,7 @@ func warningCodes(rep map[string]any) map[string]string {
 // measured per phase: in the JSON, the console, the TSV and the rules.
 // The machine's sleep resolution is in the environment and the header.
 func TestSpawnedTargetStaleCountersAndFigures(t *testing.T) {
+	t.Parallel()
 	fresh := filepath.Join(t.TempDir(), "fresh.json")
 	code, out, errOut := cli(t, "run", "--log-level", "disabled", "--json", fresh, "--tsv", filepath.Join(t.TempDir(), "fresh.tsv"),
 		scenario(t, "fresh.yaml", selfCheckScenario("{serve: http}", "", "")))
@@ -138,6 +139,7 @@ func TestSpawnedTargetStaleCountersAndFigures(t *testing.T) {
 // process is not ours, so no target figures (and target.* rules are not
 // passed).
 func TestURLTargetCountersNotWarned(t *testing.T) {
+	t.Parallel()
 	base := target(t)
 	bump(t, base, 4)
 	dir := t.TempDir()
@@ -169,6 +171,7 @@ func TestURLTargetCountersNotWarned(t *testing.T) {
 // so the pid is ours.) A pid that names no process is an error before
 // any traffic.
 func TestURLTargetPidFigures(t *testing.T) {
+	t.Parallel()
 	base := target(t)
 	dir := t.TempDir()
 	tsv, json := filepath.Join(dir, "r.tsv"), filepath.Join(dir, "r.json")

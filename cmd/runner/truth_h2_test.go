@@ -93,6 +93,7 @@ reconcile:
 // the requests the target served are runner's requests: a stream refused
 // by a GOAWAY and sent again is served once, counted once.
 func TestH2_GoAwayReconcilesWithTheTarget(t *testing.T) {
+	t.Parallel()
 	const yaml = `version: 1
 name: truth-h2-goaway
 target: {serve: http, args: ["--delay", "10ms", "--close-after", "10"]}

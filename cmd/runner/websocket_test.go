@@ -45,6 +45,7 @@ func wsServer(t *testing.T, ph map[string]any, name string) int64 {
 // connection, whose last reply comes after every extra (19 replies,
 // 401–419: the last extras follow 413 and 414), lets them all arrive.
 func TestWS_OutOfOrderDuplicateUnknown(t *testing.T) {
+	t.Parallel()
 	yaml := wsScenario("ws-strays", `"--reorder", "4", "--duplicate-every", "7", "--unknown-id-every", "9"`, "5s",
 		"  - {name: main, closed: {connections: 4}, requests: 400}\n  - {name: tail, closed: {connections: 1}, requests: 19}\n", `  expect:
     - server.ok == ok
@@ -76,6 +77,7 @@ assert:
 // (strays are booked to the phase during which they arrive, as are the
 // gateway's replies: so only messages received reconcile per phase here).
 func TestWS_RepliesAfterTimeout(t *testing.T) {
+	t.Parallel()
 	yaml := wsScenario("ws-late", `"--slow-every", "10", "--slow-delay", "300ms"`, "100ms",
 		"  - {name: main, closed: {connections: 2}, requests: 200}\n  - {name: tail, closed: {connections: 1, think_time: 100ms}, duration: 1s}\n", `  expect:
     - server.messages == requests
@@ -111,6 +113,7 @@ assert:
 // request ends as a timeout, every close is counted by its code and
 // reconciles with the gateway's, and the run ends on time.
 func TestField_B16_ServerInitiatedClose(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, args, code, counter string
 	}{
@@ -150,6 +153,7 @@ assert:
 // A gateway that never answers: every message times out, the run ends
 // on time, and the timeouts reconcile with the replies the gateway held.
 func TestWS_GatewayNeverAnswers(t *testing.T) {
+	t.Parallel()
 	yaml := wsScenario("ws-silent", `"--never-answer"`, "200ms",
 		"  - {name: main, open: {rate: 50/s, connections: 2, inflight: 16}, duration: 1s}\n", `  expect:
     - server.messages == timeouts
@@ -170,6 +174,7 @@ assert:
 // A reconciliation that does not hold fails the run (exit 1) and prints
 // both sides and the difference.
 func TestWS_ReconciliationMismatch(t *testing.T) {
+	t.Parallel()
 	yaml := wsScenario("ws-mismatch", `"--bucket", "0"`, "2s",
 		"  - {name: main, closed: {connections: 1}, requests: 50}\n", `  expect:
     - server.ok == ok + 1
@@ -196,6 +201,7 @@ func TestWS_ReconciliationMismatch(t *testing.T) {
 // (which drops what comes after its close) never counted it: so the
 // gateway's messages plus those eofs are the requests, exactly.
 func TestWS_CleanCloseUnderLoad(t *testing.T) {
+	t.Parallel()
 	yaml := wsScenario("ws-close-load", `"--close-after", "100", "--bucket", "0"`, "2s",
 		"  - {name: main, closed: {connections: 4}, requests: 2000}\n", `  expect:
     - server.messages + errors_by["close-1000"] == requests
