@@ -41,6 +41,9 @@ func (pl *Plan) Describe() string {
 		case Open:
 			fmt.Fprintf(&b, "    model        open, %d connection(s), in-flight cap %d per connection, on saturation %s\n",
 				p.Connections, p.Inflight, map[bool]string{false: "queue", true: "drop"}[p.Drop])
+			if p.DispatchWindow > 0 {
+				fmt.Fprintf(&b, "    dispatch     grouped: an arrival due less than %s after its group's first is sent with it, up to %s early (its response time counts from its send)\n", p.DispatchWindow, p.DispatchWindow)
+			}
 			switch {
 			case p.Rate.From == 0 && p.Rate.To == 0:
 				fmt.Fprintf(&b, "    rate         0/s: a pause of %s, 0 %s (the connections stay open)\n", p.Duration, what)
