@@ -249,7 +249,12 @@ func compilePhase(i int, ph schema.Phase, timeout time.Duration) (PhasePlan, err
 		p.Connections = max(o.Connections, 1)
 		p.Inflight = max(o.Inflight, 1)
 		p.Drop = o.OnSaturation == "drop"
-		p.DispatchWindow = time.Duration(o.DispatchWindow)
+		switch {
+		case o.DispatchWindow != nil:
+			p.DispatchWindow = time.Duration(*o.DispatchWindow)
+		case max(o.Rate.From, o.Rate.To) > schema.AutoDispatchAbove:
+			p.DispatchWindow, p.DispatchDefault = schema.DefaultDispatchWindow, true
+		}
 		if p.DispatchWindow < 0 || p.DispatchWindow > MaxDispatchWindow {
 			return p, &keyError{"open.dispatch_window", fmt.Sprintf("must be from 0 to %s; found %s", MaxDispatchWindow, p.DispatchWindow)}
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -24,7 +25,7 @@ func TestDispatchWindowGroupsArrivals(t *testing.T) {
 			mean, max time.Duration
 		}{{"0s", 0, 0, 0}, {"4ms", 75, 2 * time.Millisecond, 3 * time.Millisecond}} {
 			d := &fake.Driver{Service: constService(2 * time.Millisecond)}
-			pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(1000), Connections: 8, DispatchWindow: dur(c.window)}, Duration: dur("100ms")}, time.Second)
+			pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(1000), Connections: 8, DispatchWindow: ptr(dur(c.window))}, Duration: dur("100ms")}, time.Second)
 			s := run(t, d, pl, time.Second).Phases[0].Summary
 			if s.Arrivals != 100 || s.OK != 100 {
 				t.Fatalf("window %s: arrivals %d ok %d, want 100 and 100", c.window, s.Arrivals, s.OK)
@@ -62,7 +63,7 @@ func TestDispatchWindowDropAtOwnInstant(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for _, w := range []string{"0s", "4ms"} {
 			d := &fake.Driver{Service: constService(1500 * time.Microsecond)}
-			pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(1000), Connections: 1, OnSaturation: "drop", DispatchWindow: dur(w)}, Duration: dur("100ms")}, time.Second)
+			pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(1000), Connections: 1, OnSaturation: "drop", DispatchWindow: ptr(dur(w))}, Duration: dur("100ms")}, time.Second)
 			s := run(t, d, pl, time.Second).Phases[0].Summary
 			if s.Arrivals != 100 || s.Dropped != 50 || s.OK != 50 {
 				t.Fatalf("window %s: arrivals %d dropped %d ok %d, want 100, 50, 50", w, s.Arrivals, s.Dropped, s.OK)
@@ -75,9 +76,41 @@ func TestDispatchWindowDropAtOwnInstant(t *testing.T) {
 // built in Go skip the loader's check).
 func TestDispatchWindowBounded(t *testing.T) {
 	sc := &schema.Scenario{Version: 1, Name: "t", File: "t.yaml", Repeats: 1, Phases: []schema.Phase{
-		{Open: &schema.Open{Rate: constRate(10), DispatchWindow: dur("11ms")}, Duration: dur("1s")},
+		{Open: &schema.Open{Rate: constRate(10), DispatchWindow: ptr(dur("11ms"))}, Duration: dur("1s")},
 	}}
 	if _, err := Compile(sc, Limits{Timeout: time.Second}); err == nil {
 		t.Fatal("an 11ms dispatch window compiled")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Unset, the window is the default (1 ms) above 5000/s and 0 at or below
+// it; an explicit 0 keeps a high rate precise. The plan says which.
+func TestDispatchWindowDefault(t *testing.T) {
+	for _, c := range []struct {
+		rate   float64
+		window *schema.Duration
+		want   time.Duration
+		dflt   bool
+	}{
+		{5000, nil, 0, false},
+		{5001, nil, time.Millisecond, true},
+		{20000, ptr(dur("0s")), 0, false},
+		{20000, ptr(dur("250us")), 250 * time.Microsecond, false},
+	} {
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(c.rate), Connections: 1, DispatchWindow: c.window}, Duration: dur("1s")}, time.Second)
+		p := pl.Phases[0]
+		if p.DispatchWindow != c.want || p.DispatchDefault != c.dflt {
+			t.Errorf("rate %g/s, window %v: %s (default %v), want %s (default %v)", c.rate, c.window, p.DispatchWindow, p.DispatchDefault, c.want, c.dflt)
+		}
+		if text := p.DispatchText(); (c.want > 0) != (text != "") || c.dflt != strings.Contains(text, "the default above 5000/s") {
+			t.Errorf("rate %g/s: dispatch text %q", c.rate, text)
+		}
+	}
+	// A ramp's top rate decides.
+	pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: schema.RateSpec{From: 100, To: 8000, Ramp: true}, Connections: 1}, Duration: dur("1s")}, time.Second)
+	if p := pl.Phases[0]; p.DispatchWindow != time.Millisecond || !p.DispatchDefault {
+		t.Errorf("ramp to 8000/s: window %s (default %v), want the 1ms default", p.DispatchWindow, p.DispatchDefault)
 	}
 }

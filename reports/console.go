@@ -64,9 +64,8 @@ func (c *consoleWriter) header() {
 	if r.Plan != nil {
 		c.f("plan     %d repeat(s) × %d phase(s)\n", r.Plan.Repeats, len(r.Plan.Phases))
 		for _, p := range r.Plan.Phases {
-			if p.DispatchWindow > 0 {
-				c.f("dispatch phase %s: arrivals grouped, each sent with its group's first if due less than %s after it (up to %s early; its response time counts from its send)\n",
-					p.Name, dur(p.DispatchWindow), dur(p.DispatchWindow))
+			if t := p.DispatchText(); t != "" {
+				c.f("dispatch phase %s: %s\n", p.Name, t)
 			}
 		}
 	}
