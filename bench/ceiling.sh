@@ -38,10 +38,14 @@
 # or when the tool stopped target-bound, the ceiling is shown as a lower
 # bound (">="), or as "inconclusive" when that was the first step.
 #
-# runner-grouped is runner with `dispatch_window: WINDOW` (default 1ms) in
-# its open phase: arrivals due within the window of a group's first are sent
-# together, up to the window early. A runner that does not know the key is
-# reported and runner-grouped skipped.
+# runner is runner with `dispatch_window: 0s` in its open phase (each
+# arrival sent at its own instant; runner's default is 1ms above 5,000/s),
+# and runner-grouped runner with `dispatch_window: WINDOW` (default 1ms,
+# runner's default above 5,000/s): arrivals due within the window of a
+# group's first are sent together, up to the window early. Each step checks
+# in runner's report that the phase used that window. A runner that does
+# not know the key (it then sends every arrival at its own instant) runs
+# without it, and runner-grouped is skipped with a note.
 #
 # Caveats: 2 cores shared with whatever else runs (the load average is
 # printed, and the "others" and "oth.t" columns show what other processes
@@ -109,9 +113,9 @@ if [[ " $TOOLS " == *" hey "* ]] && ((START % CONNS || STEP % CONNS)); then
 fi
 command -v python3 >/dev/null || die "python3 not found (it reads runner's JSON report)"
 CLK_TCK=$(getconf CLK_TCK)
-WINDOW_MS=$(awk -v w="$WINDOW" 'BEGIN {
+WINDOW_NS=$(awk -v w="$WINDOW" 'BEGIN {
   n = w + 0; u = w; sub(/^[0-9.]+/, "", u)
-  print n * (u == "ns" ? 1e-6 : u == "us" || u == "µs" ? 1e-3 : u == "ms" ? 1 : 1000) }')
+  printf "%.0f", n * (u == "ns" ? 1 : u == "us" || u == "µs" ? 1e3 : u == "ms" ? 1e6 : 1e9) }')
 bench_setup ceiling-logs
 
 # ---------------------------------------------------------------- tools
@@ -121,16 +125,28 @@ install_peers "${peers[@]}"
 build_runner
 start_target
 
+# window_known WINDOW: whether this runner accepts open.dispatch_window
+# (an older one rejects the key); any other rejection ends the script.
+window_known() {
+  local msg
+  runner_scenario "$WORK/check.yaml" "$START" "$DURATION" "$1"
+  msg=$(runner validate "$WORK/check.yaml" 2>&1) && return 0
+  [[ $msg == *dispatch_window*"unknown key"* ]] && return 1
+  die "runner validate rejects a scenario with dispatch_window: $1: $msg"
+}
+# A runner that knows the window defaults it to 1ms above 5,000/s: plain
+# runner asks for 0s (each arrival at its own instant) so that it stays
+# the precise pacer beside runner-grouped; an older runner has no window.
+RUNNER_WINDOW=
+if window_known 0s; then
+  RUNNER_WINDOW=0s
+fi
 active=()
 for t in $TOOLS; do
   if [[ $t == runner-grouped ]]; then
-    runner_scenario "$WORK/check.yaml" "$START" "$DURATION" "$WINDOW"
-    if ! msg=$(runner validate "$WORK/check.yaml" 2>&1); then
-      if [[ $msg == *dispatch_window*"unknown key"* ]]; then
-        note "this runner does not know dispatch_window yet (runner validate: unknown key): skipping runner-grouped"
-        continue
-      fi
-      die "runner validate rejects the runner-grouped scenario (WINDOW=$WINDOW): $msg"
+    if [[ -z $RUNNER_WINDOW ]] || ! window_known "$WINDOW"; then
+      note "this runner does not know dispatch_window yet (runner validate: unknown key): skipping runner-grouped"
+      continue
     fi
   elif ! command -v "$t" >/dev/null; then
     note "$t not available: skipping it"
@@ -161,7 +177,7 @@ snapshot() {
 # step_cmd TOOL RATE: sets CMD for one step.
 step_cmd() {
   case $1 in
-    runner) open_cmd runner "$2" "$DURATION" ;;
+    runner) open_cmd runner "$2" "$DURATION" "$RUNNER_WINDOW" ;;
     runner-grouped) open_cmd runner "$2" "$DURATION" "$WINDOW" ;;
     *) open_cmd "$1" "$2" "$DURATION" ;;
   esac
@@ -181,7 +197,7 @@ printf 'tool\toffered\tattempt\trequests\terrors\tachieved_ratio\tuser_s\tsys_s\
 # a tool waiting for a free one sends late).
 run_step() {
   local tool=$1 rate=$2 attempt=$3 log rc=0 before after parsed reqs errs
-  local user="" sys="" rss="" wall="" a o lag="" rerrs outcome code early="" ratio="" figures
+  local user="" sys="" rss="" wall="" a o lag="" rerrs outcome code early="" window ratio="" figures want=0
   log=$LOGS/$tool-$rate-$attempt.log
   STATUS=fail REASON="" DISTURBED=0
   step_cmd "$tool" "$rate"
@@ -199,9 +215,12 @@ run_step() {
   fi
   read -r reqs errs <<<"${parsed:-0 0}"
   if [[ -z $REASON && $tool == runner* ]]; then
-    read -r a o lag rerrs outcome code early <<<"$(runner_json "$log")"
+    read -r a o lag rerrs outcome code early window <<<"$(runner_json "$log")"
+    [[ $tool == runner-grouped ]] && want=$WINDOW_NS
     if [[ $a == "?" ]]; then
       REASON="no readable JSON report; see $log"
+    elif [[ $window != "$want" ]]; then
+      REASON="runner paced with a dispatch window of $window ns, not $want ns; see $log"
     elif ! awk -v o="$o" -v r="$rate" 'BEGIN { exit !(o == r) }'; then
       REASON="runner offered $o/s, not $rate/s; see $log"
     else
@@ -251,12 +270,10 @@ run_step() {
       # Early sends are the window's by design, and nothing else's: a
       # request sent earlier than the window allows (or early at all
       # without one) would be a burst the scenario did not ask for.
-      local allowed=0 allowed_text="no window"
-      [[ $tool == runner-grouped ]] && allowed=$WINDOW_MS allowed_text="the $WINDOW window"
       if [[ $early == - ]]; then
         [[ $tool == runner ]] || why+=("no send_early in the report: cannot check the window")
-      elif awk -v e="$early" -v w="$allowed" 'BEGIN { exit !(e > w) }'; then
-        why+=("sent up to $early ms early, beyond $allowed_text")
+      elif awk -v e="$early" -v w="$want" 'BEGIN { exit !(e * 1e6 > w) }'; then
+        why+=("sent up to $early ms early, beyond a window of $want ns")
       fi
     elif awk -v w="$wall" -v d="$DURATION" 'BEGIN { exit !(w > d + 0.5) }'; then
       why+=("ran ${wall}s for a ${DURATION}s step: requests / DURATION would overstate its rate")
@@ -351,8 +368,9 @@ done
   echo
   echo "A step passes with achieved/offered >= $RATIO_MIN, no errors and the target's core under $(pct "$TARGET_MAX") busy; runner's also"
   echo "with send lag p99 < $LAG_P99_MAX_MS ms and a conclusive verdict. The peers report no send lag: their ceiling is achieved/offered"
-  echo "alone, which favours them (a tool that sends late or in bursts but keeps the count passes). runner-grouped sends the"
-  echo "arrivals due within dispatch_window $WINDOW together, up to $WINDOW early. \">=\": every step passed, or the tool stopped"
+  echo "alone, which favours them (a tool that sends late or in bursts but keeps the count passes). runner sends each arrival"
+  echo "at its own instant ($([[ -n $RUNNER_WINDOW ]] && echo "dispatch_window: $RUNNER_WINDOW" || echo "a runner without dispatch_window")); runner-grouped sends the arrivals due within"
+  echo "dispatch_window $WINDOW together, up to $WINDOW early. \">=\": every step passed, or the tool stopped"
   echo "target-bound, or its last step failed while other processes ran $OTHERS_MAX_MS ms or more on the client or the target core"
   echo "(or saturated the target's: \"disturbed\"): the ceiling is at least that (\"inconclusive\" if that was the first step)."
 } >"$OUT/ceiling.txt"

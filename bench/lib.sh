@@ -265,20 +265,22 @@ parse() {
 }
 
 # runner_json LOG: prints "achieved_rate offered_rate send_lag_p99_ms errors
-# outcome exit_code send_early_max_ms" of the first phase of runner's JSON
-# report LOG.json (errors: the phase's failed requests; outcome and
-# exit_code: the run's, e.g. inconclusive and 4; send_early_max_ms: how
-# early the earliest request went out with a dispatch window, "-" from a
-# runner that does not report it), "? ? ? ? ? ? ?" when the report is
-# missing or unreadable.
+# outcome exit_code send_early_max_ms dispatch_window_ns" of the first
+# phase of runner's JSON report LOG.json (errors: the phase's failed
+# requests; outcome and exit_code: the run's, e.g. inconclusive and 4;
+# send_early_max_ms: how early the earliest request went out with a
+# dispatch window, "-" from a runner that does not report it;
+# dispatch_window_ns: the window the phase used, 0 when the report has
+# none), "? ? ? ? ? ? ? ?" when the report is missing or unreadable.
 runner_json() {
-  python3 - "$1.json" <<'PY' 2>/dev/null || echo "? ? ? ? ? ? ?"
+  python3 - "$1.json" <<'PY' 2>/dev/null || echo "? ? ? ? ? ? ? ?"
 import json, sys
 d = json.load(open(sys.argv[1]))
 ph = d["result"]["phases"][0]
 m = ph["metrics"]
 se = m.get("send_early")
 early = "-" if se is None else (se["max_ms"] if se["samples"] else 0)
-print(m["achieved_rate"], m["offered_rate"], m["send_lag"]["p99_ms"], ph["summary"]["errors"], d["outcome"], d["exit_code"], early)
+window = ph["phase"].get("dispatch_window_ns", 0)
+print(m["achieved_rate"], m["offered_rate"], m["send_lag"]["p99_ms"], ph["summary"]["errors"], d["outcome"], d["exit_code"], early, window)
 PY
 }
