@@ -103,6 +103,10 @@ type tlsBase struct {
 	net.Conn
 	rc      syscall.RawConn // nil: no probing
 	probing bool
+	// resume, when not nil, says whether a read or write that failed
+	// with its error can be tried again (conn.resume): below tls.Conn,
+	// for which a write cut short by a deadline breaks the connection.
+	resume func(error) bool
 
 	p   []byte
 	n   int
@@ -133,7 +137,11 @@ func newTLSBase(nc net.Conn) *tlsBase {
 // while probing.
 func (b *tlsBase) Read(p []byte) (int, error) {
 	if !b.probing {
-		return b.Conn.Read(p)
+		n, err := b.Conn.Read(p)
+		if n == 0 && err != nil && b.resume != nil && b.resume(err) {
+			n, err = b.Conn.Read(p)
+		}
+		return n, err
 	}
 	if len(p) == 0 {
 		return 0, nil
@@ -145,6 +153,18 @@ func (b *tlsBase) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return b.n, b.err
+}
+
+// Write implements io.Writer: the socket's Write, resumed once when
+// resume allows it.
+func (b *tlsBase) Write(p []byte) (int, error) {
+	n, err := b.Conn.Write(p)
+	if err != nil && b.resume != nil && b.resume(err) {
+		var m int
+		m, err = b.Conn.Write(p[n:])
+		n += m
+	}
+	return n, err
 }
 
 // idle reports what waits on the live connection before a request is
@@ -191,6 +211,7 @@ func (c *conn) Alive() error {
 	}
 	// An expired deadline (the last request's) would fail the look before
 	// it reaches the socket; Do sets its own before every request.
+	c.armed = time.Time{} // none now, and none known if this fails
 	if err := nc.SetDeadline(time.Time{}); err != nil {
 		return errClosedEarly
 	}
