@@ -23,6 +23,17 @@ import (
 //     otherwise take for this request's: closed, re-dialled;
 //   - end of stream or an error (the server closed or reset the idle
 //     connection): re-dialled.
+//
+// The look is taken before every reuse, also when the previous response
+// was read a moment ago, as a closed-model connection's is (issue 18
+// weighed skipping it there). A server that closes right after a
+// response without saying so has its FIN in our socket by then, often in
+// the response's own segment (TestIdleLook_CloseWithTheResponse), and
+// nothing short of a system call tells whether it came: skipped, the look
+// would turn that close into an eof error of the next request, and stray
+// bytes arriving behind a response into its answer. Bytes already read
+// behind a response are the buffer's, not the look's: Do closes the
+// connection (TestStrayBytesWithTheResponse).
 
 // idleState is what a non-blocking look at an idle connection found.
 type idleState int
