@@ -163,7 +163,13 @@ func Checks(pl *Plan, res *Result) []Warning {
 			at("step-lateness", "the load generator stalled: %s (%s). The delay is the generator's, not the target's, and is inside those steps' response times (it can only raise them); with 1 %% of the wake-ups after a think time or fewer, or fewer than %d, it does not invalidate the run", lateSteps(pr), stallCause(pr), minLateArrivals)
 		}
 		if cpuSaturated(pr) {
-			at("client-cpu", "client CPU %.0f %% of the %d core(s) the runner may use: the load generator is saturated and may be the bottleneck", 100*pr.ClientCPU/cores, int(cores))
+			hint := ""
+			if p.Model == Open && p.DispatchWindow == 0 {
+				// Each arrival on its own instant costs a wake-up of the
+				// generator and, often, of an idle target.
+				hint = "; an open phase paced one arrival at a time can trade precision for CPU with open.dispatch_window (e.g. 1ms: about half the CPU per request at 20,000/s, each request sent up to that early)"
+			}
+			at("client-cpu", "client CPU %.0f %% of the %d core(s) the runner may use: the load generator is saturated and may be the bottleneck%s", 100*pr.ClientCPU/cores, int(cores), hint)
 			ws[len(ws)-1].Invalidates = !p.Warmup
 		}
 		if pr.Machine != nil && pr.Wall >= time.Second {

@@ -304,6 +304,16 @@ func TestCoresUnderAffinity(t *testing.T) {
 	if m := w["client-cpu"]; !strings.Contains(m, "client CPU 95 % of the 1 core") {
 		t.Errorf("client-cpu: %q, want 95 %% of the 1 core the runner may use", m)
 	}
+	// The open phase paced one arrival at a time is told of the dispatch
+	// window; with a window it is not told again.
+	if m := w["client-cpu"]; !strings.Contains(m, "open.dispatch_window") {
+		t.Errorf("client-cpu of an open phase without a window: %q, want the dispatch_window hint", m)
+	}
+	pl.Phases[1].DispatchWindow = time.Millisecond
+	if m := codes(ph(procstat.MachineUsage{Busy: 1.9, Cores: 2}, 0.95, nil))["client-cpu"]; m == "" || strings.Contains(m, "dispatch_window") {
+		t.Errorf("client-cpu with a window: %q, want the warning without the hint", m)
+	}
+	pl.Phases[1].DispatchWindow = 0
 	rule, err := rules.Compile("client.cpu > 0.9")
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,10 @@ const MaxInflightSlots = 100_000
 // offers about 64,000 ports per target address; a million is far beyond.
 const MaxConnections = 1_000_000
 
+// MaxDispatchWindow bounds an open phase's dispatch_window (the loader's
+// bound, schema.MaxDispatchWindow, checked again for plans built in Go).
+const MaxDispatchWindow = schema.MaxDispatchWindow
+
 // Limits are driver facts that the plan must respect.
 type Limits struct {
 	// MaxInflight is the largest in-flight cap per connection the driver
@@ -245,6 +249,15 @@ func compilePhase(i int, ph schema.Phase, timeout time.Duration) (PhasePlan, err
 		p.Connections = max(o.Connections, 1)
 		p.Inflight = max(o.Inflight, 1)
 		p.Drop = o.OnSaturation == "drop"
+		switch {
+		case o.DispatchWindow != nil:
+			p.DispatchWindow = time.Duration(*o.DispatchWindow)
+		case max(o.Rate.From, o.Rate.To) > schema.AutoDispatchAbove:
+			p.DispatchWindow, p.DispatchDefault = schema.DefaultDispatchWindow, true
+		}
+		if p.DispatchWindow < 0 || p.DispatchWindow > MaxDispatchWindow {
+			return p, &keyError{"open.dispatch_window", fmt.Sprintf("must be from 0 to %s; found %s", MaxDispatchWindow, p.DispatchWindow)}
+		}
 		p.Arrivals = o.Arrivals
 		if p.Arrivals == "" {
 			p.Arrivals = "uniform"

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/runner-dev/runner/schema"
 )
 
 // Describe renders the plan for `runner plan`: per phase the model,
@@ -41,6 +43,9 @@ func (pl *Plan) Describe() string {
 		case Open:
 			fmt.Fprintf(&b, "    model        open, %d connection(s), in-flight cap %d per connection, on saturation %s\n",
 				p.Connections, p.Inflight, map[bool]string{false: "queue", true: "drop"}[p.Drop])
+			if t := p.DispatchText(); t != "" {
+				fmt.Fprintf(&b, "    dispatch     %s\n", t)
+			}
 			switch {
 			case p.Rate.From == 0 && p.Rate.To == 0:
 				fmt.Fprintf(&b, "    rate         0/s: a pause of %s, 0 %s (the connections stay open)\n", p.Duration, what)
@@ -171,4 +176,19 @@ func (pl *Plan) DescribeSegment(s Segment, gap time.Duration) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// DispatchText says how an open phase groups its arrivals (its dispatch
+// window, and whether that is the default of a high rate), or "" when it
+// sends each at its own instant.
+func (p *PhasePlan) DispatchText() string {
+	if p.DispatchWindow <= 0 {
+		return ""
+	}
+	why := ""
+	if p.DispatchDefault {
+		why = fmt.Sprintf("; the default above %d/s, dispatch_window: 0s sends each at its own instant", schema.AutoDispatchAbove)
+	}
+	return fmt.Sprintf("grouped: an arrival due less than %s after its group's first is sent with it, up to %s early, its response time counted from its send%s",
+		p.DispatchWindow, p.DispatchWindow, why)
 }

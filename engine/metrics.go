@@ -27,6 +27,10 @@ type Metrics struct {
 	// going out (Sent − Intended): the generator's own delay plus the
 	// wait for a free connection; all 0 in the closed model.
 	SendLag Latency `json:"send_lag"`
+	// SendEarly is how early requests went out before their intended
+	// start (Intended − Sent), of those an open phase's dispatch window
+	// sent early; no samples without a window.
+	SendEarly Latency `json:"send_early"`
 	// Corrected is the coordinated-omission-corrected response time of a
 	// closed phase with expected_rate (HdrHistogram's corrected
 	// recording: a response longer than the expected interval adds the

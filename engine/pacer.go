@@ -14,6 +14,16 @@ import (
 // arrival's response time keeps counting from its intended start; in drop
 // mode an arrival that finds no free slot at that instant is dropped.
 //
+// With a dispatch window W (PhasePlan.DispatchWindow), the pacer wakes
+// for the first arrival of a group and sends with it every later arrival
+// due less than W after it, each up to W early: one wake-up, and one
+// burst the target's worker is already awake for, instead of one each.
+// Each request still carries its own intended start; one sent early has
+// its response time counted from its send (measure.Result.ResponseTime),
+// and how early is recorded (measure.Summary.Early). In drop mode an
+// early arrival that finds every slot busy is not dropped then: it waits
+// for its own instant and is dropped only if every slot is busy at it.
+//
 // When the phase's time is up no new arrival comes due, but every arrival
 // that came due is offered load: one still waiting for a slot is handed
 // over during the drain, until the drain runs out (hard), and whatever is
@@ -42,6 +52,8 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 	// the pacer reaches them "late" (already due); without this a 300 ms
 	// stall released its burst as if the target had kept them waiting.
 	var behind time.Duration
+	window := ph.p.DispatchWindow
+	var group time.Duration // the intended start of the current group's first arrival
 	for i := int64(0); ; i++ {
 		if ph.p.Requests > 0 && i >= ph.p.Requests {
 			return
@@ -50,17 +62,35 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 		if ph.p.Duration > 0 && at >= ph.p.Duration {
 			return
 		}
+		// due is when the pacer sends arrival i: its intended start, or
+		// its group's first arrival's.
+		due := at
+		if window > 0 {
+			if i == 0 || at-group >= window {
+				group = at
+			}
+			due = group
+		}
 		// In drop mode the pacer never waits for a slot, so any delay is
 		// the generator's; in queue mode only for arrivals it reached early.
-		early := ph.p.Drop || at > time.Since(ph.start)
-		if !sl.Until(ph.start.Add(at), ph.hard.Done()) {
+		early := ph.p.Drop || due > time.Since(ph.start)
+		if !sl.Until(ph.start.Add(due), ph.hard.Done()) {
 			return // halted before the arrival was due: it never happened
+		}
+		if ph.p.Drop && at > due && ph.busy.Load() >= int64(ph.p.Connections*ph.p.Inflight) {
+			// Grouped, and every slot busy: it is dropped only if they
+			// still are at its own instant.
+			if !sl.Until(ph.start.Add(at), ph.hard.Done()) {
+				return
+			}
+			due = at
 		}
 		late := time.Duration(0)
 		switch {
 		case early:
 			// Lateness of our own clock: the arrival was not waiting for
-			// a slot, so any delay here is the generator's.
+			// a slot, so any delay here is the generator's. A grouped
+			// arrival is late only past its own intended start.
 			woke := time.Since(ph.start)
 			late = woke - at
 			behind = max(behind, woke)
@@ -83,10 +113,16 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 			return
 		}
 		if ph.p.Drop {
-			select {
-			case out <- at:
-				ph.busy.Add(1)
-			default:
+			taken, waited, halted := ph.handOff(out, at)
+			if halted {
+				ph.unsent(sched, i)
+				return
+			}
+			if waited > LatenessLimit {
+				ph.lateness = max(ph.lateness, waited)
+				ph.late++
+			}
+			if !taken {
 				// Every slot busy at the intended start. After a late
 				// dispatch the slots met a burst of the generator's making.
 				ph.rec.AddDropped(1)
@@ -121,6 +157,34 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 			ph.lateness = max(ph.lateness, w)
 			ph.late++
 		}
+	}
+}
+
+// handOff gives arrival at to a free slot without waiting for one to
+// free up (drop mode): taken reports whether one took it. A slot counted
+// free (busy below the slots) whose worker has not yet come back to its
+// receive, just after its last request or at the phase's start, is not
+// busy at the target: the pacer waits for that worker rather than drop
+// the arrival for the generator's own scheduling, and returns how long
+// (the generator's lateness). halted reports that the phase was halted
+// meanwhile.
+func (ph *phaseRun) handOff(out chan<- time.Duration, at time.Duration) (taken bool, waited time.Duration, halted bool) {
+	select {
+	case out <- at:
+		ph.busy.Add(1)
+		return true, 0, false
+	default:
+	}
+	if ph.busy.Load() >= int64(ph.p.Connections*ph.p.Inflight) {
+		return false, 0, false
+	}
+	t0 := time.Now()
+	select {
+	case out <- at:
+		ph.busy.Add(1)
+		return true, time.Since(t0), false
+	case <-ph.hard.Done():
+		return false, time.Since(t0), true
 	}
 }
 

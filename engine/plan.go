@@ -161,6 +161,15 @@ type PhasePlan struct {
 	// Drop is true when arrivals that find every connection at its cap
 	// are counted as dropped instead of waiting.
 	Drop bool `json:"drop,omitempty"`
+	// DispatchWindow is the open model's grouping of arrivals: an
+	// arrival due less than this after the first of its group is sent
+	// with it, up to the window early (pace); 0 sends each at its own
+	// instant. At most MaxDispatchWindow.
+	DispatchWindow time.Duration `json:"dispatch_window_ns,omitempty"`
+	// DispatchDefault is true when DispatchWindow is the default of a
+	// phase whose rate goes above schema.AutoDispatchAbove (the scenario
+	// gave none).
+	DispatchDefault bool `json:"dispatch_window_default,omitempty"`
 	// Duration bounds the phase in time; 0 means bounded by Requests only.
 	Duration time.Duration `json:"duration"`
 	// Requests bounds the phase by count; 0 means bounded by time only.

@@ -63,6 +63,11 @@ func (c *consoleWriter) header() {
 	}
 	if r.Plan != nil {
 		c.f("plan     %d repeat(s) × %d phase(s)\n", r.Plan.Repeats, len(r.Plan.Phases))
+		for _, p := range r.Plan.Phases {
+			if t := p.DispatchText(); t != "" {
+				c.f("dispatch phase %s: %s\n", p.Name, t)
+			}
+		}
 	}
 	if s := r.Segment; s != nil {
 		c.f("segment  %d/%d (its share of the connections and arrivals; plan %.12s; from %s)", s.K, s.N, s.PlanHash, orNone(s.Source))
@@ -88,6 +93,15 @@ func (c *consoleWriter) header() {
 		}
 		c.f("timer    a %s sleep overshoots by (median of %d) %s on a Go timer, %s on the precise clock\n", dur(t.Sleep), t.Samples, dur(t.Timer), precise)
 	}
+}
+
+// earlyLine is ": " and the distribution of how early requests were sent,
+// or "" when none was.
+func earlyLine(d *measure.Dist) string {
+	if d.Count() == 0 {
+		return ""
+	}
+	return ": " + distLine(d)
 }
 
 // clockText says how well a clock was synchronised.
@@ -149,6 +163,9 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	c.f("  service time  %s%s\n", distLine(&s.Service), rulePercentilesLine(&s.Service, c.r.Plan))
 	if p.Model == engine.Open {
 		c.f("  send lag      %s\n", distLine(&s.SendLag))
+		if p.DispatchWindow > 0 || s.SendEarly.Count() > 0 {
+			c.f("  sent early    %d of %d %s by the dispatch window%s\n", s.SendEarly.Count(), s.Requests, what, earlyLine(&s.SendEarly))
+		}
 	}
 	if s.Corrected.Count() > 0 {
 		c.f("  CO-corrected  %s%s\n", distLine(s.Corrected), rulePercentilesLine(s.Corrected, c.r.Plan))

@@ -471,6 +471,9 @@ func phaseMeta(p *engine.PhasePlan) string {
 		if p.Arrivals != "" {
 			parts = append(parts, p.Arrivals+" arrivals")
 		}
+		if p.DispatchWindow > 0 {
+			parts = append(parts, "dispatched in groups within "+dur(p.DispatchWindow)+" (sent up to that early)")
+		}
 	default:
 		parts = append(parts, fmt.Sprintf("%d connection(s)", p.Connections))
 	}

@@ -368,6 +368,20 @@ func (m *mdWriter) load() {
 	if slices.ContainsFunc(m.r.Result.Phases, func(pr *engine.PhaseResult) bool { return pr.Summary.LeftOver() > 0 }) {
 		m.f("\n")
 	}
+	grouped := false
+	for _, pr := range m.r.Result.Phases {
+		if w := pr.Phase.DispatchWindow; w > 0 {
+			s := pr.Summary
+			mx, _ := s.SendEarly.Max()
+			lag, _ := s.SendLag.Percentile(99)
+			m.f("- Dispatch window %s in %s, repeat %d: %d of %d requests sent early with their group (by at most %s; their response times count from the send); send lag p99 %s.\n",
+				dur(w), m.phaseLabel(pr), pr.Repeat, s.SendEarly.Count(), s.Requests, dur(mx), dur(lag))
+			grouped = true
+		}
+	}
+	if grouped {
+		m.f("\n")
+	}
 }
 
 func (m *mdWriter) latency() {

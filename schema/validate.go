@@ -681,6 +681,9 @@ func (l *loader) validateOpen(p string, o *Open) {
 	if l.ok(p+".open.on_saturation") && !slices.Contains(saturationPolicies, o.OnSaturation) {
 		l.failf(p+".open.on_saturation", "unknown on_saturation %s; %s", quote(o.OnSaturation), oneOf(o.OnSaturation, saturationPolicies))
 	}
+	if w := p + ".open.dispatch_window"; l.ok(w) && o.DispatchWindow != nil && (*o.DispatchWindow < 0 || time.Duration(*o.DispatchWindow) > MaxDispatchWindow) {
+		l.failf(w, "expected a duration from 0s (each arrival at its own instant) to %s, found %s", MaxDispatchWindow, time.Duration(*o.DispatchWindow))
+	}
 	if l.ok(p+".open.seed") && o.Seed == 0 {
 		// 0 is the Go zero value, which means "the default seed" to a
 		// scenario built in Go; an explicit 0 must not silently become 1.

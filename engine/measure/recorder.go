@@ -102,6 +102,7 @@ type shard struct {
 
 	response, service, connect, firstByte Dist
 	sendLag                               Dist // Sent − Intended of every sent request
+	sendEarly                             Dist // Intended − Sent of those sent before their intended start
 	corrected                             *Dist
 	failed                                map[string]*Dist
 	byClass, byCode                       map[string]int64
@@ -201,6 +202,9 @@ func (s *shard) record(res *Result, opts *Options, timeline int, b *book) {
 		s.unansweredInflight = addSat(s.unansweredInflight, inflight)
 	}
 	s.sendLag.record(max(res.Sent-res.Intended, 0)) // every recorded request was sent
+	if res.Sent < res.Intended {
+		s.sendEarly.record(res.Intended - res.Sent)
+	}
 	if o.Connect > 0 {
 		s.connect.record(o.Connect)
 	}
@@ -440,6 +444,7 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 		s.Response.add(&sh.response)
 		s.Service.add(&sh.service)
 		s.SendLag.add(&sh.sendLag)
+		s.SendEarly.add(&sh.sendEarly)
 		s.ConnectTime.add(&sh.connect)
 		s.FirstByte.add(&sh.firstByte)
 		if sh.corrected != nil {

@@ -30,9 +30,12 @@ type Result struct {
 }
 
 // ResponseTime is Done − Intended: what a user feels, including any wait
-// for a free connection (docs/design.md, "Vocabulary"). Negative
-// differences read as 0.
-func (r *Result) ResponseTime() time.Duration { return nonNegative(r.Done - r.Intended) }
+// for a free connection (docs/design.md, "Vocabulary"). A request sent
+// before its intended start (an open phase's dispatch window) counts from
+// its send instead, Done − min(Intended, Sent): from the later intended
+// instant it would read shorter than the service time the target took.
+// Negative differences read as 0.
+func (r *Result) ResponseTime() time.Duration { return nonNegative(r.Done - min(r.Intended, r.Sent)) }
 
 // ServiceTime is Done − Sent: what the server and the wire took once the
 // request left. Negative differences read as 0.

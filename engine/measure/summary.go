@@ -137,6 +137,12 @@ type Summary struct {
 	// arrival waited in the client (for a free connection, or a late
 	// pacer) before it went out; 0 throughout in the closed model.
 	SendLag Dist `json:"send_lag"`
+	// SendEarly is Intended − Sent of every request sent before its
+	// intended start: an open phase's dispatch window sends a group's
+	// later arrivals with its first, each up to the window early. Empty
+	// without a window. With SendLag (whose 0s include these) it is the
+	// whole dispatch error, Sent − Intended of both signs.
+	SendEarly Dist `json:"send_early"`
 	// Corrected is Response recorded with coordinated-omission correction
 	// (closed model with an expected rate); nil when not asked for.
 	Corrected *Dist `json:"corrected,omitempty"`
@@ -214,6 +220,7 @@ func (s *Summary) seal() {
 	s.Response.seal()
 	s.Service.seal()
 	s.SendLag.seal()
+	s.SendEarly.seal()
 	s.ConnectTime.seal()
 	s.FirstByte.seal()
 	s.LeftOverBound.seal()
@@ -310,6 +317,7 @@ func (s *Summary) Merge(o *Summary) error {
 	dropped += s.Response.add(&o.Response)
 	dropped += s.Service.add(&o.Service)
 	dropped += s.SendLag.add(&o.SendLag)
+	dropped += s.SendEarly.add(&o.SendEarly)
 	dropped += s.ConnectTime.add(&o.ConnectTime)
 	dropped += s.FirstByte.add(&o.FirstByte)
 	dropped += s.LeftOverBound.add(&o.LeftOverBound)
@@ -381,6 +389,7 @@ func (s *Summary) Clone() *Summary {
 	c.Response = *s.Response.Clone()
 	c.Service = *s.Service.Clone()
 	c.SendLag = *s.SendLag.Clone()
+	c.SendEarly = *s.SendEarly.Clone()
 	c.ConnectTime = *s.ConnectTime.Clone()
 	c.FirstByte = *s.FirstByte.Clone()
 	c.LeftOverBound = *s.LeftOverBound.Clone()

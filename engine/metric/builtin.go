@@ -163,7 +163,8 @@ func builtin() []Def {
 	t = append(t, latency(Failed, nil, nil, nil)...)
 	t = append(t, latency(Corrected, nil, nil, nil)...)
 	t = append(t, latency(SendLag, nil, nil, nil)...)
-	t = append(t, samplesOf(Service), samplesOf(SendLag), samplesOf(Corrected))
+	t = append(t, latency(SendEarly, nil, nil, nil)...)
+	t = append(t, samplesOf(Service), samplesOf(SendLag), samplesOf(SendEarly), samplesOf(Corrected))
 	client := func(name, tsv string, u Unit, f func(c *Client) float64) Def {
 		return Def{Name: name, TSV: tsv, Missing: "-", Unit: u, Worse: HigherIsWorse, Need: ClientMeasured,
 			Read: func(p *Phase) (float64, bool) {

@@ -189,6 +189,9 @@ var (
 	// SendLag is how long sent requests waited in the client (Sent −
 	// Intended).
 	SendLag = &Dist{Group: "send_lag", JSON: "send_lag", Of: func(p *Phase) *measure.Dist { return &p.summary().SendLag }}
+	// SendEarly is how early requests went out before their intended
+	// start (Intended − Sent), of those sent early by a dispatch window.
+	SendEarly = &Dist{Group: "send_early", JSON: "send_early", Of: func(p *Phase) *measure.Dist { return &p.summary().SendEarly }}
 )
 
 // Def declares one metric.

@@ -4,8 +4,10 @@ package clock
 
 import (
 	"context"
+	"math"
 	"os"
 	"runtime"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -50,11 +52,11 @@ func (s *PreciseSleeper) Until(t time.Time, done <-chan struct{}) bool {
 		}
 		return true
 	}
-	var now unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &now) != nil {
+	p, ok := monoBase()
+	if !ok {
 		return For(time.Until(t), done)
 	}
-	at := time.Duration(now.Nano()) + time.Until(t)
+	at := p.mono + t.Sub(p.base)
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(at))}
 	if unix.TimerfdSettime(s.fd, unix.TFD_TIMER_ABSTIME, &spec, nil) != nil {
 		return For(time.Until(t), done)
@@ -76,6 +78,42 @@ func (s *PreciseSleeper) Until(t time.Time, done <-chan struct{}) bool {
 		runtime.Gosched()
 	}
 	return true
+}
+
+// monoBase pairs a reading of Go's clock with the CLOCK_MONOTONIC instant
+// it was taken at, once per process: Until turns an instant t into the
+// timerfd's absolute CLOCK_MONOTONIC time as mono + t.Sub(base), where a
+// clock_gettime per wait would be a real system call (x/sys/unix does not
+// go through the vDSO), one per arrival. Both readings come from the same
+// clock (Go's monotonic readings are CLOCK_MONOTONIC), so the pair does not
+// drift; of three tries the one whose two Go readings lie closest is kept,
+// and base is their midpoint, within a microsecond or so of mono. A timer
+// that fires that much early is waited out in Until; ok is false where the
+// clock cannot be read.
+var monoBase = sync.OnceValues(func() (monoPair, bool) {
+	var p monoPair
+	ok := false
+	best := time.Duration(math.MaxInt64)
+	for range 3 {
+		var ts unix.Timespec
+		t0 := time.Now()
+		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+			return monoPair{}, false
+		}
+		t1 := time.Now()
+		if d := t1.Sub(t0); d < best {
+			best = d
+			p, ok = monoPair{t0.Add(d / 2), time.Duration(ts.Nano())}, true
+		}
+	}
+	return p, ok
+})
+
+// monoPair is a reading of Go's clock (base) and the CLOCK_MONOTONIC
+// instant it stands for (mono, since the clock's origin).
+type monoPair struct {
+	base time.Time
+	mono time.Duration
 }
 
 // watch makes a close of done wake any read of the timerfd, by moving its

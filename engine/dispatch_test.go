@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/runner-dev/runner/drivers/fake"
+	"github.com/runner-dev/runner/schema"
+)
+
+// A dispatch window groups arrivals: 1000/s (one every 1 ms) with a 4 ms
+// window sends arrivals 4k…4k+3 together at 4k ms, so in fake time the
+// first of each group is sent on its instant and the others 1, 2 and 3 ms
+// early: 25 groups of 100 arrivals give 75 early sends, 25 of each, mean
+// 2 ms, max 3 ms, and no lateness. Each response time counts from its
+// send (never from the later intended instant): exactly the 2 ms service.
+// Without a window nothing is early.
+func TestDispatchWindowGroupsArrivals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, c := range []struct {
+			window    string
+			early     int64
+			mean, max time.Duration
+		}{{"0s", 0, 0, 0}, {"4ms", 75, 2 * time.Millisecond, 3 * time.Millisecond}} {
+			d := &fake.Driver{Service: constService(2 * time.Millisecond)}
+			pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(1000), Connections: 8, DispatchWindow: ptr(dur(c.window))}, Duration: dur("100ms")}, time.Second)
+			s := run(t, d, pl, time.Second).Phases[0].Summary
+			if s.Arrivals != 100 || s.OK != 100 {
+				t.Fatalf("window %s: arrivals %d ok %d, want 100 and 100", c.window, s.Arrivals, s.OK)
+			}
+			if n := s.SendEarly.Count(); n != c.early {
+				t.Fatalf("window %s: %d requests sent early, want %d", c.window, n, c.early)
+			}
+			if c.early > 0 {
+				mean, _ := s.SendEarly.Mean()
+				mx, _ := s.SendEarly.Max()
+				mn, _ := s.SendEarly.Min()
+				if mean != c.mean || mx != c.max || mn != time.Millisecond {
+					t.Fatalf("window %s: early by %s…%s, mean %s; want 1ms…%s, mean %s", c.window, mn, mx, mean, c.max, c.mean)
+				}
+			}
+			if lag, _ := s.SendLag.Max(); lag != 0 {
+				t.Fatalf("window %s: send lag max %s, want 0 (grouping never sends late)", c.window, lag)
+			}
+			lo, _ := s.Response.Min()
+			hi, _ := s.Response.Max()
+			if lo != 2*time.Millisecond || hi != 2*time.Millisecond {
+				t.Fatalf("window %s: response times %s…%s, want the 2 ms service time throughout", c.window, lo, hi)
+			}
+		}
+	})
+}
+
+// In drop mode a grouped arrival that finds every slot busy at its
+// group's instant is not dropped then: it waits for its own instant, as
+// without a window. One slot, 1.5 ms service, an arrival every 1 ms:
+// every other arrival finds the slot busy at its own instant, so 50 of
+// 100 are dropped with a 4 ms window exactly as without one (dropping at
+// the group's instant would drop 75).
+func TestDispatchWindowDropAtOwnInstant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, w := range []string{"0s", "4ms"} {
+			d := &fake.Driver{Service: constService(1500 * time.Microsecond)}
+			pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(1000), Connections: 1, OnSaturation: "drop", DispatchWindow: ptr(dur(w))}, Duration: dur("100ms")}, time.Second)
+			s := run(t, d, pl, time.Second).Phases[0].Summary
+			if s.Arrivals != 100 || s.Dropped != 50 || s.OK != 50 {
+				t.Fatalf("window %s: arrivals %d dropped %d ok %d, want 100, 50, 50", w, s.Arrivals, s.Dropped, s.OK)
+			}
+		}
+	})
+}
+
+// A window past schema.MaxDispatchWindow is refused by Compile (plans
+// built in Go skip the loader's check).
+func TestDispatchWindowBounded(t *testing.T) {
+	sc := &schema.Scenario{Version: 1, Name: "t", File: "t.yaml", Repeats: 1, Phases: []schema.Phase{
+		{Open: &schema.Open{Rate: constRate(10), DispatchWindow: ptr(dur("11ms"))}, Duration: dur("1s")},
+	}}
+	if _, err := Compile(sc, Limits{Timeout: time.Second}); err == nil {
+		t.Fatal("an 11ms dispatch window compiled")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Unset, the window is the default (1 ms) above 5000/s and 0 at or below
+// it; an explicit 0 keeps a high rate precise. The plan says which.
+func TestDispatchWindowDefault(t *testing.T) {
+	for _, c := range []struct {
+		rate   float64
+		window *schema.Duration
+		want   time.Duration
+		dflt   bool
+	}{
+		{5000, nil, 0, false},
+		{5001, nil, time.Millisecond, true},
+		{20000, ptr(dur("0s")), 0, false},
+		{20000, ptr(dur("250us")), 250 * time.Microsecond, false},
+	} {
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(c.rate), Connections: 1, DispatchWindow: c.window}, Duration: dur("1s")}, time.Second)
+		p := pl.Phases[0]
+		if p.DispatchWindow != c.want || p.DispatchDefault != c.dflt {
+			t.Errorf("rate %g/s, window %v: %s (default %v), want %s (default %v)", c.rate, c.window, p.DispatchWindow, p.DispatchDefault, c.want, c.dflt)
+		}
+		if text := p.DispatchText(); (c.want > 0) != (text != "") || c.dflt != strings.Contains(text, "the default above 5000/s") {
+			t.Errorf("rate %g/s: dispatch text %q", c.rate, text)
+		}
+	}
+	// A ramp's top rate decides.
+	pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: schema.RateSpec{From: 100, To: 8000, Ramp: true}, Connections: 1}, Duration: dur("1s")}, time.Second)
+	if p := pl.Phases[0]; p.DispatchWindow != time.Millisecond || !p.DispatchDefault {
+		t.Errorf("ramp to 8000/s: window %s (default %v), want the 1ms default", p.DispatchWindow, p.DispatchDefault)
+	}
+}
