@@ -139,7 +139,7 @@ func newFlowRun(d drivers.Driver, opts measure.Options) (*flowRun, error) {
 		steps += len(f.Steps)
 	}
 	opts.Lazy = true
-	n := min(shards, max(1, stepShards/steps))
+	n := min(recordShards(), max(1, stepShards/steps))
 	for i, f := range mix.flows {
 		for range f.Steps {
 			fr.recs[i] = append(fr.recs[i], measure.NewRecorder(n, opts))

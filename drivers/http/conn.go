@@ -11,6 +11,7 @@ import (
 	"net"
 	nethttp "net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,13 @@ type conn struct {
 
 	peek    peeker   // plain TCP: looks at the idle connection
 	tlsBase *tlsBase // TLS: the socket under it, which can look too
+
+	// armed is the deadline set on nc, zero when none is known (a new
+	// connection, or Alive cleared it); due is the deadline of the
+	// request in Do. See arm. lazy: an I/O that armed cut short can be
+	// resumed (resume), so armed may come before due.
+	armed, due time.Time
+	lazy       bool
 
 	cr   countingReader
 	br   *bufio.Reader
@@ -108,12 +116,22 @@ func (c *conn) attach(nc net.Conn) bool {
 	}
 	c.nc = nc
 	c.cr.r = nc
+	c.cr.resume = nil
 	c.br.Reset(&c.cr)
 	c.tlsBase = nil
+	c.armed, c.lazy = time.Time{}, true
 	if tc, ok := nc.(*tls.Conn); ok {
+		// A TLS write cut short by a deadline breaks the connection for
+		// good: I/O is resumed under tls.Conn, on the socket, or not at
+		// all.
 		c.tlsBase, _ = tc.NetConn().(*tlsBase)
+		c.lazy = c.tlsBase != nil
+		if c.lazy {
+			c.tlsBase.resume = c.resume
+		}
 		c.peek.reset(nil)
 	} else {
+		c.cr.resume = c.resume
 		c.peek.reset(nc)
 	}
 	return true
@@ -170,7 +188,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 	if c.nc != nil {
 		// Reused: the deadline first, since the look fails at once on an
 		// expired one (the previous request's).
-		if err := c.nc.SetDeadline(deadline); err != nil {
+		if err := c.arm(deadline, start); err != nil {
 			return c.failed(ctx, "set deadline", err, out)
 		}
 		if c.idle() != idleEmpty {
@@ -197,7 +215,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 			out.Class, out.Err = drivers.Cancelled, errClosed
 			return out
 		}
-		if err := nc.SetDeadline(deadline); err != nil {
+		if err := c.arm(deadline, start); err != nil {
 			return c.failed(ctx, "set deadline", err, out)
 		}
 	}
@@ -246,16 +264,7 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 	}
 	c.wbuf = w
 	var err error
-	if d.filler == nil {
-		var n int
-		n, err = nc.Write(w)
-		out.BytesOut = int64(n)
-	} else {
-		c.vec[0], c.vec[1] = w, d.filler
-		bufs := net.Buffers(c.vec[:])
-		out.BytesOut, err = bufs.WriteTo(nc)
-		c.vec[0], c.vec[1] = nil, nil
-	}
+	out.BytesOut, err = c.write(nc, w, d.filler)
 	if err != nil {
 		return c.failed(ctx, "write request", err, out)
 	}
@@ -302,6 +311,76 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 		c.drop()
 	}
 	return out
+}
+
+// write writes head and then body (nil: none) on nc, and returns how
+// many bytes it wrote. A write the socket's earlier deadline cut short
+// goes on with the request's own (resume); under TLS the socket resumes
+// it itself.
+func (c *conn) write(nc net.Conn, head, body []byte) (int64, error) {
+	if body == nil {
+		n, err := nc.Write(head)
+		if err != nil && c.cr.resume != nil && c.resume(err) {
+			var m int
+			m, err = nc.Write(head[n:])
+			n += m
+		}
+		return int64(n), err
+	}
+	c.vec[0], c.vec[1] = head, body
+	defer func() { c.vec[0], c.vec[1] = nil, nil }()
+	bufs := net.Buffers(c.vec[:])
+	n, err := bufs.WriteTo(nc) // consumes what it wrote from bufs
+	if err != nil && c.cr.resume != nil && c.resume(err) {
+		var m int64
+		m, err = bufs.WriteTo(nc)
+		n += m
+	}
+	return n, err
+}
+
+// arm makes sure no read or write of the request outlives deadline, its
+// deadline, now being its start. Setting the socket's deadline for every
+// request cost 6 % of a closed-model request's user CPU (a runtime timer
+// moved, two clock readings; issue 18), so a socket whose deadline is
+// still well ahead keeps it: at most deadline, and at least half the
+// request's time from now, so that the look at the idle connection and
+// the write of a request that is not slow never reach it. An I/O it cuts
+// short is resumed with the request's own deadline (resume), once. A
+// connection whose I/O cannot be resumed (lazy false) gets every
+// request's deadline.
+func (c *conn) arm(deadline, now time.Time) error {
+	c.due = deadline
+	if c.lazy && !c.armed.IsZero() && !c.armed.After(deadline) && c.armed.Sub(now) >= deadline.Sub(now)/2 {
+		return nil
+	}
+	if err := c.nc.SetDeadline(deadline); err != nil {
+		c.armed = time.Time{}
+		return err
+	}
+	c.armed = deadline
+	return nil
+}
+
+// resume reports whether an I/O of the request that failed with err can
+// be tried again, after setting the request's own deadline on the
+// socket: the socket's earlier deadline (arm) cut it short, not the
+// request's deadline, a cancellation (whose past deadline stands) or a
+// Close. It is called by Do's goroutine only, from inside its I/O.
+func (c *conn) resume(err error) bool {
+	if !c.armed.Before(c.due) || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	if c.watched != nil && c.watched.Err() != nil {
+		return false
+	}
+	if c.nc.SetDeadline(c.due) != nil {
+		return false
+	}
+	c.armed = c.due
+	// A cancellation between the look at ctx and the deadline just set
+	// had its past deadline overwritten: look again (as Do does).
+	return c.watched == nil || c.watched.Err() == nil
 }
 
 // readResponse reads the head of the final response into c.resp,
@@ -506,7 +585,7 @@ func (c *conn) failed(ctx context.Context, stage string, err error, out drivers.
 // r.Deadline and ctx's, or start plus timeout when neither has one. ended
 // is true, with out filled, when ctx had already ended.
 func begin(ctx context.Context, r drivers.Request, timeout time.Duration, out *drivers.Outcome) (start, deadline time.Time, ended bool) {
-	start = time.Now()
+	start = monoNow()
 	if err := ctx.Err(); err != nil {
 		out.Class, out.Err = drivers.CtxClass(ctx), fmt.Errorf("before send: %w", context.Cause(ctx))
 		return start, deadline, true
@@ -520,6 +599,18 @@ func begin(ctx context.Context, r drivers.Request, timeout time.Duration, out *d
 	}
 	return start, deadline, false
 }
+
+// epoch is the instant monoNow counts from.
+var epoch = time.Now()
+
+// monoNow is the current instant for a Do's own stamps (its start, a
+// response's first byte), which are only subtracted from one another,
+// compared, or made deadlines: one reading of the monotonic clock where
+// time.Now takes two, the wall clock's too (each time.Now cost 1 to 2 %
+// of a closed-model request's user CPU, issue 18). Its wall-clock
+// reading is epoch's plus the monotonic time since, which a wall-clock
+// change does not follow: it is not for dates (a cookie's expiry).
+func monoNow() time.Time { return epoch.Add(time.Since(epoch)) }
 
 // dialFailed ends a request whose re-dial failed: class Connect with the
 // code of drivers.Classify, or Cancelled.
@@ -562,6 +653,9 @@ func (c *conn) watch(ctx context.Context) {
 	}
 	c.unwatch()
 	c.watched = ctx
+	// The previous context's cancellation may have left a past deadline
+	// on the socket: the next request sets its own (arm).
+	c.armed = time.Time{}
 	if ctx.Done() == nil {
 		return
 	}
@@ -622,6 +716,9 @@ type countingReader struct {
 	limit int64 // 0: none
 	first time.Time
 	eof   bool
+	// resume, when not nil, says whether a read that failed with its
+	// error can be tried again (conn.resume).
+	resume func(error) bool
 }
 
 // Read implements io.Reader.
@@ -636,9 +733,12 @@ func (cr *countingReader) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := cr.r.Read(p)
+	if n == 0 && err != nil && cr.resume != nil && cr.resume(err) {
+		n, err = cr.r.Read(p)
+	}
 	if n > 0 {
 		if cr.first.IsZero() {
-			cr.first = time.Now()
+			cr.first = monoNow()
 		}
 		cr.n += int64(n)
 	}

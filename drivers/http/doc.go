@@ -13,9 +13,11 @@
 // 304; tested against net/http's ReadResponse, which cost about 1 µs per
 // request building header maps nobody read). It enforces each request's
 // deadline on the socket (drivers.DeadlineKeeper), so a request costs no
-// context and no timer, and allocates nothing unless a success rule reads
-// the body or headers or cookies are on (a cookie jar per Conn, one
-// virtual user, kept through re-dials). One request at a time per connection: no
+// context and no timer (an HTTP/1.x connection even keeps an earlier
+// request's socket deadline while it is well ahead, and resumes an I/O
+// it cuts short up to the request's own: conn.arm), and allocates
+// nothing unless a success rule reads the body or headers or cookies are
+// on (a cookie jar per Conn, one virtual user, kept through re-dials). One request at a time per connection: no
 // pipelining, and no retries: a kept-alive connection the server closes
 // without notice after a request was written costs that request an eof or
 // reset outcome, and the next request re-dials. A connection found closed,

@@ -430,8 +430,10 @@ func (d *Driver) MaxInflight() int {
 // HTTP2 reports whether the driver speaks HTTP/2 (version "2").
 func (d *Driver) HTTP2() bool { return d.h2 }
 
-// KeepsDeadline implements drivers.DeadlineKeeper: Do sets
-// Request.Deadline on the socket for every read and write.
+// KeepsDeadline implements drivers.DeadlineKeeper: no read or write of a
+// Do outlives Request.Deadline, a socket deadline (for HTTP/1.x, an
+// earlier request's while it is well ahead, the I/O it cuts short
+// resumed up to Request.Deadline: conn.arm).
 func (d *Driver) KeepsDeadline() {}
 
 // Insecure reports whether certificate verification is off

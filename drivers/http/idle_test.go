@@ -141,6 +141,40 @@ func TestIdleClose_Redials(t *testing.T) {
 	}
 }
 
+// TestStrayBytesWithTheResponse: bytes a server sends right behind a
+// response, in the same write, are in the buffer when the response has
+// been read: the connection is closed and the next request, sent at
+// once, re-dials instead of taking them for its answer.
+func TestStrayBytesWithTheResponse(t *testing.T) {
+	var requests atomic.Int64
+	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			if _, err := readHead(br); err != nil {
+				return
+			}
+			requests.Add(1)
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"+
+				"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 2\r\n\r\nno"); err != nil {
+				return
+			}
+		}
+	})
+	d := newDriver(t, schema.HTTP{}, "http://"+s.addr)
+	c := dial(t, d)
+	for i := 1; i <= 3; i++ {
+		out := c.Do(t.Context(), drivers.Request{Seq: uint64(i), Deadline: time.Now().Add(10 * time.Second)})
+		if out.Class != drivers.OK || out.Err != nil {
+			t.Fatalf("request %d: %+v, want ok (the stray 503 was credited to it)", i, out)
+		}
+		if want := min(i-1, 1); out.Dialed != want {
+			t.Errorf("request %d: Dialed %d, want %d", i, out.Dialed, want)
+		}
+	}
+	if requests.Load() != 3 || s.accepted.Load() != 3 {
+		t.Errorf("requests %d, accepted %d, want 3 and 3", requests.Load(), s.accepted.Load())
+	}
+}
+
 // TestHugeResponseHeader_BadFrame: a response whose header block exceeds
 // MaxHeaderBytes ends the request as bad-frame, with a message naming
 // the limit, and closes the connection; the client does not buffer the

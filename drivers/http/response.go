@@ -124,10 +124,10 @@ func readResponseHead(br *bufio.Reader, r *response, want keep) error {
 			return malformed("obsolete line folding in header %q", clip(line))
 		}
 		name, value, ok := bytes.Cut(line, []byte{':'})
-		if !ok || len(name) == 0 || bytes.ContainsAny(name, " \t") {
+		if !ok || len(name) == 0 || hasBlank(name) {
 			return malformed("header line %q", clip(line))
 		}
-		value = bytes.Trim(value, " \t")
+		value = trimBlanks(value)
 		switch {
 		case asciiEqualFold(name, "Content-Length"):
 			n, err := parseLength(value)
@@ -141,13 +141,13 @@ func readResponseHead(br *bufio.Reader, r *response, want keep) error {
 		case asciiEqualFold(name, "Transfer-Encoding"):
 			last := value
 			if i := bytes.LastIndexByte(value, ','); i >= 0 {
-				last = bytes.Trim(value[i+1:], " \t")
+				last = trimBlanks(value[i+1:])
 			}
 			r.chunked = asciiEqualFold(last, "chunked")
 			r.encoded = !r.chunked
 		case asciiEqualFold(name, "Connection"):
 			for tok := range bytes.SplitSeq(value, []byte{','}) {
-				tok = bytes.Trim(tok, " \t")
+				tok = trimBlanks(tok)
 				switch {
 				case asciiEqualFold(tok, "close"):
 					r.close = true
@@ -322,7 +322,7 @@ func longField(br *bufio.Reader, prefix []byte, want keep) (line []byte, kept bo
 		line, err = wholeLine(br, prefix, MaxHeaderBytes)
 		return line, true, err
 	}
-	if len(name) == 0 || bytes.ContainsAny(name, " \t") {
+	if len(name) == 0 || hasBlank(name) {
 		return nil, false, malformed("header line %q", clip(prefix))
 	}
 	_, err = skipLine(br, !ok, MaxHeaderBytes-len(prefix))
@@ -333,9 +333,12 @@ func longField(br *bufio.Reader, prefix []byte, want keep) (line []byte, kept bo
 // folded by a proxy) is n. One pass, no recursion: a hostile list of
 // half a million elements costs a loop, not a stack.
 func parseLength(v []byte) (int64, error) {
+	if n, ok := decimal(v); ok {
+		return n, nil // the usual value: one number
+	}
 	n := int64(-1)
 	for elem := range bytes.SplitSeq(v, []byte{','}) {
-		elem = bytes.Trim(elem, " \t")
+		elem = trimBlanks(elem)
 		m, err := strconv.ParseUint(string(elem), 10, 63)
 		if err != nil || len(elem) == 0 || elem[0] == '+' {
 			return 0, malformed("Content-Length %q", clip(v))
@@ -346,6 +349,45 @@ func parseLength(v []byte) (int64, error) {
 		n = int64(m)
 	}
 	return n, nil
+}
+
+// decimal reads v as a decimal number of 1 to 18 digits, nothing else (no
+// sign, no blank, no comma): 18 digits cannot overflow an int64. ok is
+// false for anything else, which parseLength then reads the long way.
+func decimal(v []byte) (n int64, ok bool) {
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false
+	}
+	for _, b := range v {
+		if !isDigit(b) {
+			return 0, false
+		}
+		n = n*10 + int64(b-'0')
+	}
+	return n, true
+}
+
+// hasBlank reports whether b holds a space or a horizontal tab.
+func hasBlank(b []byte) bool {
+	for _, c := range b {
+		if c == ' ' || c == '\t' {
+			return true
+		}
+	}
+	return false
+}
+
+// trimBlanks returns b without its leading and trailing spaces and
+// horizontal tabs (optional whitespace, RFC 9110 §5.6.3). It is
+// bytes.Trim(b, " \t") without building a cutset per call.
+func trimBlanks(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // readBody consumes the body of r from br, keeping up to MaxRuleBody
