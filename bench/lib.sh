@@ -211,7 +211,7 @@ run_pinned() {
     vegeta report "$WORK/vegeta.bin" >>"$log" 2>&1 || true
     rm -f "$WORK/vegeta.bin"
   fi
-  if [[ $tool == runner ]]; then
+  if [[ $tool == runner* ]]; then
     [[ -s $WORK/runner.tsv ]] && cp "$WORK/runner.tsv" "$log.tsv"
     [[ -s $WORK/runner.json ]] && cp "$WORK/runner.json" "$log.json"
     [[ $rc == 1 || $rc == 4 ]] && rc=0

@@ -49,7 +49,9 @@ DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
 OPEN_RATE=${OPEN_RATE:-20000}
 OPEN_DURATION=${OPEN_DURATION:-5}
-OPEN_TOOLS="runner fortio bombardier hey vegeta"
+# runner runs with its default dispatch window (1 ms above 5,000/s),
+# runner-precise with dispatch_window: 0s (each arrival on its own instant).
+OPEN_TOOLS="runner runner-precise fortio bombardier hey vegeta"
 ALL_TOOLS="runner wrk ab hey bombardier fortio vegeta"
 TOOLS=${TOOLS:-$ALL_TOOLS}
 
@@ -93,7 +95,10 @@ start_target
 run_tool() {
   local tool=$1 log=$2
   if [[ ${MODE:-closed} == open ]]; then
-    open_cmd "$tool" "$OPEN_RATE" "$OPEN_DURATION"
+    case $tool in
+      runner-precise) open_cmd runner "$OPEN_RATE" "$OPEN_DURATION" 0s ;;
+      *) open_cmd "$tool" "$OPEN_RATE" "$OPEN_DURATION" ;;
+    esac
     run_pinned "$tool" $((OPEN_DURATION + 60)) "$log"
     return
   fi
@@ -201,33 +206,34 @@ if ((OPEN_RATE > 0)); then
   echo
   echo "Open model: $OPEN_RATE req/s offered for ${OPEN_DURATION}s, $CONNS connections, one round per tool"
   OPEN_TXT=$WORK/open.txt
-  printf "%-11s %10s %10s %9s %17s %6s %16s\n" tool requests "req/s" achieved "CPU µs/req (user)" core "send lag p99" >"$OPEN_TXT"
+  printf "%-14s %10s %10s %9s %17s %6s %13s %12s\n" tool requests "req/s" achieved "CPU µs/req (user)" core "send lag p99" "early max" >"$OPEN_TXT"
   for tool in $OPEN_TOOLS; do
-    [[ " ${active[*]} " == *" $tool "* ]] || continue
+    [[ " ${active[*]} " == *" ${tool%-precise} "* ]] || continue
     log=$LOGS/$tool-open.log
     printf 'open: %-10s ' "$tool"
     if ! MODE=open run_tool "$tool" "$log"; then
       echo "FAILED (exit status; see $log)"
       continue
     fi
-    if ! parsed=$(parse "$tool" "$log") || [[ -z $parsed ]]; then
+    if ! parsed=$(parse "${tool%-precise}" "$log") || [[ -z $parsed ]]; then
       echo "FAILED (could not read the request count; see $log)"
       continue
     fi
     read -r reqs errs <<<"$parsed"
     read -r user sys rss wall <<<"$(time_figures "$log")" || true
-    lag="-"
+    lag="-" early="-"
     achieved=$(awk -v r="$reqs" -v d="$OPEN_DURATION" -v o="$OPEN_RATE" 'BEGIN { printf "%.4f", r / d / o }')
-    if [[ $tool == runner ]]; then
-      read -r a o l _ <<<"$(runner_json "$log")"
+    if [[ $tool == runner* ]]; then
+      read -r a o l _ _ _ e _ <<<"$(runner_json "$log")"
       if [[ $a != "?" ]]; then
         achieved=$(awk -v a="$a" -v o="$o" 'BEGIN { printf "%.4f", a / o }')
         lag=$(awk -v l="$l" 'BEGIN { printf "%.3f ms", l }')
+        early=$(awk -v e="$e" 'BEGIN { printf "%.3f ms", e }')
       fi
     fi
     echo "done"
     awk -v t="$tool" -v r="$reqs" -v d="$OPEN_DURATION" -v a="$achieved" -v u="$user" -v s="$sys" -v w="$wall" -v l="$lag" \
-      'BEGIN { printf "%-11s %10d %10.0f %9s %9.2f (%5.2f) %5.0f%% %16s\n", t, r, r / d, a, (u + s) * 1e6 / r, u * 1e6 / r, (w > 0 ? (u + s) * 100 / w : 0), l }' >>"$OPEN_TXT"
+      -v e="$early" 'BEGIN { printf "%-14s %10d %10.0f %9s %9.2f (%5.2f) %5.0f%% %13s %12s\n", t, r, r / d, a, (u + s) * 1e6 / r, u * 1e6 / r, (w > 0 ? (u + s) * 100 / w : 0), l, e }' >>"$OPEN_TXT"
     sleep 1
   done
   {
@@ -235,7 +241,9 @@ if ((OPEN_RATE > 0)); then
     echo "Open model: $OPEN_RATE req/s offered for ${OPEN_DURATION}s to the same target, $CONNS connections, each tool on core $CLIENT_CORE"
     cat "$OPEN_TXT"
     echo "achieved = requests / (offered rate x duration); runner's is its own achieved_rate / offered_rate from its JSON report"
-    echo "(arrivals sent in the window), and its send lag is actual send minus intended start, every request."
+    echo "(arrivals sent in the window), and its send lag is actual send minus intended start, every request (0 for one sent early);"
+    echo "early max: the most a request went out before its intended start (runner: dispatch window, 1 ms by default above 5,000/s;"
+    echo "runner-precise: dispatch_window 0s). The peers do not report when they sent each request."
   } | tee -a "$OUT/peers.txt"
 fi
 echo "wrote $OUT/peers.txt, $RAW and logs in $LOGS"
