@@ -71,6 +71,22 @@ func widenParallel() {
 	}
 }
 
+// passedOrGeneratorBound reports whether a run that should pass did, or
+// came out INCONCLUSIVE because the load generator, not the target, was
+// the bottleneck (a machine other processes kept busy): the verdict the
+// runner owes such a run. The caller still checks its counts.
+func passedOrGeneratorBound(t *testing.T, code int, stdout string) bool {
+	t.Helper()
+	if code == exitPass {
+		return true
+	}
+	if code == exitInconclusive && strings.Contains(stdout, "the load generator was the bottleneck") {
+		t.Logf("INCONCLUSIVE: the load generator was the bottleneck on a busy machine; the counts are still checked")
+		return true
+	}
+	return false
+}
+
 // cli runs the runner in-process and returns its exit code and output.
 func cli(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
