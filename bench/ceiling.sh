@@ -320,7 +320,7 @@ for tool in "${active[@]}"; do
     fi
     if [[ $STATUS == pass ]]; then
       CEILING[$tool]="$rate/s"
-      WHY[$tool]="every step up to MAX=$MAX/s passed"
+      WHY[$tool]="every step passed, the last offered $rate/s (MAX=$MAX/s, START=$START/s, STEP=$STEP/s)"
       sleep 1
       continue
     fi

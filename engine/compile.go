@@ -252,8 +252,11 @@ func compilePhase(i int, ph schema.Phase, timeout time.Duration) (PhasePlan, err
 		switch {
 		case o.DispatchWindow != nil:
 			p.DispatchWindow = time.Duration(*o.DispatchWindow)
-		case max(o.Rate.From, o.Rate.To) > schema.AutoDispatchAbove:
+		case max(o.Rate.From, o.Rate.To) > schema.AutoDispatchAbove && !p.Drop:
 			p.DispatchWindow, p.DispatchDefault = schema.DefaultDispatchWindow, true
+		}
+		if p.Drop && p.DispatchWindow > 0 {
+			return p, &keyError{"open.dispatch_window", "a dispatch window sends arrivals early, which changes which ones on_saturation: drop drops"}
 		}
 		if p.DispatchWindow < 0 || p.DispatchWindow > MaxDispatchWindow {
 			return p, &keyError{"open.dispatch_window", fmt.Sprintf("must be from 0 to %s; found %s", MaxDispatchWindow, p.DispatchWindow)}

@@ -189,6 +189,6 @@ func (p *PhasePlan) DispatchText() string {
 	if p.DispatchDefault {
 		why = fmt.Sprintf("; the default above %d/s, dispatch_window: 0s sends each at its own instant", schema.AutoDispatchAbove)
 	}
-	return fmt.Sprintf("grouped: an arrival due less than %s after its group's first is sent with it, up to %s early, its response time counted from its send%s",
-		p.DispatchWindow, p.DispatchWindow, why)
+	return fmt.Sprintf("grouped: where arrivals are less than %s apart, the pacer wakes %s before a group's first and sends every arrival due within %s of that wake-up with it, each at most %s early (its response time counted from its send)%s",
+		p.DispatchWindow, p.DispatchWindow/dispatchLeadDiv, p.DispatchWindow, p.DispatchWindow, why)
 }

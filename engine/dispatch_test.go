@@ -11,13 +11,13 @@ import (
 )
 
 // A dispatch window groups arrivals: 1000/s (one every 1 ms) with a 4 ms
-// window. The pacer wakes W/4 = 1 ms before a group's first arrival and
-// sends every arrival due before that wake-up + 4 ms. The first group's
-// wake-up (−1 ms) is the phase start: arrivals 0, 1, 2 go at 0 ms (early
-// by 0, 1, 2 ms). Then arrival 3k wakes the pacer at 3k − 1 ms for
-// arrivals 3k, 3k+1, 3k+2 (early by 1, 2, 3 ms), k = 1…32, and arrival 99
-// at 98 ms (early by 1 ms). In fake time: 2 + 96 + 1 = 99 early sends,
-// Σ 3 + 32·6 + 1 = 196 ms (mean 196/99 ms), from 1 to 3 ms; none late.
+// window. The first group starts on arrival 0's instant (nothing before
+// it to be dense with): arrivals 0…3 go at 0 ms (early by 0, 1, 2, 3 ms).
+// After that the arrivals are dense (1 ms apart, under the window), so
+// the pacer wakes W/4 = 1 ms before each group's first arrival and sends
+// what is due before that wake-up + 4 ms: arrivals 4+3m, 5+3m, 6+3m at
+// 3+3m ms (early by 1, 2, 3 ms), m = 0…31. In fake time: 3 + 96 = 99 early
+// sends, Σ 6 + 32·6 = 198 ms (mean 2 ms), from 1 to 3 ms; none late.
 // Each response time counts from its send (never from the later intended
 // instant): exactly the 2 ms service. Without a window nothing is early.
 func TestDispatchWindowGroupsArrivals(t *testing.T) {
@@ -26,7 +26,7 @@ func TestDispatchWindowGroupsArrivals(t *testing.T) {
 			window    string
 			early     int64
 			mean, max time.Duration
-		}{{"0s", 0, 0, 0}, {"4ms", 99, 196 * time.Millisecond / 99, 3 * time.Millisecond}} {
+		}{{"0s", 0, 0, 0}, {"4ms", 99, 2 * time.Millisecond, 3 * time.Millisecond}} {
 			d := &fake.Driver{Service: constService(2 * time.Millisecond)}
 			pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(1000), Connections: 8, DispatchWindow: ptr(dur(c.window))}, Duration: dur("100ms")}, time.Second)
 			s := run(t, d, pl, time.Second).Phases[0].Summary
@@ -56,23 +56,35 @@ func TestDispatchWindowGroupsArrivals(t *testing.T) {
 	})
 }
 
-// In drop mode a grouped arrival that finds every slot busy at its
-// group's instant is not dropped then: it waits for its own instant, as
-// without a window. One slot, 1.5 ms service, an arrival every 1 ms:
-// every other arrival finds the slot busy at its own instant, so 50 of
-// 100 are dropped with a 4 ms window exactly as without one (dropping at
-// the group's instant would drop 75).
-func TestDispatchWindowDropAtOwnInstant(t *testing.T) {
+// A sparse stretch is paced on each arrival's own instant even with a
+// window: at 100/s (10 ms apart) a 1 ms window groups nothing and sends
+// nothing early, and the pacer takes no lead.
+func TestDispatchWindowSparseIsPrecise(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		for _, w := range []string{"0s", "4ms"} {
-			d := &fake.Driver{Service: constService(1500 * time.Microsecond)}
-			pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(1000), Connections: 1, OnSaturation: "drop", DispatchWindow: ptr(dur(w))}, Duration: dur("100ms")}, time.Second)
-			s := run(t, d, pl, time.Second).Phases[0].Summary
-			if s.Arrivals != 100 || s.Dropped != 50 || s.OK != 50 {
-				t.Fatalf("window %s: arrivals %d dropped %d ok %d, want 100, 50, 50", w, s.Arrivals, s.Dropped, s.OK)
-			}
+		d := &fake.Driver{Service: constService(2 * time.Millisecond)}
+		pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(100), Connections: 2, DispatchWindow: ptr(dur("1ms"))}, Duration: dur("1s")}, time.Second)
+		s := run(t, d, pl, time.Second).Phases[0].Summary
+		if s.OK != 100 || s.SendEarly.Count() != 0 {
+			t.Fatalf("ok %d, sent early %d; want 100 and none", s.OK, s.SendEarly.Count())
 		}
 	})
+}
+
+// Drop mode takes no window: an early send frees its slot early and would
+// change which arrivals find every slot busy (a 2 ms window had dropped
+// 241 of 1200 where the schedule drops 400). An explicit one is refused;
+// the high-rate default does not apply.
+func TestDispatchWindowNotWithDrop(t *testing.T) {
+	sc := &schema.Scenario{Version: 1, Name: "t", File: "t.yaml", Repeats: 1, Phases: []schema.Phase{
+		{Open: &schema.Open{Rate: constRate(400), OnSaturation: "drop", DispatchWindow: ptr(dur("2ms"))}, Duration: dur("1s")},
+	}}
+	if _, err := Compile(sc, Limits{Timeout: time.Second}); err == nil || !strings.Contains(err.Error(), "drop") {
+		t.Fatalf("a window with drop: %v, want refused", err)
+	}
+	pl := onePhase(t, schema.Phase{Open: &schema.Open{Rate: constRate(20000), OnSaturation: "drop"}, Duration: dur("1s")}, time.Second)
+	if w := pl.Phases[0].DispatchWindow; w != 0 {
+		t.Fatalf("drop at 20000/s got the default window %s, want 0", w)
+	}
 }
 
 // A window past schema.MaxDispatchWindow is refused by Compile (plans

@@ -15,18 +15,19 @@ import (
 // mode an arrival that finds no free slot at that instant is dropped.
 //
 // With a dispatch window W (PhasePlan.DispatchWindow), the pacer wakes W/4
-// before the first arrival of a group and sends with it every later
-// arrival due less than W after that wake-up, each up to W early: one
-// wake-up, and one burst the target's worker is already awake for,
-// instead of one each. The lead absorbs the wake-up's own lateness (a
-// timer on a busy virtual machine overshoots by tens of microseconds, now
-// and then by hundreds), so a grouped arrival is late only when the
-// generator stalls longer than W/4.
+// before the first arrival of a group (where the arrival before it was
+// less than W earlier: in a sparse stretch, on its instant) and sends with
+// it every later arrival due less than W after that wake-up: each at most
+// W early, the first at most W/4. One wake-up, and one burst the target's
+// worker is already awake for, instead of one each. The lead absorbs the
+// wake-up's own lateness (a timer on a busy virtual machine overshoots by
+// tens of microseconds, now and then by hundreds), so a grouped arrival is
+// late only when the generator stalls longer than W/4. The window does not
+// apply in drop mode (the loader refuses it there): an early send frees
+// its slot early and would change which arrivals are dropped.
 // Each request still carries its own intended start; one sent early has
 // its response time counted from its send (measure.Result.ResponseTime),
-// and how early is recorded (measure.Summary.Early). In drop mode an
-// early arrival that finds every slot busy is not dropped then: it waits
-// for its own instant and is dropped only if every slot is busy at it.
+// and how early is recorded (measure.Summary.SendEarly).
 //
 // When the phase's time is up no new arrival comes due, but every arrival
 // that came due is offered load: one still waiting for a slot is handed
@@ -59,6 +60,7 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 	window := ph.p.DispatchWindow
 	lead := window / dispatchLeadDiv
 	var wake, end time.Duration // the current group's dispatch instant, and where it ends
+	var prev time.Duration      // the previous arrival's intended start
 	for i := int64(0); ; i++ {
 		if ph.p.Requests > 0 && i >= ph.p.Requests {
 			return
@@ -72,23 +74,23 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 		due := at
 		if window > 0 {
 			if i == 0 || at >= end {
-				wake, end = at-lead, at-lead+window
+				// A lead only where arrivals are dense enough to group:
+				// a sparse stretch (a low rate, the foot of a ramp) is
+				// paced on each arrival's own instant.
+				l := time.Duration(0)
+				if i > 0 && at-prev < window {
+					l = lead
+				}
+				wake, end = at-l, at-l+window
 			}
 			due = wake
+			prev = at
 		}
 		// In drop mode the pacer never waits for a slot, so any delay is
 		// the generator's; in queue mode only for arrivals it reached early.
 		early := ph.p.Drop || due > time.Since(ph.start)
 		if !sl.Until(ph.start.Add(due), ph.hard.Done()) {
 			return // halted before the arrival was due: it never happened
-		}
-		if ph.p.Drop && at > due && ph.busy.Load() >= int64(ph.p.Connections*ph.p.Inflight) {
-			// Grouped, and every slot busy: it is dropped only if they
-			// still are at its own instant.
-			if !sl.Until(ph.start.Add(at), ph.hard.Done()) {
-				return
-			}
-			due = at
 		}
 		late := time.Duration(0)
 		switch {

@@ -15,6 +15,7 @@ import (
 	"github.com/runner-dev/runner/engine/measure"
 	"github.com/runner-dev/runner/engine/metric"
 	"github.com/runner-dev/runner/engine/rules"
+	"github.com/runner-dev/runner/schema"
 )
 
 // The HTML report's scripts and styles, inlined into every page: uPlot
@@ -472,7 +473,11 @@ func phaseMeta(p *engine.PhasePlan) string {
 			parts = append(parts, p.Arrivals+" arrivals")
 		}
 		if p.DispatchWindow > 0 {
-			parts = append(parts, "dispatched in groups within "+dur(p.DispatchWindow)+" (sent up to that early)")
+			d := "dispatched in groups within " + dur(p.DispatchWindow) + " (sent up to that early; a request sent early is timed from its send)"
+			if p.DispatchDefault {
+				d += fmt.Sprintf(", the default above %d/s", schema.AutoDispatchAbove)
+			}
+			parts = append(parts, d)
 		}
 	default:
 		parts = append(parts, fmt.Sprintf("%d connection(s)", p.Connections))
@@ -575,6 +580,22 @@ func phaseRows(prs []*engine.PhaseResult, spread *engine.PhaseSpread) []metricRo
 	})
 	if slices.ContainsFunc(prs, func(pr *engine.PhaseResult) bool { return pr.Summary.Corrected != nil }) {
 		row("CO-corrected p99", "", nil, func(pr *engine.PhaseResult) string { return pctCell(pr.Summary.Corrected, 99) })
+	}
+	if open {
+		group("dispatch (actual send − intended start)")
+		row("send lag p99 (late, or waiting for a slot)", "", nil, func(pr *engine.PhaseResult) string { return pctCell(&pr.Summary.SendLag, 99) })
+		row("send lag max", "", nil, func(pr *engine.PhaseResult) string {
+			v, ok := pr.Summary.SendLag.Max()
+			return durOK(v, ok)
+		})
+		row("sent early by the dispatch window (count, max)", "", nil, func(pr *engine.PhaseResult) string {
+			s := pr.Summary
+			if s.SendEarly.Count() == 0 {
+				return fmt.Sprintf("0 of %d", s.Requests)
+			}
+			v, _ := s.SendEarly.Max()
+			return fmt.Sprintf("%d of %d, by at most %s", s.SendEarly.Count(), s.Requests, dur(v))
+		})
 	}
 	group("errors")
 	row("errors", "errors", num, func(pr *engine.PhaseResult) string { return fmt.Sprint(pr.Summary.Errors) })

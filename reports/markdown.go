@@ -14,6 +14,7 @@ import (
 	"github.com/runner-dev/runner/engine/measure"
 	"github.com/runner-dev/runner/engine/metric"
 	"github.com/runner-dev/runner/engine/rules"
+	"github.com/runner-dev/runner/schema"
 )
 
 // Markdown writes the run as GitHub-flavoured Markdown, fit for a
@@ -374,8 +375,12 @@ func (m *mdWriter) load() {
 			s := pr.Summary
 			mx, _ := s.SendEarly.Max()
 			lag, _ := s.SendLag.Percentile(99)
-			m.f("- Dispatch window %s in %s, repeat %d: %d of %d requests sent early with their group (by at most %s; their response times count from the send); send lag p99 %s.\n",
-				dur(w), m.phaseLabel(pr), pr.Repeat, s.SendEarly.Count(), s.Requests, dur(mx), dur(lag))
+			dflt := ""
+			if pr.Phase.DispatchDefault {
+				dflt = fmt.Sprintf(" (the default above %d/s)", schema.AutoDispatchAbove)
+			}
+			m.f("- Dispatch window %s%s in %s, repeat %d: %d of %d requests sent early with their group (by at most %s; their response times count from the send); send lag p99 %s.\n",
+				dur(w), dflt, m.phaseLabel(pr), pr.Repeat, s.SendEarly.Count(), s.Requests, dur(mx), dur(lag))
 			grouped = true
 		}
 	}
@@ -394,10 +399,14 @@ func (m *mdWriter) latency() {
 		m.f("No phase finished: no latency to show.\n\n")
 		return
 	}
-	what := "ok requests (from the intended start)"
+	what := "ok requests (from the intended start"
 	if slices.ContainsFunc(m.r.Result.Phases, isFlow) {
-		what = "ok iterations (from the intended start to the last step's completion, think times included)"
+		what = "ok iterations (from the intended start to the last step's completion, think times included"
 	}
+	if slices.ContainsFunc(m.r.Result.Phases, func(pr *engine.PhaseResult) bool { return pr.Summary.SendEarly.Count() > 0 }) {
+		what += "; from the send for one a dispatch window sent early"
+	}
+	what += ")"
 	m.f("Response time of %s. With several repeats each cell is the median [min – max] across them: percentiles are never averaged, and the median of an even count is the worse middle value. Interrupted phases are left out.\n\n", what)
 	m.f("| Phase | Repeats | Samples |")
 	cols := responseStats()

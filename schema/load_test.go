@@ -396,9 +396,11 @@ func TestProblems(t *testing.T) {
 			`s.yaml:5:87: phases[0].open.on_saturation: unknown on_saturation "dropped"; did you mean "drop"?`,
 			"s.yaml:5:102: phases[0].open.seed: expected a non-zero seed",
 		}},
-		{"dispatch window", head + "phases:\n  - {open: {rate: 5/s, dispatch_window: 11ms}, duration: 1s}\n  - {open: {rate: 5/s, dispatch_window: -1ms}, duration: 1s}\n  - {open: {rate: 5/s, dispatch_window: 10ms}, duration: 1s}\n", []string{
-			"s.yaml:5:41: phases[0].open.dispatch_window: expected a duration from 0s (each arrival at its own instant) to 10ms, found 11ms",
-			"s.yaml:6:41: phases[1].open.dispatch_window: expected a duration from 0s (each arrival at its own instant) to 10ms, found -1ms",
+		{"dispatch window", head + "phases:\n  - {open: {rate: 5/s, dispatch_window: 11ms}, duration: 1s}\n  - {open: {rate: 5/s, dispatch_window: -1ms}, duration: 1s}\n  - {open: {rate: 5/s, dispatch_window: 10ms}, duration: 1s}\n  - {open: {rate: 5/s, dispatch_window: 1ns}, duration: 1s}\n  - {open: {rate: 5/s, dispatch_window: 1ms, on_saturation: drop}, duration: 1s}\n  - {open: {rate: 5/s, dispatch_window: 0s, on_saturation: drop}, duration: 1s}\n", []string{
+			"s.yaml:5:41: phases[0].open.dispatch_window: expected 0s (each arrival at its own instant) or a duration from 1us to 10ms, found 11ms",
+			"s.yaml:6:41: phases[1].open.dispatch_window: expected 0s (each arrival at its own instant) or a duration from 1us to 10ms, found -1ms",
+			"s.yaml:8:41: phases[3].open.dispatch_window: expected 0s (each arrival at its own instant) or a duration from 1us to 10ms, found 1ns",
+			"s.yaml:9:41: phases[4].open.dispatch_window: a dispatch window sends arrivals early, which frees their slots early and changes which arrivals on_saturation: drop drops",
 		}},
 		{"rate ramp nowhere", head + "phases:\n  - {open: {rate: {from: 10/s, to: 10/s}}, duration: 1s}\n",
 			[]string{"s.yaml:5:19: phases[0].open.rate: a ramp that goes nowhere: from and to are both 10/s; write rate: 10/s for a constant rate"}},

@@ -396,10 +396,10 @@ const DefaultDispatchWindow = time.Millisecond
 // AutoDispatchAbove is the arrival rate (per second) above which an open
 // phase without dispatch_window groups its arrivals by
 // DefaultDispatchWindow. At or below it an arrival at a time costs the
-// generator at most about an eighth of a core (25–40 µs of CPU each on
-// our 2-core VM) and stays precise; above it, one core paces less and
-// less precisely (at 20,000/s the pacer alone filled half a core and sent
-// p99 0.5 ms late).
+// generator at most about a sixth of a core (27–36 µs of CPU each on our
+// 2-core VM) and stays precise; above it, one core paces less and less
+// precisely (at 20,000/s the pacer alone filled half a core and, in some
+// runs, sent p99 0.5 ms late).
 const AutoDispatchAbove = 5000
 
 // RateSpec is a constant rate or a linear ramp between two rates.

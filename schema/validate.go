@@ -681,8 +681,16 @@ func (l *loader) validateOpen(p string, o *Open) {
 	if l.ok(p+".open.on_saturation") && !slices.Contains(saturationPolicies, o.OnSaturation) {
 		l.failf(p+".open.on_saturation", "unknown on_saturation %s; %s", quote(o.OnSaturation), oneOf(o.OnSaturation, saturationPolicies))
 	}
-	if w := p + ".open.dispatch_window"; l.ok(w) && o.DispatchWindow != nil && (*o.DispatchWindow < 0 || time.Duration(*o.DispatchWindow) > MaxDispatchWindow) {
-		l.failf(w, "expected a duration from 0s (each arrival at its own instant) to %s, found %s", MaxDispatchWindow, time.Duration(*o.DispatchWindow))
+	if w := p + ".open.dispatch_window"; l.ok(w) && o.DispatchWindow != nil {
+		switch d := time.Duration(*o.DispatchWindow); {
+		case d < 0 || d > MaxDispatchWindow || (d > 0 && d < time.Microsecond):
+			l.failf(w, "expected 0s (each arrival at its own instant) or a duration from 1us to %s, found %s", MaxDispatchWindow, d)
+		case d > 0 && o.OnSaturation == "drop":
+			// An early send frees its slot early and changes which later
+			// arrivals find every slot busy: the drop count would not be
+			// the schedule's.
+			l.failf(w, "a dispatch window sends arrivals early, which frees their slots early and changes which arrivals on_saturation: drop drops; with drop, leave dispatch_window out (each arrival is paced at its own instant)")
+		}
 	}
 	if l.ok(p+".open.seed") && o.Seed == 0 {
 		// 0 is the Go zero value, which means "the default seed" to a

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/internal/sysinfo"
@@ -259,5 +261,31 @@ func TestCompareFlowWithRequests(t *testing.T) {
 	res.WriteMarkdown(&b)
 	if md := b.String(); !strings.Contains(md, "> **NOT COMPARABLE:** phase main:") || !strings.Contains(md, "**WARNING: phase main: BASE ran flows") {
 		t.Errorf("markdown lacks the warnings:\n%s", md)
+	}
+}
+
+// The dispatch window compared is the one each phase ran with (the
+// breaker's 5000/s against 5001/s was reported as a change of rate alone,
+// though the second ran with the default 1 ms window): a default that
+// differs is a second difference, and an explicit window equal to the
+// default is none.
+func TestSetupComparesTheWindowRun(t *testing.T) {
+	withOpen := func(rate float64, window *schema.Duration, ran time.Duration) *reports.Run {
+		r := fakeRun("1ms", 8, 1)
+		r.Scenario.Phases[0].Open = &schema.Open{Rate: schema.RateSpec{From: schema.Rate(rate), To: schema.Rate(rate)}, DispatchWindow: window}
+		r.Plan = &engine.Plan{Phases: []engine.PhasePlan{{Name: "main", Model: engine.Open, DispatchWindow: ran, DispatchDefault: window == nil && ran > 0}}}
+		return r
+	}
+	ms := schema.Duration(time.Millisecond)
+	d, _, _ := setupDiffs([]*reports.Run{withOpen(5000, nil, 0)}, []*reports.Run{withOpen(5001, nil, time.Millisecond)})
+	var params []string
+	for _, x := range d {
+		params = append(params, x.Param+": "+x.Base+" → "+x.New)
+	}
+	if len(d) != 2 || !slices.Contains(params, "plan.phases[0].dispatch_window: 0s → 1ms") {
+		t.Errorf("5000/s vs 5001/s: %q, want the rate and the window the second ran with", params)
+	}
+	if d, _, _ := setupDiffs([]*reports.Run{withOpen(6000, &ms, time.Millisecond)}, []*reports.Run{withOpen(6000, nil, time.Millisecond)}); len(d) != 0 {
+		t.Errorf("an explicit 1ms against the 1 ms default: %+v, want no difference", d)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/runner-dev/runner/engine"
 	"github.com/runner-dev/runner/reports"
 )
 
@@ -48,6 +49,21 @@ func setupOf(r *reports.Run) map[string]string {
 					delete(v, ig.Key)
 				}
 				flatten("scenario", v, p)
+			}
+		}
+	}
+	if r.Plan != nil {
+		// The window a phase ran with, not the key the scenario wrote:
+		// unset at 5,001/s is a 1 ms window, unset at 5,000/s none, and
+		// an explicit 1ms at 6,000/s the same as unset.
+		for k := range p {
+			if strings.HasSuffix(k, ".open.dispatch_window") {
+				delete(p, k)
+			}
+		}
+		for i, ph := range r.Plan.Phases {
+			if ph.Model == engine.Open {
+				p[fmt.Sprintf("plan.phases[%d].dispatch_window", i)] = ph.DispatchWindow.String()
 			}
 		}
 	}
@@ -107,7 +123,7 @@ func paramOrder(a, b string) int {
 		switch {
 		case s == "target":
 			return 0
-		case strings.HasPrefix(s, "scenario."):
+		case strings.HasPrefix(s, "scenario."), strings.HasPrefix(s, "plan."):
 			return 1
 		}
 		return 2 + slices.Index(envOrder, s)
