@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"regexp"
 	"strconv"
 	"strings"
@@ -40,7 +41,30 @@ var (
 	errSyntax = errors.New("syntax")
 	// errRange: the text has the syntax but its value is out of range.
 	errRange = errors.New("range")
+	// errFine: a duration with a fraction of a nanosecond, which Go's
+	// parser drops without a word ("0.5ns" would be 0).
+	errFine = errors.New("finer than a nanosecond")
 )
+
+// durationTerm is one number-and-unit term of a duration.
+var durationTerm = regexp.MustCompile(`([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)`)
+
+// unitNanos is each duration unit in nanoseconds.
+var unitNanos = map[string]int64{"ns": 1, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9}
+
+// wholeNanos reports whether the duration text s (Go's syntax, already
+// parsed) is a whole number of nanoseconds, summing its terms exactly.
+func wholeNanos(s string) bool {
+	sum := new(big.Rat)
+	for _, m := range durationTerm.FindAllStringSubmatch(s, -1) {
+		v, ok := new(big.Rat).SetString(m[1])
+		if !ok {
+			return true // not a number the sum can check; the parser took it
+		}
+		sum.Add(sum, v.Mul(v, new(big.Rat).SetInt64(unitNanos[m[2]])))
+	}
+	return sum.IsInt()
+}
 
 // durationSyntax is Go's duration syntax (time.ParseDuration), so that a
 // value it matches and time.ParseDuration rejects can only have overflowed.
@@ -52,6 +76,8 @@ func parseDuration(s string) (Duration, error) {
 	}
 	d, err := time.ParseDuration(s)
 	switch {
+	case err == nil && !wholeNanos(s):
+		return 0, errFine
 	case err == nil:
 		return Duration(d), nil
 	case durationSyntax.MatchString(s):
@@ -69,6 +95,9 @@ func unitError(err error, kind, text string) error {
 // unitProblem is unitError's message, with the value already rendered as
 // shown (quoted, or its source text when it was interpolated).
 func unitProblem(err error, kind, shown string) string {
+	if errors.Is(err, errFine) {
+		return fmt.Sprintf("duration %s has a fraction of a nanosecond, the finest unit; write whole nanoseconds", shown)
+	}
 	if errors.Is(err, errRange) {
 		switch kind {
 		case "duration":

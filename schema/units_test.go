@@ -30,6 +30,18 @@ func TestParseDuration(t *testing.T) {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v", tc.in, d.D(), err, tc.want)
 		}
 	}
+	// A fraction of a nanosecond is refused, not dropped (Go's parser
+	// reads 0.5ns as 0 and 1.5ns as 1ns).
+	for _, in := range []string{"0.5ns", "1.5ns", "0.0001us", "1.0000000001s"} {
+		if d, err := ParseDuration(in); err == nil || !strings.Contains(err.Error(), "a fraction of a nanosecond") {
+			t.Errorf("ParseDuration(%q) = %v, %v; want refused", in, d.D(), err)
+		}
+	}
+	for _, in := range []string{"1.0ns", "0.001us", "1.000000001s", "1h0.5m"} {
+		if _, err := ParseDuration(in); err != nil {
+			t.Errorf("ParseDuration(%q): %v, want whole nanoseconds accepted", in, err)
+		}
+	}
 	for _, in := range []string{"", "30", "0", "-5", "1.5", "30 s", "30sec", "s", "1d"} {
 		if d, err := ParseDuration(in); err == nil {
 			t.Errorf("ParseDuration(%q) = %v, want an error", in, d)
