@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -131,7 +132,10 @@ func num(f float64) string {
 	if f == math.Trunc(f) {
 		return fmt.Sprintf("%d", int64(f))
 	}
-	return fmt.Sprintf("%.3g", f)
+	// Three decimals at most, never an exponent: 300001/m is 5000.017/s
+	// (%.3g printed "5e+03", beside a 5,000/s threshold it is above).
+	s := strings.TrimRight(strconv.FormatFloat(f, 'f', 3, 64), "0")
+	return strings.TrimSuffix(s, ".")
 }
 
 // DescribeSegment says what segment s of pl runs, phase by phase: its
