@@ -182,6 +182,15 @@ func (pl *Plan) DescribeSegment(s Segment, gap time.Duration) string {
 	return b.String()
 }
 
+// DispatchDefaultNote is " (the default above 5000/s)" when the phase's
+// dispatch window is the high-rate default, else "".
+func (p *PhasePlan) DispatchDefaultNote() string {
+	if !p.DispatchDefault {
+		return ""
+	}
+	return fmt.Sprintf(" (the default above %d/s)", schema.AutoDispatchAbove)
+}
+
 // DispatchText says how an open phase groups its arrivals (its dispatch
 // window, and whether that is the default of a high rate), or "" when it
 // sends each at its own instant.

@@ -757,11 +757,9 @@ func (ph *phaseRun) do(k int, r drivers.Request) (out drivers.Outcome, sent, don
 		defer cancel()
 		ctx = dctx
 	}
-	var ok bool
-	if c != nil {
-		ok = true
-	} else {
-		c, out, ok = ph.conn(ctx, k)
+	ok := c != nil
+	if !ok {
+		c, out, ok = ph.conn(ctx, k) // dial the empty slot
 	}
 	if ok {
 		dial := out

@@ -15,7 +15,6 @@ import (
 	"github.com/runner-dev/runner/engine/measure"
 	"github.com/runner-dev/runner/engine/metric"
 	"github.com/runner-dev/runner/engine/rules"
-	"github.com/runner-dev/runner/schema"
 )
 
 // The HTML report's scripts and styles, inlined into every page: uPlot
@@ -473,11 +472,7 @@ func phaseMeta(p *engine.PhasePlan) string {
 			parts = append(parts, p.Arrivals+" arrivals")
 		}
 		if p.DispatchWindow > 0 {
-			d := "dispatched in groups within " + dur(p.DispatchWindow) + " (sent up to that early; a request sent early is timed from its send)"
-			if p.DispatchDefault {
-				d += fmt.Sprintf(", the default above %d/s", schema.AutoDispatchAbove)
-			}
-			parts = append(parts, d)
+			parts = append(parts, "dispatched in groups within "+dur(p.DispatchWindow)+p.DispatchDefaultNote()+" (sent up to that early; a request sent early is timed from its send)")
 		}
 	default:
 		parts = append(parts, fmt.Sprintf("%d connection(s)", p.Connections))

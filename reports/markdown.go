@@ -14,7 +14,6 @@ import (
 	"github.com/runner-dev/runner/engine/measure"
 	"github.com/runner-dev/runner/engine/metric"
 	"github.com/runner-dev/runner/engine/rules"
-	"github.com/runner-dev/runner/schema"
 )
 
 // Markdown writes the run as GitHub-flavoured Markdown, fit for a
@@ -375,12 +374,8 @@ func (m *mdWriter) load() {
 			s := pr.Summary
 			mx, _ := s.SendEarly.Max()
 			lag, _ := s.SendLag.Percentile(99)
-			dflt := ""
-			if pr.Phase.DispatchDefault {
-				dflt = fmt.Sprintf(" (the default above %d/s)", schema.AutoDispatchAbove)
-			}
 			m.f("- Dispatch window %s%s in %s, repeat %d: %d of %d requests sent early with their group (by at most %s; their response times count from the send); send lag p99 %s.\n",
-				dur(w), dflt, m.phaseLabel(pr), pr.Repeat, s.SendEarly.Count(), s.Requests, dur(mx), dur(lag))
+				dur(w), pr.Phase.DispatchDefaultNote(), m.phaseLabel(pr), pr.Repeat, s.SendEarly.Count(), s.Requests, dur(mx), dur(lag))
 			grouped = true
 		}
 	}
