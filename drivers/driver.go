@@ -251,3 +251,48 @@ func (e *ConfigError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the message's error.
 func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Looper is implemented by drivers that can carry a closed-model phase's
+// connections in event loops of their own, one operating-system thread
+// per loop waiting on all its sockets at once, instead of the engine's
+// goroutine per connection: the same requests, outcomes and stamps for a
+// fraction of the client's CPU (docs/design.md, "Event loop").
+type Looper interface {
+	// CanLoop reports whether this driver's connections can be carried by
+	// RunClosed (HTTP/1.x: plain TCP, keep-alive, one request per
+	// iteration), and if not, why not in a few words.
+	CanLoop() (ok bool, why string)
+	// RunClosed carries the closed model on conns, slot k's connection at
+	// conns[k] (nil: not dialled yet, or its dial failed), in at most
+	// loops event loops, and returns when every slot has stopped: slot k
+	// sends a request when h.Next(k) gives one, again as soon as its
+	// response is booked with h.Done (after h.Think), until Next says no.
+	// stop closed (the phase's time is up) ends the waits of think time;
+	// ctx's end cancels what is in flight, each booked with Done as Do
+	// would return it (Cancelled with ctx's cause). It returns the
+	// connections to keep per slot (a slot re-dialled, or dialled for the
+	// first time, holds a new one; nil where none is left), usable again
+	// by Do, and an error only when no loop could be started (nothing was
+	// sent: the caller can fall back to Do). It runs exactly loops
+	// loops (at least 1) when loops ≤ len(conns).
+	RunClosed(ctx context.Context, stop <-chan struct{}, conns []Conn, loops int, h LoopHooks) ([]Conn, error)
+}
+
+// LoopHooks is the engine's side of a Looper's closed-model loop: it
+// decides whether a slot sends, numbers and stamps its requests, and
+// books their outcomes. A loop calls the hooks of one slot from one
+// goroutine; different loops call them concurrently.
+type LoopHooks interface {
+	// Next returns slot k's next request and the instant it is stamped
+	// as sent (its Deadline set from it), or false when the slot sends
+	// no more: the phase's time is up, its count reached, or it was
+	// cancelled.
+	Next(k int) (r Request, sent time.Time, ok bool)
+	// Done books the outcome of slot k's request r, which loop (0-based)
+	// carried and which ended at instant done: the loop's reading of the
+	// clock when the read that completed it (or the failure) returned.
+	Done(loop, k int, r Request, out Outcome, done time.Time)
+	// Think is the time slot k waits after a response before its next
+	// Next: the scenario's think_time, 0 for none.
+	Think() time.Duration
+}

@@ -85,6 +85,11 @@ type PhaseResult struct {
 	// again elsewhere (a saved report, a baseline) is judged as recorded.
 	// 0 in reports saved before it was recorded (clientCores).
 	ClientCores int `json:"client_cores,omitempty"`
+	// EventLoops is how many event loops carried a closed phase's
+	// connections (drivers.Looper: one thread each, waiting on its
+	// connections' sockets at once); 0: a goroutine per connection, as
+	// the open model's workers always are.
+	EventLoops int `json:"event_loops,omitempty"`
 	// GCPauseMax is the longest garbage-collector stop-the-world pause of
 	// this process during the phase.
 	GCPauseMax time.Duration `json:"gc_pause_max"`
@@ -183,6 +188,7 @@ func (pr *PhaseResult) Check() error {
 		{"connections_closed_early", int64(pr.ConnectionsClosedEarly)}, {"late_arrivals", pr.LateArrivals},
 		{"lateness_max", int64(pr.LatenessMax)}, {"start_lag", int64(pr.StartLag)}, {"wall", int64(pr.Wall)},
 		{"gc_pause_max", int64(pr.GCPauseMax)}, {"client_cores", int64(pr.ClientCores)}, {"fetches", int64(pr.Fetches)},
+		{"event_loops", int64(pr.EventLoops)},
 	} {
 		if f.v < 0 {
 			return fmt.Errorf("%s is negative (%d)", f.name, f.v)

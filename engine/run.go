@@ -88,6 +88,10 @@ type Runner struct {
 	// PhaseGap is the timetable's pause after each phase's drain bound;
 	// 0 means DefaultPhaseGap.
 	PhaseGap time.Duration
+	// NoEventLoop keeps a closed phase on a goroutine per connection even
+	// where the driver could carry it in event loops (drivers.Looper;
+	// loop.go): the same requests and outcomes, at a higher client cost.
+	NoEventLoop bool
 
 	// straysMark is the driver's stray totals where the previous phase's
 	// count ended (nil before the run's first phase): each phase counts
@@ -203,6 +207,9 @@ type phaseRun struct {
 	byCount atomic.Bool  // a closed phase ended because its request count was reached
 
 	inflight atomic.Int64 // requests in Do now
+	// eventLoops is how many event loops carried the phase (loop.go),
+	// set when they have all returned; 0 for goroutines.
+	eventLoops int
 
 	dials       *dialLog      // the phase's own dials: stairs and empty slots
 	live        []atomic.Bool // slot k held a live connection at its start (barrier or stair)
@@ -343,8 +350,16 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		ph.live[i].Store(pool.get(i) != nil)
 	}
 	ph.closedEarly.Store(int64(din.closed))
-	r.Log.Info().Int("repeat", rep).Str("phase", p.Name).Str("model", string(p.Model)).
-		Int("connections", p.Connections).Msg("phase start")
+	ev := r.Log.Info().Int("repeat", rep).Str("phase", p.Name).Str("model", string(p.Model)).
+		Int("connections", p.Connections)
+	if p.Model == Closed {
+		if why := EventLoopOf(r.Driver, p, r.NoEventLoop); why != "" {
+			ev = ev.Str("carried_by", "a goroutine per connection: "+why)
+		} else {
+			ev = ev.Str("carried_by", fmt.Sprintf("event loops (at most %d)", runtime.GOMAXPROCS(0)))
+		}
+	}
+	ev.Msg("phase start")
 
 	// The barrier: every worker waits on release, so the measured phase
 	// starts at one instant for all connections.
@@ -352,6 +367,11 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	var wg sync.WaitGroup
 	switch p.Model {
 	case Closed:
+		if lp := ph.looper(); lp != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); <-release; ph.runLoops(lp) }()
+			break
+		}
 		for k := 0; k < p.Connections; k++ {
 			var at time.Duration
 			for _, st := range p.Steps {
@@ -509,6 +529,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		ThinkWakeups:           ph.thinkWakeups.Load(),
 		ClientCPU:              cpu,
 		ClientCores:            runnerCores(),
+		EventLoops:             ph.eventLoops,
 		GCPauseMax:             gcMax,
 		Machine:                machine,
 		Interrupted:            interrupted,
@@ -661,10 +682,7 @@ func (ph *phaseRun) stopped() bool {
 // or with a flow driver one iteration of a flow (flow.go). intended is the
 // arrival's scheduled offset (closed model: the send itself).
 func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
-	// Global across segments: segment K of N numbers its i-th request
-	// i·N + K + 1 (from 1, as one generator does).
-	local := ph.seq.Add(1) // this generator's own count, from 1
-	seq := uint64(ph.r.Segment.Global(int64(local-1))) + 1
+	seq := ph.nextSeq()
 	lane := 0
 	if !closed {
 		// An open worker's shard is its index w = k·inflight + lane.
@@ -711,6 +729,14 @@ func (ph *phaseRun) send(shard, k int, intended time.Duration, closed bool) {
 		done = time.Since(ph.start)
 	}
 	ph.rec.Record(shard, &measure.Result{Seq: seq, Intended: intended, Sent: sent, Done: done, Outcome: out, Thinking: thinking})
+}
+
+// nextSeq numbers the phase's next request. Global across segments:
+// segment K of N numbers its i-th request i·N + K + 1 (from 1, as one
+// generator does).
+func (ph *phaseRun) nextSeq() uint64 {
+	local := ph.seq.Add(1) // this generator's own count, from 1
+	return uint64(ph.r.Segment.Global(int64(local-1))) + 1
 }
 
 // notSent books on rec an arrival (intended at offset at) that a worker
@@ -779,18 +805,24 @@ func (ph *phaseRun) do(k int, r drivers.Request) (out drivers.Outcome, sent, don
 		// time from the intended start but not in the service time.
 		sent = min(out.Sent.Sub(ph.start), done)
 	}
-	if !out.Unsent && !out.Responded && out.Class != drivers.OK && ph.hard.Err() != nil {
-		// The phase (its drain ran out) or the user (Ctrl-C) cut this
-		// request short: that is not the target's error. At the drain's
-		// end it is left over, its response time censored.
-		out.Class, out.Code = drivers.Cancelled, ph.cutCode()
-		if out.Code == drivers.CodePhaseEnd && !time.Now().Before(deadline) {
-			// Its own timeout had run out first: a timeout, as the
-			// driver would have said had it been quicker.
-			out.Class, out.Code = drivers.Timeout, ""
-		}
-	}
+	ph.cut(&out, deadline)
 	return out, sent, done
+}
+
+// cut re-classes the outcome of a request (deadline its timeout's end)
+// that the phase (its drain ran out) or the user (Ctrl-C) cut short:
+// that is not the target's error. At the drain's end it is left over,
+// its response time censored.
+func (ph *phaseRun) cut(out *drivers.Outcome, deadline time.Time) {
+	if out.Unsent || out.Responded || out.Class == drivers.OK || ph.hard.Err() == nil {
+		return
+	}
+	out.Class, out.Code = drivers.Cancelled, ph.cutCode()
+	if out.Code == drivers.CodePhaseEnd && !time.Now().Before(deadline) {
+		// Its own timeout had run out first: a timeout, as the
+		// driver would have said had it been quicker.
+		out.Class, out.Code = drivers.Timeout, ""
+	}
 }
 
 // cutCode is the code of a request the phase cut short: CodePhaseEnd

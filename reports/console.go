@@ -223,6 +223,9 @@ func (c *consoleWriter) phase(pr *engine.PhaseResult) {
 	if p.Model == engine.Open {
 		c.f(", pacer lateness max %s", pr.LatenessMax.Round(time.Microsecond))
 	}
+	if n := pr.EventLoops; n > 0 {
+		c.f(", %d event loop(s)", n)
+	}
 	if m := pr.Machine; m != nil {
 		c.f("; machine %.2f cores busy", m.Busy)
 		if m.Steal > 0.005 {

@@ -61,6 +61,11 @@ func fcExec(t *testing.T, dir, name, yaml string) *fcRun {
 // fcExecUnder is fcExec with the runner started through the command
 // wrap (e.g. taskset -c 0); none: started itself.
 func fcExecUnder(t *testing.T, dir, name, yaml string, wrap ...string) *fcRun {
+	return fcExecFlags(t, dir, name, yaml, nil, wrap...)
+}
+
+// fcExecFlags is fcExecUnder with flags added to the run command's.
+func fcExecFlags(t *testing.T, dir, name, yaml string, flags []string, wrap ...string) *fcRun {
 	r := &fcRun{
 		file: filepath.Join(dir, name+".yaml"),
 		json: filepath.Join(dir, name+".json"),
@@ -70,7 +75,7 @@ func fcExecUnder(t *testing.T, dir, name, yaml string, wrap ...string) *fcRun {
 		r.code, r.stderr = -1, err.Error()
 		return r
 	}
-	argv := []string{"run", "--log-level", "disabled", "--json", r.json, "--tsv", r.tsv, r.file}
+	argv := append(append([]string{"run", "--log-level", "disabled", "--json", r.json, "--tsv", r.tsv}, flags...), r.file)
 	// Bounded: every run here lasts under 20 s; the runner stops its
 	// spawned target itself, which also dies with it (parent-death signal).
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

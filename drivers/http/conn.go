@@ -228,43 +228,12 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 		return out
 	}
 
-	// Write the whole request: head (+ Content-Length) + body, as the
-	// request's flow step says (the driver's own request without flows).
-	seq := r.Seq
-	d := c.d.spec(r)
-	c.spec = d
-	var row []string // the request's data row
-	if d.data != nil {
-		row = d.data.Row(seq, r.Slot)
+	w, filler, ex, ok := c.prepare(r, &out)
+	if !ok {
+		return out
 	}
-	w := d.head.render(c.wbuf[:0], seq, row, r.Vars)
-	var jarURL *url.URL
-	if c.jar != nil {
-		jarURL = c.requestURL(d, seq, row, r.Vars)
-		var err error
-		if w, err = c.jar.appendHeader(w, jarURL); err != nil {
-			// Nothing is sent: the connection stays in sync.
-			c.wbuf = w
-			out.Class, out.Code, out.Err = drivers.ClientError, drivers.CodeCookieLimit, err
-			return out
-		}
-	}
-	bodyLen := len(d.filler)
-	if d.filler == nil {
-		bodyLen = d.body.size(seq, row, r.Vars)
-	}
-	if d.sendLen {
-		w = append(w, "Content-Length: "...)
-		w = strconv.AppendInt(w, int64(bodyLen), 10)
-		w = append(w, '\r', '\n')
-	}
-	w = append(w, '\r', '\n')
-	if d.filler == nil {
-		w = d.body.render(w, seq, row, r.Vars)
-	}
-	c.wbuf = w
 	var err error
-	out.BytesOut, err = c.write(nc, w, d.filler)
+	out.BytesOut, err = c.write(nc, w, filler)
 	if err != nil {
 		return c.failed(ctx, "write request", err, out)
 	}
@@ -288,29 +257,88 @@ func (c *conn) Do(ctx context.Context, r drivers.Request) (out drivers.Outcome) 
 	if err != nil {
 		return c.failed(ctx, "read response body", err, out)
 	}
+	if !c.conclude(ex, &out, c.br.Buffered() > 0) {
+		c.drop()
+	}
+	return out
+}
 
-	// The exchange is complete: the connection is in sync, and the
-	// response's cookies count whatever the status and the rule say.
+// exchange is what a request's response is judged against: the request's
+// spec (its flow step's Driver, or the driver's own), sequence number,
+// data row and captured values, and the URL its cookies are filed under
+// (nil with cookies off).
+type exchange struct {
+	d      *Driver
+	seq    uint64
+	row    []string
+	vars   drivers.Vars
+	jarURL *url.URL
+}
+
+// prepare renders request r into c.wbuf: the head (+ Content-Length and
+// the jar's Cookie), then the body, which is filler instead when not nil
+// (sent after w as is). ok is false, with out filled, when the request
+// cannot be sent (its cookies go past the jar's bounds): nothing was
+// written, the connection stays in sync.
+func (c *conn) prepare(r drivers.Request, out *drivers.Outcome) (w, filler []byte, ex exchange, ok bool) {
+	// The whole request: head (+ Content-Length) + body, as the
+	// request's flow step says (the driver's own request without flows).
+	seq := r.Seq
+	d := c.d.spec(r)
+	c.spec = d
+	ex = exchange{d: d, seq: seq, vars: r.Vars}
+	if d.data != nil {
+		ex.row = d.data.Row(seq, r.Slot)
+	}
+	w = d.head.render(c.wbuf[:0], seq, ex.row, r.Vars)
+	if c.jar != nil {
+		ex.jarURL = c.requestURL(d, seq, ex.row, r.Vars)
+		var err error
+		if w, err = c.jar.appendHeader(w, ex.jarURL); err != nil {
+			c.wbuf = w
+			out.Class, out.Code, out.Err = drivers.ClientError, drivers.CodeCookieLimit, err
+			return nil, nil, ex, false
+		}
+	}
+	bodyLen := len(d.filler)
+	if d.filler == nil {
+		bodyLen = d.body.size(seq, ex.row, r.Vars)
+	}
+	if d.sendLen {
+		w = append(w, "Content-Length: "...)
+		w = strconv.AppendInt(w, int64(bodyLen), 10)
+		w = append(w, '\r', '\n')
+	}
+	w = append(w, '\r', '\n')
+	if d.filler == nil {
+		w = d.body.render(w, seq, ex.row, r.Vars)
+	}
+	c.wbuf = w
+	return w, d.filler, ex, true
+}
+
+// conclude judges the complete response in c.resp (and c.body) into out
+// and reports whether the connection may carry the next request; past
+// says bytes came after the response. The exchange is complete: the
+// connection is in sync, and the response's cookies count whatever the
+// status and the rule say.
+func (c *conn) conclude(ex exchange, out *drivers.Outcome, past bool) (keep bool) {
 	out.Responded = true
 	out.Class, out.Code, out.Err = c.judge()
-	if out.Class == drivers.OK && len(d.captures) > 0 {
-		out.Class, out.Code, out.Err = c.capture(d, seq, row, r.Vars)
+	if out.Class == drivers.OK && len(ex.d.captures) > 0 {
+		out.Class, out.Code, out.Err = c.capture(ex.d, ex.seq, ex.row, ex.vars)
 	}
 	if c.jar != nil && len(c.resp.cookies) > 0 {
 		// A jar that overflowed outweighs the response's own outcome:
 		// the virtual user now lacks cookies the target set, and the
 		// requests after it would be blamed on the target.
-		if err := c.jar.store(jarURL, c.resp.cookies, time.Now()); err != nil {
+		if err := c.jar.store(ex.jarURL, c.resp.cookies, time.Now()); err != nil {
 			out.Class, out.Code, out.Err = drivers.ClientError, drivers.CodeCookieLimit, fmt.Errorf("status %d: %w", c.resp.status, err)
 		}
 	}
-
-	// Keep the connection only if both sides want it and nothing is left
-	// in the buffer (bytes past the response mean we lost the framing).
-	if !d.keepAlive || c.resp.close || c.resp.status == nethttp.StatusSwitchingProtocols || c.br.Buffered() > 0 {
-		c.drop()
-	}
-	return out
+	// Keep the connection only if both sides want it and nothing came
+	// past the response (bytes past it mean we lost the framing).
+	return ex.d.keepAlive && !c.resp.close && c.resp.status != nethttp.StatusSwitchingProtocols && !past
 }
 
 // write writes head and then body (nil: none) on nc, and returns how

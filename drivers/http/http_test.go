@@ -776,12 +776,12 @@ func TestField_B02_TimeSitsBeforeFirstByte(t *testing.T) {
 	}
 }
 
-// BenchmarkDo measures the client side of one keep-alive exchange. The
-// server is a raw stub that allocates nothing per request, so the
-// allocations reported are the driver's.
-func BenchmarkDo(b *testing.B) {
+// benchStub starts a raw stub that reads each request (its head and
+// Content-Length body) and answers 200 "ok\n", allocating nothing per
+// request, so the allocations a benchmark reports are the driver's.
+func benchStub(b *testing.B) *rawServer {
 	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nok\n")
-	s := newRawServer(b, func(c net.Conn, br *bufio.Reader) {
+	return newRawServer(b, func(c net.Conn, br *bufio.Reader) {
 		for {
 			n := 0
 			for {
@@ -804,11 +804,18 @@ func BenchmarkDo(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchCases are the requests BenchmarkDo and BenchmarkClosedLoop send.
+func benchCases(b *testing.B) []struct {
+	name string
+	cfg  schema.HTTP
+} {
 	users := filepath.Join(b.TempDir(), "users.csv")
 	if err := os.WriteFile(users, []byte("user,token\nann,t1\nbob,t2\ncy,t3\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	for _, bc := range []struct {
+	return []struct {
 		name string
 		cfg  schema.HTTP
 	}{
@@ -820,7 +827,14 @@ func BenchmarkDo(b *testing.B) {
 			Body: `{"user":"{{data.user}}","n":{{seq}}}`, Data: users, DataOrder: "random", DataSeed: 1}},
 		// A cookie jar looked up for every request (the stub sets none).
 		{"get-cookies", schema.HTTP{Path: "/item/{{seq}}", Cookies: boolp(true)}},
-	} {
+	}
+}
+
+// BenchmarkDo measures the client side of one keep-alive exchange
+// against benchStub.
+func BenchmarkDo(b *testing.B) {
+	s := benchStub(b)
+	for _, bc := range benchCases(b) {
 		b.Run(bc.name, func(b *testing.B) {
 			d := newDriver(b, bc.cfg, "http://"+s.addr)
 			c := dial(b, d)

@@ -16,12 +16,19 @@ const canLook = true
 // scheduler it may block, which syscall.Recvfrom does at a cost of a
 // third of the look's user CPU (issue 18).
 func peekFD(fd uintptr, b []byte) (int, error) {
-	n, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
-		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+	n, errno := peekErrno(fd, b)
 	if errno != 0 {
 		return 0, errno
 	}
-	return int(n), nil
+	return n, nil
+}
+
+// peekErrno is peekFD with its error as the errno itself (0: none), which
+// compares without an interface.
+func peekErrno(fd uintptr, b []byte) (int, syscall.Errno) {
+	n, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
+		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+	return int(n), errno
 }
 
 // readFD reads once from the non-blocking socket (EAGAIN when empty).

@@ -120,52 +120,71 @@ func readResponseHead(br *bufio.Reader, r *response, want keep) error {
 		if len(line) == 0 {
 			break
 		}
-		if line[0] == ' ' || line[0] == '\t' {
-			return malformed("obsolete line folding in header %q", clip(line))
+		if err := r.field(line, want, &connKeepAlive); err != nil {
+			return err
 		}
-		name, value, ok := bytes.Cut(line, []byte{':'})
-		if !ok || len(name) == 0 || hasBlank(name) {
-			return malformed("header line %q", clip(line))
+	}
+	r.settle(connKeepAlive)
+	return nil
+}
+
+// field reads one header field line (not empty, without its line end)
+// into r: framing (Content-Length, Transfer-Encoding, Connection, which
+// sets *connKeepAlive on "keep-alive") and what want keeps. A malformed
+// line, or a Content-Length that does not parse or conflicts with an
+// earlier one, is an errMalformed error.
+func (r *response) field(line []byte, want keep, connKeepAlive *bool) error {
+	if line[0] == ' ' || line[0] == '\t' {
+		return malformed("obsolete line folding in header %q", clip(line))
+	}
+	name, value, ok := bytes.Cut(line, []byte{':'})
+	if !ok || len(name) == 0 || hasBlank(name) {
+		return malformed("header line %q", clip(line))
+	}
+	value = trimBlanks(value)
+	switch {
+	case asciiEqualFold(name, "Content-Length"):
+		n, err := parseLength(value)
+		if err != nil {
+			return err
 		}
-		value = trimBlanks(value)
-		switch {
-		case asciiEqualFold(name, "Content-Length"):
-			n, err := parseLength(value)
-			if err != nil {
-				return err
-			}
-			if r.length >= 0 && r.length != n {
-				return malformed("conflicting Content-Length %d and %d", r.length, n)
-			}
-			r.length = n
-		case asciiEqualFold(name, "Transfer-Encoding"):
-			last := value
-			if i := bytes.LastIndexByte(value, ','); i >= 0 {
-				last = trimBlanks(value[i+1:])
-			}
-			r.chunked = asciiEqualFold(last, "chunked")
-			r.encoded = !r.chunked
-		case asciiEqualFold(name, "Connection"):
-			for tok := range bytes.SplitSeq(value, []byte{','}) {
-				tok = trimBlanks(tok)
-				switch {
-				case asciiEqualFold(tok, "close"):
-					r.close = true
-				case asciiEqualFold(tok, "keep-alive"):
-					connKeepAlive = true
-				}
-			}
+		if r.length >= 0 && r.length != n {
+			return malformed("conflicting Content-Length %d and %d", r.length, n)
 		}
-		if want&keepCookies != 0 && asciiEqualFold(name, "Set-Cookie") {
-			r.cookies = append(r.cookies, string(value))
+		r.length = n
+	case asciiEqualFold(name, "Transfer-Encoding"):
+		last := value
+		if i := bytes.LastIndexByte(value, ','); i >= 0 {
+			last = trimBlanks(value[i+1:])
 		}
-		if wantHeaders {
-			key := textproto.CanonicalMIMEHeaderKey(string(name))
-			if _, seen := r.headers[key]; !seen {
-				r.headers[key] = string(value)
+		r.chunked = asciiEqualFold(last, "chunked")
+		r.encoded = !r.chunked
+	case asciiEqualFold(name, "Connection"):
+		for tok := range bytes.SplitSeq(value, []byte{','}) {
+			tok = trimBlanks(tok)
+			switch {
+			case asciiEqualFold(tok, "close"):
+				r.close = true
+			case asciiEqualFold(tok, "keep-alive"):
+				*connKeepAlive = true
 			}
 		}
 	}
+	if want&keepCookies != 0 && asciiEqualFold(name, "Set-Cookie") {
+		r.cookies = append(r.cookies, string(value))
+	}
+	if want&keepHeaders != 0 {
+		key := textproto.CanonicalMIMEHeaderKey(string(name))
+		if _, seen := r.headers[key]; !seen {
+			r.headers[key] = string(value)
+		}
+	}
+	return nil
+}
+
+// settle ends a head's framing once all its fields are read
+// (connKeepAlive: a Connection field said keep-alive).
+func (r *response) settle(connKeepAlive bool) {
 	if r.http10 && !connKeepAlive {
 		r.close = true
 	}
@@ -182,8 +201,48 @@ func readResponseHead(br *bufio.Reader, r *response, want keep) error {
 		}
 		r.length = -1
 	}
-	return nil
 }
+
+// plainHead reads a final response's head from b when it is a plain one,
+// as readResponseHead would with nothing kept beyond framing: the whole
+// head within b and at most plainHeadMax bytes, every line ending in
+// CRLF, a status of 200 to 599, and nothing readResponseHead would
+// refuse. It returns the head's length; ok false
+// says only that b is not such a head (it may be incomplete, interim,
+// malformed or unusual): readResponseHead then reads it the long way and
+// says what it is. The event loop takes this way first (loop.go): one
+// pass over the bytes where they lie, no buffered reader.
+func plainHead(b []byte, r *response) (n int, ok bool) {
+	*r = response{length: -1, headers: r.headers, cookies: r.cookies[:0]}
+	b = b[:min(len(b), plainHeadMax)]
+	end := bytes.IndexByte(b, '\n')
+	if end < 1 || b[end-1] != '\r' {
+		return 0, false
+	}
+	if r.parseStatus(b[:end-1]) != nil || r.status < 200 {
+		return 0, false
+	}
+	connKeepAlive := false
+	for at := end + 1; ; {
+		end := bytes.IndexByte(b[at:], '\n')
+		if end < 1 || b[at+end-1] != '\r' {
+			return 0, false
+		}
+		line := b[at : at+end-1]
+		at += end + 1
+		if len(line) == 0 {
+			r.settle(connKeepAlive)
+			return at, true
+		}
+		if r.field(line, 0, &connKeepAlive) != nil {
+			return 0, false
+		}
+	}
+}
+
+// plainHeadMax bounds the heads plainHead reads: a longer one is read
+// the long way.
+const plainHeadMax = 8 << 10
 
 // parseStatus reads "HTTP/1.x SP 3DIGIT [SP reason]".
 func (r *response) parseStatus(line []byte) error {

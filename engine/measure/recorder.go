@@ -101,13 +101,20 @@ type shard struct {
 	leftOver Dist
 
 	response, service, connect, firstByte Dist
-	sendLag                               Dist // Sent − Intended of every sent request
-	sendEarly                             Dist // Intended − Sent of those sent before their intended start
-	corrected                             *Dist
-	failed                                map[string]*Dist
-	byClass, byCode                       map[string]int64
-	firstErr                              map[string]string // code → its first error's message
-	timeline                              []TimelineBucket
+	// same holds the ok requests whose service time equals their
+	// response time (every closed-model one): one histogram write for
+	// both, which Summary and Live count in each.
+	same    Dist
+	sendLag Dist // Sent − Intended of every sent request, but lagZero's
+	// lagZero counts the sent requests whose send lag is 0 (every
+	// closed-model one), added to sendLag by Summary.
+	lagZero         int64
+	sendEarly       Dist // Intended − Sent of those sent before their intended start
+	corrected       *Dist
+	failed          map[string]*Dist
+	byClass, byCode map[string]int64
+	firstErr        map[string]string // code → its first error's message
+	timeline        []TimelineBucket
 
 	// iv holds the ok response times of the shard's current interval,
 	// number ivIndex of length ivLength, until the shard flushes it into
@@ -141,7 +148,7 @@ func NewRecorder(shards int, opts Options) *Recorder {
 			firstErr: map[string]string{},
 		}
 		if !opts.Lazy {
-			s.response.h, s.service.h, s.sendLag.h, s.iv.h = newHist(), newHist(), newHist(), newHist()
+			s.response.h, s.service.h, s.same.h, s.sendLag.h, s.iv.h = newHist(), newHist(), newHist(), newHist(), newHist()
 		}
 		s.ivLength = r.opts.Interval
 		if opts.ExpectedInterval > 0 {
@@ -201,7 +208,12 @@ func (s *shard) record(res *Result, opts *Options, timeline int, b *book) {
 	} else {
 		s.unansweredInflight = addSat(s.unansweredInflight, inflight)
 	}
-	s.sendLag.record(max(res.Sent-res.Intended, 0)) // every recorded request was sent
+	// Every recorded request was sent.
+	if lag := res.Sent - res.Intended; lag > 0 {
+		s.sendLag.record(lag)
+	} else {
+		s.lagZero++
+	}
 	if res.Sent < res.Intended {
 		s.sendEarly.record(res.Intended - res.Sent)
 	}
@@ -214,8 +226,12 @@ func (s *shard) record(res *Result, opts *Options, timeline int, b *book) {
 	switch o.Class {
 	case drivers.OK:
 		s.ok++
-		s.response.record(resp)
-		s.service.record(svc)
+		if resp == svc {
+			s.same.record(resp)
+		} else {
+			s.response.record(resp)
+			s.service.record(svc)
+		}
 		if s.corrected != nil {
 			s.corrected.recordCorrected(resp, opts.ExpectedInterval)
 		}
@@ -442,8 +458,11 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 		s.ResponseSum = addSat(s.ResponseSum, sh.responseSum)
 		s.InflightSum = addSat(s.InflightSum, sh.inflightSum)
 		s.Response.add(&sh.response)
+		s.Response.add(&sh.same)
 		s.Service.add(&sh.service)
+		s.Service.add(&sh.same)
 		s.SendLag.add(&sh.sendLag)
+		s.SendLag.recordN(0, sh.lagZero)
 		s.SendEarly.add(&sh.sendEarly)
 		s.ConnectTime.add(&sh.connect)
 		s.FirstByte.add(&sh.firstByte)
@@ -542,13 +561,15 @@ func (r *Recorder) Live() Live {
 		l.Requests += s.requests
 		l.OK += s.ok
 		l.Errors += s.errors
-		if d := &s.response; d.n > 0 {
-			if n == 0 || d.min < lo {
-				lo = d.min
+		for _, d := range [2]*Dist{&s.response, &s.same} {
+			if d.n > 0 {
+				if n == 0 || d.min < lo {
+					lo = d.min
+				}
+				hi = max(hi, d.max)
+				n += d.n
+				r.live.Merge(d.h)
 			}
-			hi = max(hi, d.max)
-			n += d.n
-			r.live.Merge(d.h)
 		}
 		s.mu.Unlock()
 	}

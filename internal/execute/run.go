@@ -64,6 +64,9 @@ type Options struct {
 	// with PhaseGap (0: engine.DefaultPhaseGap) after each drain bound.
 	StartAt  time.Time
 	PhaseGap time.Duration
+	// NoEventLoop keeps closed phases on a goroutine per connection
+	// (engine.Runner.NoEventLoop).
+	NoEventLoop bool
 	// Hold, when set, is called at named points of the run: "after-run"
 	// when the last phase has ended, before judging. A test holds the run
 	// there to send it a signal.
@@ -181,6 +184,8 @@ func Run(ctx context.Context, rep *reports.Run, o Options) error {
 		Segment:  o.Segment,
 		StartAt:  o.StartAt,
 		PhaseGap: o.PhaseGap,
+
+		NoEventLoop: o.NoEventLoop,
 	}
 	if sc.Reconcile != nil {
 		tlsConf, err := fetchTLS(d, fetchURL(base, sc.Reconcile.Fetch))

@@ -1,0 +1,948 @@
+//go:build linux
+
+package http
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/runner-dev/runner/drivers"
+)
+
+// loopOS: the event loop runs here.
+const loopOS = true
+
+var _ drivers.Looper = (*Driver)(nil)
+
+// RunClosed implements drivers.Looper (loop.go says how): slot k runs in
+// loop k mod loops. A connection is taken off Go's poller for the loop
+// (its socket duplicated, the net.Conn closed) and put back on it at the
+// end, so the pool's conns work with Do again between phases.
+func (d *Driver) RunClosed(ctx context.Context, stop <-chan struct{}, conns []drivers.Conn, loops int, h drivers.LoopHooks) ([]drivers.Conn, error) {
+	if ok, why := d.CanLoop(); !ok {
+		return conns, fmt.Errorf("no event loop: %s", why)
+	}
+	loops = max(1, min(loops, len(conns)))
+	ls := make([]*loop, loops)
+	for i := range ls {
+		l, err := newLoop(i, d, ctx, stop, h)
+		if err != nil {
+			for _, l := range ls[:i] {
+				l.release()
+			}
+			return conns, fmt.Errorf("no event loop: %w", err)
+		}
+		ls[i] = l
+	}
+	out := make([]drivers.Conn, len(conns))
+	for k, dc := range conns {
+		c, _ := dc.(*conn)
+		if dc != nil && c == nil {
+			for _, l := range ls {
+				l.release()
+			}
+			return conns, fmt.Errorf("no event loop: slot %d holds a %T", k, dc)
+		}
+		fresh := c == nil
+		if fresh {
+			c = newConn(d)
+		}
+		ls[k%loops].add(k, c, fresh)
+	}
+	var wg sync.WaitGroup
+	for _, l := range ls {
+		wg.Add(1)
+		go func() { defer wg.Done(); l.run() }()
+	}
+	wg.Wait()
+	for _, l := range ls {
+		for _, lc := range l.conns {
+			out[lc.k] = lc.handBack()
+		}
+		l.release()
+	}
+	return out, nil
+}
+
+// lcState is where a loop's connection is in its request.
+type lcState uint8
+
+const (
+	lcIdle     lcState = iota // between requests (its next one is due)
+	lcDialing                 // its request waits for a dial
+	lcWriting                 // its request is being written
+	lcReading                 // its response is being read
+	lcThinking                // its think time runs
+	lcFinished                // it sends no more
+)
+
+// loopConn is one slot of a loop: the pool's conn (request rendering,
+// response state, rule, cookie jar) and the socket the loop owns.
+type loopConn struct {
+	c     *conn
+	k     int  // the slot
+	i     int  // its index in loop.conns, the epoll tag
+	fresh bool // the slot was empty at the start: no conn to hand back unless dialled
+	fd    int  // -1: none (never dialled, dropped, or dialling)
+	state lcState
+	// watched is the events registered for fd (0: not registered).
+	watched uint32
+	// gen numbers the slot's sockets; its events carry it (epoll's Pad).
+	gen int32
+
+	r        drivers.Request
+	out      drivers.Outcome
+	ex       exchange
+	start    time.Duration // since epoch: the request's start
+	deadline time.Duration // since epoch
+	wake     time.Duration // since epoch: the end of its think time
+	w        []byte        // the rest of the request's head and body to write
+	filler   []byte        // the rest of its filler body to write after w
+
+	// The response so far: in holds its first bytes, skip counts those
+	// past what is kept (replayed as zeros), head is the length of its
+	// head once read (-1 before), keepTo how many bytes in may hold
+	// once the head is known, first the instant its first byte came.
+	in     []byte
+	skip   int64
+	head   int64
+	keepTo int
+	first  time.Duration
+	// at is the instant the read that ended the response returned, for
+	// done (0: done reads the clock).
+	at time.Duration
+	// closing: the last event on the socket said the server closed or
+	// reset its side: the connection is not used again.
+	closing bool
+}
+
+// loop is one event loop: one thread, one epoll instance.
+type loop struct {
+	id    int
+	d     *Driver
+	ctx   context.Context
+	stop  <-chan struct{}
+	h     drivers.LoopHooks
+	think time.Duration
+
+	epfd, efd, tfd int // epoll, the wake-up eventfd, the timerfd
+	// ef is the epoll descriptor as an os.File on Go's poller, rc its
+	// RawConn (wait); nil where it could not be put there.
+	ef *os.File
+	rc syscall.RawConn
+	// polled is rc.Read's callback, made once (a closure per wait would
+	// be an allocation per wait): it polls into n and errno.
+	polled    func(uintptr) bool
+	n         int
+	errno     syscall.Errno
+	conns     []*loopConn
+	live      int // slots not finished
+	dialing   int // dials under way
+	timerAt   time.Duration
+	stopped   bool // stop was closed: no think time runs to its end
+	cancelled bool // ctx ended: everything in flight is cancelled
+	quit      chan struct{}
+	// helpers counts the loop's goroutines (signals, dials), which may
+	// write to its eventfd: the loop's end waits for them before the
+	// descriptor is closed (and its number given to another file).
+	helpers sync.WaitGroup
+
+	mu     sync.Mutex
+	inbox  []dialed // dials done, for the loop to take
+	ready  []*loopConn
+	events []unix.EpollEvent
+	buf    []byte
+	src    replay
+	tick   [8]byte
+}
+
+// dialed is a dial's result, handed from its goroutine to the loop.
+type dialed struct {
+	lc  *loopConn
+	nc  net.Conn
+	tcp bool
+	err error
+}
+
+// Epoll tags of the loop's own descriptors (a connection's is its index).
+const (
+	tagWake  = -1
+	tagTimer = -2
+)
+
+func newLoop(id int, d *Driver, ctx context.Context, stop <-chan struct{}, h drivers.LoopHooks) (*loop, error) {
+	l := &loop{id: id, d: d, ctx: ctx, stop: stop, h: h, think: h.Think(), epfd: -1, efd: -1, tfd: -1,
+		quit: make(chan struct{}), buf: make([]byte, 64<<10), events: make([]unix.EpollEvent, 128)}
+	var err error
+	if l.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("epoll_create1: %w", err)
+	}
+	// The epoll descriptor goes on Go's poller (wait): non-blocking, as
+	// an os.File, which then owns it. Where that fails the loop waits in
+	// epoll_wait itself.
+	if unix.SetNonblock(l.epfd, true) == nil {
+		l.ef = os.NewFile(uintptr(l.epfd), "epoll")
+		if rc, err := l.ef.SyscallConn(); err == nil {
+			l.rc = rc
+			l.polled = func(uintptr) bool {
+				l.n, l.errno = l.poll()
+				return l.n > 0 || l.errno != 0 && l.errno != syscall.EINTR
+			}
+		}
+	}
+	if l.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		l.release()
+		return nil, fmt.Errorf("eventfd: %w", err)
+	}
+	if l.tfd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC); err != nil {
+		l.release()
+		return nil, fmt.Errorf("timerfd_create: %w", err)
+	}
+	for fd, tag := range map[int]int32{l.efd: tagWake, l.tfd: tagTimer} {
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: tag}); err != nil {
+			l.release()
+			return nil, fmt.Errorf("epoll_ctl: %w", err)
+		}
+	}
+	return l, nil
+}
+
+// release closes the loop's own descriptors.
+func (l *loop) release() {
+	for _, fd := range []int{l.tfd, l.efd} {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+	switch {
+	case l.ef != nil:
+		l.ef.Close() // its descriptor is the epoll one
+	case l.epfd >= 0:
+		unix.Close(l.epfd)
+	}
+	l.tfd, l.efd, l.epfd, l.ef, l.rc = -1, -1, -1, nil, nil
+}
+
+// add gives slot k, on conn c, to the loop. A live connection leaves Go's
+// poller: its socket is duplicated for the loop and the net.Conn closed
+// (the poller forgets it). One that cannot is dropped: the slot's first
+// request re-dials, as Do would after a drop.
+func (l *loop) add(k int, c *conn, fresh bool) {
+	lc := &loopConn{c: c, k: k, i: len(l.conns), fresh: fresh, fd: -1, head: -1}
+	l.conns = append(l.conns, lc)
+	l.live++
+	c.unwatch()
+	c.mu.Lock()
+	nc := c.nc
+	c.nc = nil
+	c.mu.Unlock()
+	if nc == nil {
+		return
+	}
+	fd, err := takeFD(nc)
+	if err != nil {
+		return
+	}
+	lc.fd = fd
+	if !l.watch(lc, unix.EPOLLIN|unix.EPOLLRDHUP) {
+		unix.Close(fd)
+		lc.fd = -1
+	}
+}
+
+// takeFD takes nc's socket off Go's poller: a duplicate of it, nc closed.
+func takeFD(nc net.Conn) (int, error) {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		nc.Close()
+		return -1, fmt.Errorf("%T is not a socket", nc)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		nc.Close()
+		return -1, err
+	}
+	fd, derr := -1, error(nil)
+	err = rc.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) })
+	nc.Close()
+	if err == nil {
+		err = derr
+	}
+	return fd, err
+}
+
+// handBack puts the slot's socket back on Go's poller under its conn and
+// returns the conn to keep for the slot: nil for a slot that was empty
+// at the start and holds no connection now.
+func (lc *loopConn) handBack() drivers.Conn {
+	if lc.fd >= 0 {
+		f := os.NewFile(uintptr(lc.fd), "loop")
+		nc, err := net.FileConn(f)
+		f.Close()
+		lc.fd = -1
+		if err == nil && !lc.c.attach(nc) {
+			nc.Close()
+		}
+	}
+	if lc.fresh && lc.c.nc == nil {
+		return nil
+	}
+	return lc.c
+}
+
+// watch sets the events epoll reports for lc's socket (0: none).
+func (l *loop) watch(lc *loopConn, events uint32) bool {
+	if lc.watched == events {
+		return true
+	}
+	op := unix.EPOLL_CTL_MOD
+	switch {
+	case lc.watched == 0:
+		op = unix.EPOLL_CTL_ADD
+	case events == 0:
+		op = unix.EPOLL_CTL_DEL
+	}
+	if err := unix.EpollCtl(l.epfd, op, lc.fd, &unix.EpollEvent{Events: events, Fd: int32(lc.i), Pad: lc.gen}); err != nil {
+		return false
+	}
+	lc.watched = events
+	return true
+}
+
+// closeFD closes lc's socket: its next request dials.
+func (l *loop) closeFD(lc *loopConn) {
+	if lc.fd < 0 {
+		return
+	}
+	if lc.watched != 0 {
+		unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, lc.fd, nil)
+		lc.watched = 0
+	}
+	unix.Close(lc.fd)
+	lc.fd = -1
+	lc.gen++
+}
+
+// now is the loop's clock: the time since epoch (monoNow's).
+func now() time.Duration { return time.Since(epoch) }
+
+// run is the loop: it starts every slot's first request, then serves
+// its sockets, its timer and its wake-ups until every slot has finished
+// and no dial is under way.
+func (l *loop) run() {
+	l.helpers.Add(1)
+	go func() { defer l.helpers.Done(); l.signals() }()
+	defer func() {
+		close(l.quit)
+		l.helpers.Wait()
+	}()
+	l.ready = append(l.ready, l.conns...)
+	for l.live > 0 || l.dialing > 0 {
+		l.runReady()
+		if l.live == 0 && l.dialing == 0 {
+			break
+		}
+		n, err := l.wait(len(l.ready) == 0)
+		if err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			// Not expected of a valid epoll descriptor; nothing can
+			// be waited for: everything under way is cancelled.
+			l.cancelAll(fmt.Errorf("epoll_wait: %w", err))
+			continue
+		}
+		for _, ev := range l.events[:n] {
+			switch ev.Fd {
+			case tagWake:
+				l.woken()
+			case tagTimer:
+				unix.Read(l.tfd, l.tick[:])
+				l.timerAt = 0
+				l.expire()
+			default:
+				// An event of a socket closed earlier in this batch
+				// (its slot may hold a new one already) is dropped.
+				if lc := l.conns[ev.Fd]; lc.fd >= 0 && ev.Pad == lc.gen {
+					l.serve(lc, ev.Events)
+				}
+			}
+		}
+	}
+	for _, lc := range l.conns {
+		if lc.fd >= 0 && lc.watched != 0 {
+			unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, lc.fd, nil)
+			lc.watched = 0
+		}
+	}
+}
+
+// wait returns the events waiting, at once (a raw system call the
+// runtime does not hear of: a loop under load mostly finds some there),
+// or when block is set and there are none, once some come. The wait is
+// Go's own: the epoll descriptor is itself on Go's poller (l.rc), so the
+// goroutine parks and its P runs the rest of the program (the phase's
+// timers, dials, the target's own goroutines in a test), where a loop
+// blocked in epoll_wait would hold its P until sysmon took it back.
+func (l *loop) wait(block bool) (int, error) {
+	n, errno := l.poll()
+	if errno != 0 || n > 0 || !block {
+		if errno != 0 {
+			return 0, errno
+		}
+		return n, nil
+	}
+	if l.rc == nil {
+		return unix.EpollWait(l.epfd, l.events, -1)
+	}
+	if err := l.rc.Read(l.polled); err != nil {
+		return unix.EpollWait(l.epfd, l.events, -1)
+	}
+	if l.errno != 0 {
+		return 0, l.errno
+	}
+	return l.n, nil
+}
+
+// poll takes the events waiting without blocking.
+func (l *loop) poll() (int, syscall.Errno) {
+	n, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_WAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
+	return int(n), errno
+}
+
+// signals wakes the loop when stop is closed and when ctx ends.
+func (l *loop) signals() {
+	select {
+	case <-l.stop:
+	case <-l.ctx.Done():
+	case <-l.quit:
+		return
+	}
+	l.kick()
+	select {
+	case <-l.ctx.Done():
+		l.kick()
+	case <-l.quit:
+	}
+}
+
+// kick wakes the loop from its wait.
+func (l *loop) kick() {
+	one := [8]byte{1}
+	unix.Write(l.efd, one[:])
+}
+
+// woken takes what the loop was woken for: dials done, stop, cancel.
+func (l *loop) woken() {
+	unix.Read(l.efd, l.tick[:])
+	l.mu.Lock()
+	in := l.inbox
+	l.inbox = nil
+	l.mu.Unlock()
+	for _, dr := range in {
+		l.dialed(dr)
+	}
+	if !l.stopped {
+		select {
+		case <-l.stop:
+			l.stopped = true
+			for _, lc := range l.conns {
+				if lc.state == lcThinking {
+					l.finish(lc)
+				}
+			}
+		default:
+		}
+	}
+	if !l.cancelled && l.ctx.Err() != nil {
+		l.cancelAll(nil)
+	}
+}
+
+// cancelAll ends what is in flight as ctx's cancellation does in Do (err
+// nil) or, with err, as a failure of the loop itself; no slot sends
+// again.
+func (l *loop) cancelAll(err error) {
+	l.cancelled = true
+	for _, lc := range l.conns {
+		switch lc.state {
+		case lcWriting:
+			l.fail(lc, "write request", loopErr("write", err))
+		case lcReading:
+			l.fail(lc, "read response", loopErr("read", err))
+		case lcThinking, lcIdle:
+			l.finish(lc)
+		}
+		// A dialling slot ends when its dial, whose context is ctx's
+		// child, returns.
+	}
+}
+
+// loopErr is the error of an I/O the loop cut short: err, or a deadline
+// error as Do's socket gives when its deadline passes.
+func loopErr(op string, err error) error {
+	if err == nil {
+		err = os.ErrDeadlineExceeded
+	}
+	return &net.OpError{Op: op, Net: "tcp", Err: err}
+}
+
+// runReady starts the next request of the slots whose previous one just
+// ended, each once: a slot whose request ends at once again (a cookie jar
+// over its bounds) waits for the next turn, so the others are served.
+func (l *loop) runReady() {
+	ready := l.ready
+	l.ready = nil
+	for _, lc := range ready {
+		l.next(lc)
+	}
+	if len(l.ready) == 0 {
+		l.ready = ready[:0]
+	}
+}
+
+// next starts slot lc's next request, if the engine gives one: as Do
+// does, the look at the idle connection, the dial if it has none, then
+// the write.
+func (l *loop) next(lc *loopConn) {
+	if l.cancelled || lc.state == lcFinished {
+		l.finish(lc)
+		return
+	}
+	r, sent, ok := l.h.Next(lc.k)
+	if !ok {
+		l.finish(lc)
+		return
+	}
+	lc.r, lc.out = r, drivers.Outcome{}
+	lc.start = sent.Sub(epoch)
+	lc.deadline = r.Deadline.Sub(epoch)
+	if r.Deadline.IsZero() {
+		lc.deadline = lc.start + l.d.timeout
+	}
+	l.arm(lc.deadline)
+	// Close (the pool's, at the run's end) never comes while a loop
+	// runs, and the look at the idle connection was taken (loop.go):
+	// a connection is dialled only when it has none.
+	if lc.fd < 0 {
+		l.dial(lc)
+		return
+	}
+	l.send(lc)
+}
+
+// dial opens slot lc's connection on a goroutine of its own (Driver.dial,
+// as Do's re-dial, within the request's deadline); the loop takes the
+// result when it comes (dialed).
+func (l *loop) dial(lc *loopConn) {
+	lc.state = lcDialing
+	l.dialing++
+	l.helpers.Add(1)
+	deadline := lc.r.Deadline
+	if deadline.IsZero() {
+		deadline = epoch.Add(lc.deadline)
+	}
+	go func() {
+		defer l.helpers.Done()
+		ctx, cancel := context.WithDeadline(l.ctx, deadline)
+		nc, tcp, err := l.d.dial(ctx)
+		cancel()
+		l.mu.Lock()
+		l.inbox = append(l.inbox, dialed{lc: lc, nc: nc, tcp: tcp, err: err})
+		l.mu.Unlock()
+		l.kick()
+	}()
+}
+
+// dialed goes on with a request whose dial ended.
+func (l *loop) dialed(dr dialed) {
+	l.dialing--
+	lc := dr.lc
+	lc.out.Connect = now() - lc.start
+	if dr.tcp {
+		lc.out.Dialed = 1
+	}
+	if dr.err != nil {
+		lc.out = lc.c.dialFailed(l.ctx, dr.err, lc.out)
+		l.done(lc)
+		return
+	}
+	fd, err := takeFD(dr.nc)
+	if err == nil {
+		lc.fd = fd
+		if !l.watch(lc, unix.EPOLLIN|unix.EPOLLRDHUP) {
+			err = errors.New("epoll_ctl refused the socket")
+		}
+	}
+	if err != nil {
+		l.closeFD(lc)
+		lc.out = lc.c.dialFailed(l.ctx, err, lc.out)
+		l.done(lc)
+		return
+	}
+	if lc.c.isClosed() {
+		lc.out.Class, lc.out.Err = drivers.Cancelled, errClosed
+		l.done(lc)
+		return
+	}
+	if l.ctx.Err() != nil {
+		lc.out.Class, lc.out.Err = drivers.CtxClass(l.ctx), fmt.Errorf("before send: %w", context.Cause(l.ctx))
+		l.done(lc)
+		return
+	}
+	l.send(lc)
+}
+
+// send renders lc's request and starts writing it.
+func (l *loop) send(lc *loopConn) {
+	w, filler, ex, ok := lc.c.prepare(lc.r, &lc.out)
+	if !ok {
+		l.done(lc)
+		return
+	}
+	lc.w, lc.filler, lc.ex = w, filler, ex
+	lc.state = lcWriting
+	l.write(lc)
+}
+
+// write writes what is left of lc's request; when the socket takes no
+// more, it waits for it to (EPOLLOUT), reporting nothing else meanwhile.
+func (l *loop) write(lc *loopConn) {
+	for len(lc.w) > 0 || len(lc.filler) > 0 {
+		b := &lc.w
+		if len(lc.w) == 0 {
+			b = &lc.filler
+		}
+		n, errno := rawWrite(lc.fd, *b)
+		switch {
+		case errno == syscall.EAGAIN:
+			if !l.watch(lc, unix.EPOLLOUT) {
+				l.fail(lc, "write request", loopErr("write", errors.New("epoll_ctl refused the socket")))
+			}
+			return
+		case errno == syscall.EINTR:
+			continue
+		case errno != 0:
+			l.fail(lc, "write request", loopErr("write", os.NewSyscallError("write", errno)))
+			return
+		}
+		lc.out.BytesOut += int64(n)
+		*b = (*b)[n:]
+	}
+	if !l.watch(lc, unix.EPOLLIN|unix.EPOLLRDHUP) {
+		l.fail(lc, "read response", loopErr("read", errors.New("epoll_ctl refused the socket")))
+		return
+	}
+	lc.state = lcReading
+	lc.in, lc.skip, lc.head, lc.keepTo, lc.first, lc.closing = lc.in[:0], 0, -1, 0, 0, false
+}
+
+// serve handles an epoll event on a connection's socket.
+func (l *loop) serve(lc *loopConn, events uint32) {
+	switch lc.state {
+	case lcWriting:
+		l.write(lc)
+	case lcReading:
+		// The look at the connection, for after the response (loop.go):
+		// the event that brings it says whether the server has closed
+		// or reset its side too.
+		lc.closing = events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
+		l.read(lc)
+	default:
+		// Idle (thinking, or finished): the server wrote or closed on
+		// it. Do's look before the next request would find that and
+		// re-dial; closed now, the loop does not hear it again.
+		l.closeFD(lc)
+	}
+}
+
+// read takes what arrived of lc's response and runs the reader when it
+// may end it (see replayAll).
+func (l *loop) read(lc *loopConn) {
+	n, errno := rawRead(lc.fd, l.buf)
+	var end error
+	switch {
+	case errno == syscall.EAGAIN || errno == syscall.EINTR:
+		return
+	case errno != 0:
+		end = loopErr("read", os.NewSyscallError("read", errno))
+		n = 0
+	case n == 0:
+		end = io.EOF
+	}
+	// One reading of the clock per read: the first byte's instant, and
+	// the response's end when this read completes it.
+	l.took(lc, l.buf[:n], end, now())
+}
+
+// took goes on with lc's response given got, the bytes a read at t
+// brought (end: none, the stream ended (io.EOF) or the read failed),
+// running the reader when they may end it (see replayAll).
+func (l *loop) took(lc *loopConn, got []byte, end error, t time.Duration) {
+	n := len(got)
+	if n > 0 && lc.first == 0 {
+		lc.first = t
+	}
+	if end == nil && !lc.due(got) {
+		lc.store(got)
+		return
+	}
+	if len(lc.in) == 0 && lc.skip == 0 {
+		// The whole response so far is in this read: read it where it
+		// lies, and keep it only if more must come.
+		if end == nil && l.plain(lc, got, t) || l.attempt(lc, got, end, t) {
+			return
+		}
+		lc.store(got)
+		return
+	}
+	lc.store(got)
+	l.attempt(lc, lc.in, end, t)
+}
+
+// due reports whether the bytes just read, got, may complete the
+// response (see replayAll).
+func (lc *loopConn) due(got []byte) bool {
+	have := int64(len(lc.in)) + lc.skip
+	switch {
+	case lc.head < 0 || lc.c.resp.chunked:
+		if have+int64(len(got)) <= replayAll || have > MaxHeaderBytes && lc.head < 0 {
+			return true
+		}
+		// An empty line in got, or across its start.
+		tail := lc.in[max(0, len(lc.in)-2):]
+		joined := append(append(make([]byte, 0, len(tail)+4), tail...), got[:min(len(got), 2)]...)
+		return bytes.Contains(got, []byte("\n\n")) || bytes.Contains(got, []byte("\n\r\n")) ||
+			bytes.Contains(joined, []byte("\n\n")) || bytes.Contains(joined, []byte("\n\r\n"))
+	case lc.c.resp.length >= 0:
+		return have+int64(len(got)) >= lc.head+lc.c.resp.length
+	}
+	return false // to the end of the stream
+}
+
+// store keeps got, the bytes just read, for the next run of the reader:
+// all of a head or a chunked body, and of another body up to keepTo;
+// past it they are counted, replayed as zeros.
+func (lc *loopConn) store(got []byte) {
+	if lc.head < 0 || lc.c.resp.chunked {
+		lc.in = append(lc.in, got...)
+		return
+	}
+	take := max(0, min(len(got), lc.keepTo-len(lc.in)))
+	lc.in = append(lc.in, got[:take]...)
+	lc.skip += int64(len(got) - take)
+}
+
+// attempt runs the reader over b (then lc.skip zeros, then end; errMore
+// when end is nil) and reports whether the response ended: complete, or
+// failed. Ended, its outcome is booked (done) as ended at t, the instant
+// the read that brought its last bytes returned.
+func (l *loop) attempt(lc *loopConn, b []byte, end error, t time.Duration) bool {
+	if end == nil {
+		end = errMore
+	}
+	c := lc.c
+	l.src = replay{b: b, zeros: lc.skip, end: end}
+	c.cr.r, c.cr.resume = &l.src, nil
+	c.cr.n, c.cr.eof, c.cr.first = 0, false, epoch
+	c.cr.limit = MaxHeaderBytes
+	c.br.Reset(&c.cr)
+	stage := "read response"
+	err := c.readResponse()
+	c.cr.limit = 0
+	if err == nil {
+		stage = "read response body"
+		if lc.head < 0 {
+			lc.head = c.cr.n - int64(c.br.Buffered())
+			keepTo := lc.head
+			if c.spec.rule != nil && c.spec.rule.needBody || c.spec.captureBody {
+				keepTo += MaxRuleBody
+			}
+			lc.keepTo = int(keepTo)
+		}
+		err = c.readBody()
+	}
+	if errors.Is(err, errMore) {
+		return false
+	}
+	lc.at = t
+	consumed := c.cr.n - int64(c.br.Buffered())
+	lc.out.BytesIn = consumed
+	if lc.first > 0 {
+		lc.out.FirstByte = lc.first - lc.start
+	}
+	if err != nil {
+		l.fail(lc, stage, err)
+		return true
+	}
+	// Bytes past the response, read or not, mean the framing is lost: a
+	// new connection, as Do decides on bytes left in its buffer (or its
+	// look finds in the socket).
+	l.complete(lc, consumed < int64(len(b))+lc.skip)
+	return true
+}
+
+// complete books lc's response, read whole into lc.c.resp (past: bytes
+// came after it), and keeps the connection if conclude says so.
+func (l *loop) complete(lc *loopConn, past bool) {
+	if !lc.c.conclude(lc.ex, &lc.out, past) || lc.closing {
+		l.closeFD(lc)
+	}
+	l.done(lc)
+}
+
+// plain reads got, the first bytes of lc's response, when they hold a
+// plain head (plainHead) and the whole body, which a Content-Length
+// bounds or the status rules out, nothing of which is kept, and books
+// it; false leaves it to the reader (attempt). The request's rule reads
+// no header and no body, and there is no cookie jar: nothing but the
+// framing and the status is read from the response.
+func (l *loop) plain(lc *loopConn, got []byte, t time.Duration) bool {
+	c := lc.c
+	d := c.spec
+	if c.jar != nil || d.captureBody || d.captureHeaders || d.rule != nil && (d.rule.needHeaders || d.rule.needBody) {
+		return false
+	}
+	n, ok := plainHead(got, &c.resp)
+	if !ok {
+		return false
+	}
+	total := int64(n)
+	switch {
+	case c.resp.noBody(d.method == "HEAD"):
+	case c.resp.length >= 0 && c.resp.length <= int64(len(got)-n):
+		c.resp.bodyLen = c.resp.length
+		total += c.resp.length
+	default:
+		return false // a body to the end of the stream, chunked, or not all here
+	}
+	lc.at = t
+	lc.out.BytesIn = total
+	lc.out.FirstByte = lc.first - lc.start
+	l.complete(lc, int64(len(got)) > total)
+	return true
+}
+
+// fail ends lc's request with err at stage, classed as Do classes it.
+func (l *loop) fail(lc *loopConn, stage string, err error) {
+	lc.out = lc.c.failed(l.ctx, stage, err, lc.out)
+	l.closeFD(lc)
+	l.done(lc)
+}
+
+// done books lc's request and schedules its next: at once, after its
+// think time, or never.
+func (l *loop) done(lc *loopConn) {
+	lc.w, lc.filler, lc.ex = nil, nil, exchange{}
+	if cap(lc.in) > replayAll {
+		lc.in = nil // a large response's bytes are not held between requests
+	}
+	at := lc.at
+	if at == 0 {
+		at = now()
+	}
+	lc.at = 0
+	l.h.Done(l.id, lc.k, lc.r, lc.out, epoch.Add(at))
+	lc.state = lcIdle
+	switch {
+	case l.cancelled:
+		l.finish(lc)
+	case l.think > 0:
+		if l.stopped {
+			l.finish(lc)
+			return
+		}
+		lc.state = lcThinking
+		lc.wake = now() + l.think
+		l.arm(lc.wake)
+	default:
+		l.ready = append(l.ready, lc)
+	}
+}
+
+// finish ends slot lc: it sends no more. Its socket stays open for the
+// pool, unwatched.
+func (l *loop) finish(lc *loopConn) {
+	if lc.state == lcFinished {
+		return
+	}
+	lc.state = lcFinished
+	l.live--
+	if lc.fd >= 0 && lc.watched != 0 {
+		unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, lc.fd, nil)
+		lc.watched = 0
+	}
+}
+
+// arm makes the timer fire by at (since epoch): a timer set later is
+// moved; one set earlier stays (expire sets the next when it fires).
+func (l *loop) arm(at time.Duration) {
+	if l.timerAt != 0 && l.timerAt <= at {
+		return
+	}
+	d := max(at-now(), time.Microsecond)
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
+	if unix.TimerfdSettime(l.tfd, 0, &spec, nil) == nil {
+		l.timerAt = at
+	}
+}
+
+// expire times out the requests past their deadline, ends the think
+// times that are over, and sets the timer for the next of either.
+func (l *loop) expire() {
+	t := now()
+	var next time.Duration
+	later := func(at time.Duration) {
+		if next == 0 || at < next {
+			next = at
+		}
+	}
+	for _, lc := range l.conns {
+		switch lc.state {
+		case lcWriting, lcReading:
+			if lc.deadline <= t {
+				stage, op := "read response", "read"
+				if lc.state == lcWriting {
+					stage, op = "write request", "write"
+				}
+				l.fail(lc, stage, loopErr(op, nil))
+				continue
+			}
+			later(lc.deadline)
+		case lcThinking:
+			if lc.wake <= t {
+				lc.state = lcIdle
+				l.ready = append(l.ready, lc)
+				continue
+			}
+			later(lc.wake)
+		}
+	}
+	if next != 0 {
+		l.arm(next)
+	}
+}
+
+// rawRead reads from the non-blocking socket fd: one system call that
+// returns at once, so the runtime is not told it may block.
+func rawRead(fd int, p []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	return int(n), e
+}
+
+// rawWrite writes p (not empty) to the non-blocking socket fd, as rawRead reads.
+func rawWrite(fd int, p []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	return int(n), e
+}

@@ -1,0 +1,542 @@
+//go:build linux
+
+package http
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/schema"
+)
+
+// loopHooks drives RunClosed in tests: per requests per slot, each with
+// the driver's timeout, outcomes kept by slot.
+type loopHooks struct {
+	per     int
+	timeout time.Duration
+	think   time.Duration
+
+	mu   sync.Mutex
+	seq  uint64
+	sent map[int]int
+	outs map[int][]drivers.Outcome
+	// next, when set, is called for every request: false stops the slot.
+	next func(k, i int) bool
+}
+
+func newLoopHooks(per int, timeout time.Duration) *loopHooks {
+	return &loopHooks{per: per, timeout: timeout, sent: map[int]int{}, outs: map[int][]drivers.Outcome{}}
+}
+
+func (h *loopHooks) Next(k int) (drivers.Request, time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sent[k] >= h.per || h.next != nil && !h.next(k, h.sent[k]) {
+		return drivers.Request{}, time.Time{}, false
+	}
+	h.sent[k]++
+	h.seq++
+	now := time.Now()
+	return drivers.Request{Seq: h.seq, Slot: k, Deadline: now.Add(h.timeout)}, now, true
+}
+
+func (h *loopHooks) Done(_, k int, _ drivers.Request, out drivers.Outcome, _ time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.outs[k] = append(h.outs[k], out)
+}
+
+func (h *loopHooks) Think() time.Duration { return h.think }
+
+// step is what a scripted server does for one request: writes its chunks
+// (a pause between them), then perhaps closes (with a reset when reset),
+// or waits before answering at all.
+type step struct {
+	chunks []string
+	close  bool
+	reset  bool
+	cork   bool
+	wait   time.Duration
+}
+
+// scripted starts a server that answers its i-th request (1-based, over
+// all its connections) with script(i).
+func scripted(t *testing.T, script func(i int64) step) *rawServer {
+	var n atomic.Int64
+	return newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			if _, err := readHead(br); err != nil {
+				return
+			}
+			st := script(n.Add(1))
+			if st.cork {
+				cork(t, c)
+			}
+			time.Sleep(st.wait)
+			for j, ch := range st.chunks {
+				if j > 0 {
+					time.Sleep(2 * time.Millisecond)
+				}
+				if _, err := io.WriteString(c, ch); err != nil {
+					return
+				}
+			}
+			if st.reset {
+				c.(*net.TCPConn).SetLinger(0)
+				return
+			}
+			if st.close {
+				return
+			}
+		}
+	})
+}
+
+// viaDo sends n requests through Do on one connection, one after the
+// other, as a closed-model goroutine does, and one more.
+func viaDo(t *testing.T, d *Driver, n int) []drivers.Outcome {
+	c := dial(t, d)
+	var outs []drivers.Outcome
+	for i := 1; i <= n+1; i++ {
+		outs = append(outs, c.Do(t.Context(), drivers.Request{Seq: uint64(i), Deadline: time.Now().Add(d.timeout)}))
+	}
+	return outs
+}
+
+// viaLoop sends n requests through RunClosed on one slot, then one more
+// through Do on the connection the loop hands back: the socket is Go's
+// again.
+func viaLoop(t *testing.T, d *Driver, n int) []drivers.Outcome {
+	c := dial(t, d)
+	h := newLoopHooks(n, d.timeout)
+	kept, err := d.RunClosed(t.Context(), make(chan struct{}), []drivers.Conn{c}, 1, h)
+	if err != nil {
+		t.Fatalf("RunClosed: %v", err)
+	}
+	if kept[0] != c {
+		t.Fatalf("the loop handed back %v for the slot's conn %v", kept[0], c)
+	}
+	return append(h.outs[0], c.Do(t.Context(), drivers.Request{Seq: uint64(n + 1), Deadline: time.Now().Add(d.timeout)}))
+}
+
+// same is what the loop must agree with Do on for one request.
+func same(o drivers.Outcome) string {
+	return fmt.Sprintf("class=%s code=%s responded=%v in=%d out=%d dialed=%d", o.Class, o.Code, o.Responded, o.BytesIn, o.BytesOut, o.Dialed)
+}
+
+// TestLoop_SameOutcomesAsDo: every response shape, well formed or not,
+// ends each request of the event loop exactly as Do ends it: class,
+// code, bytes each way, and the re-dials it took.
+func TestLoop_SameOutcomesAsDo(t *testing.T) {
+	ok := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+	big := strings.Repeat("x", 3<<20)
+	cases := []struct {
+		name   string
+		cfg    schema.HTTP
+		script func(i int64) step
+	}{
+		{"content-length", schema.HTTP{}, func(int64) step { return step{chunks: []string{ok}} }},
+		{"split everywhere", schema.HTTP{}, func(int64) step {
+			return step{chunks: []string{"HTTP/1.1 200 OK\r\nContent-Le", "ngth: 5\r\n\r", "\nhe", "llo"}}
+		}},
+		{"chunked with a trailer", schema.HTTP{}, func(int64) step {
+			return step{chunks: []string{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhe", "llo\r\n0\r\nX-T: 1\r\n", "\r\n"}}
+		}},
+		{"interim 100 then 200", schema.HTTP{}, func(int64) step {
+			return step{chunks: []string{"HTTP/1.1 100 Continue\r\n\r\n", ok}}
+		}},
+		{"204 and 304", schema.HTTP{}, func(i int64) step {
+			if i%2 == 0 {
+				return step{chunks: []string{"HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n"}}
+			}
+			return step{chunks: []string{"HTTP/1.1 204 No Content\r\n\r\n"}}
+		}},
+		{"HEAD", schema.HTTP{Method: "HEAD"}, func(int64) step {
+			return step{chunks: []string{"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n"}}
+		}},
+		{"connection close", schema.HTTP{}, func(int64) step {
+			return step{chunks: []string{"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"}, close: true}
+		}},
+		{"HTTP/1.0 to the close", schema.HTTP{}, func(int64) step {
+			return step{chunks: []string{"HTTP/1.0 200 OK\r\n\r\nsome", " body"}, close: true}
+		}},
+		{"status 503", schema.HTTP{}, func(int64) step {
+			return step{chunks: []string{"HTTP/1.1 503 Busy\r\nContent-Length: 4\r\n\r\nbusy"}}
+		}},
+		{"malformed status line", schema.HTTP{}, func(int64) step {
+			return step{chunks: []string{"HTTP/1.1 2x0 OK\r\n\r\n"}}
+		}},
+		{"body cut short", schema.HTTP{}, func(int64) step {
+			return step{chunks: []string{"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"}, close: true}
+		}},
+		{"stray bytes behind the response", schema.HTTP{}, func(int64) step { return step{chunks: []string{ok + "garbage"}} }},
+		{"close with the response", schema.HTTP{}, func(int64) step { return step{chunks: []string{ok}, cork: true, close: true} }},
+		{"3 MiB body", schema.HTTP{}, func(int64) step {
+			return step{chunks: []string{"HTTP/1.1 200 OK\r\nContent-Length: 3145728\r\n\r\n" + big[:1<<20], big[1<<20:]}}
+		}},
+		{"3 MiB body a rule reads", schema.HTTP{Success: `body contains "x"`}, func(int64) step {
+			return step{chunks: []string{"HTTP/1.1 200 OK\r\nContent-Length: 3145728\r\n\r\n" + big[:1<<20], big[1<<20:]}}
+		}},
+		{"1 MiB chunked", schema.HTTP{}, func(int64) step {
+			return step{chunks: []string{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\n" + big[:1<<20] + "\r\n0\r\n\r\n"}}
+		}},
+		{"head over the limit", schema.HTTP{}, func(int64) step {
+			return step{chunks: []string{"HTTP/1.1 200 OK\r\nX-Big: " + big[:MaxHeaderBytes+10] + "\r\n\r\n"}}
+		}},
+		{"rule reads a header", schema.HTTP{Success: `headers["X-Ok"] == "yes"`}, func(i int64) step {
+			return step{chunks: []string{fmt.Sprintf("HTTP/1.1 200 OK\r\nX-Ok: %s\r\nContent-Length: 0\r\n\r\n", map[bool]string{true: "yes", false: "no"}[i%2 == 0])}}
+		}},
+		{"reset mid-body", schema.HTTP{}, func(int64) step {
+			return step{chunks: []string{"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nab"}, reset: true}
+		}},
+		{"timeout", schema.HTTP{Timeout: schema.Duration(300 * time.Millisecond)}, func(i int64) step {
+			if i == 2 {
+				return step{wait: time.Second, chunks: []string{ok}}
+			}
+			return step{chunks: []string{ok}}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 3
+			want := viaDo(t, newDriver(t, tc.cfg, "http://"+scripted(t, tc.script).addr), n)
+			got := viaLoop(t, newDriver(t, tc.cfg, "http://"+scripted(t, tc.script).addr), n)
+			if len(got) != n+1 {
+				t.Fatalf("the loop and Do after it ended %d requests, want %d: %+v", len(got), n+1, got)
+			}
+			for i := range n + 1 {
+				if same(got[i]) != same(want[i]) {
+					t.Errorf("request %d:\nloop %s (%v)\nDo   %s (%v)", i+1, same(got[i]), got[i].Err, same(want[i]), want[i].Err)
+				}
+			}
+		})
+	}
+}
+
+// TestLoop_LargeRequestBody: a request body larger than the socket takes
+// at once is written as the socket drains (EPOLLOUT), every byte counted,
+// as Do writes it.
+func TestLoop_LargeRequestBody(t *testing.T) {
+	const size = 4 << 20
+	serve := func() string {
+		return newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+			for {
+				if _, err := readHead(br); err != nil {
+					return
+				}
+				for left := int64(size); left > 0; left -= 256 << 10 {
+					time.Sleep(time.Millisecond) // a slow reader fills the socket
+					if _, err := io.CopyN(io.Discard, br, min(left, 256<<10)); err != nil {
+						return
+					}
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			}
+		}).addr
+	}
+	cfg := schema.HTTP{Method: "POST", BodySize: size}
+	want := viaDo(t, newDriver(t, cfg, "http://"+serve()), 2)
+	got := viaLoop(t, newDriver(t, cfg, "http://"+serve()), 2)
+	for i := range want {
+		if same(got[i]) != same(want[i]) || got[i].Class != drivers.OK || got[i].BytesOut <= size {
+			t.Errorf("request %d:\nloop %s (%v)\nDo   %s (%v)", i+1, same(got[i]), got[i].Err, same(want[i]), want[i].Err)
+		}
+	}
+}
+
+// TestLoop_EmptySlotDials: a slot that starts without a connection (its
+// dial-in failed) dials at its first request, counted in Dialed, and the
+// loop hands the new connection back; against a closed port every
+// request is a connect failure with the errno's code, none handed back.
+func TestLoop_EmptySlotDials(t *testing.T) {
+	s := scripted(t, func(int64) step { return step{chunks: []string{"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"}} })
+	d := newDriver(t, schema.HTTP{}, "http://"+s.addr)
+	h := newLoopHooks(3, d.timeout)
+	kept, err := d.RunClosed(t.Context(), make(chan struct{}), []drivers.Conn{nil}, 1, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := h.outs[0]
+	if len(outs) != 3 || outs[0].Class != drivers.OK || outs[0].Dialed != 1 || outs[0].Connect <= 0 || outs[1].Dialed != 0 || outs[2].Class != drivers.OK {
+		t.Fatalf("outcomes %+v, want 3 ok, the first one dialled", outs)
+	}
+	if kept[0] == nil {
+		t.Fatal("the dialled connection was not handed back")
+	}
+	defer kept[0].Close()
+	if out := kept[0].Do(t.Context(), drivers.Request{Seq: 9, Deadline: time.Now().Add(time.Second)}); out.Class != drivers.OK || out.Dialed != 0 {
+		t.Errorf("Do on the handed-back connection: %+v", out)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close() // nothing listens there now
+	d = newDriver(t, schema.HTTP{}, "http://"+ln.Addr().String())
+	h = newLoopHooks(2, d.timeout)
+	kept, err = d.RunClosed(t.Context(), make(chan struct{}), []drivers.Conn{nil}, 1, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range h.outs[0] {
+		if o.Class != drivers.Connect || o.Code != "ECONNREFUSED" || o.Responded {
+			t.Errorf("outcome %+v, want connect ECONNREFUSED", o)
+		}
+	}
+	if len(h.outs[0]) != 2 || kept[0] != nil {
+		t.Errorf("%d outcomes, kept %v; want 2 and none", len(h.outs[0]), kept[0])
+	}
+}
+
+// TestLoop_CancelEndsInFlight: the end of the loop's context ends a
+// request waiting for its response at once, cancelled, as Do's does; a
+// loop with many slots, some between requests, returns.
+func TestLoop_CancelEndsInFlight(t *testing.T) {
+	release := make(chan struct{})
+	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := readHead(br); err != nil {
+			return
+		}
+		select { // never answers while the test runs
+		case <-release:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	defer close(release)
+	d := newDriver(t, schema.HTTP{Timeout: schema.Duration(10 * time.Second)}, "http://"+s.addr)
+	conns := []drivers.Conn{dial(t, d), dial(t, d), dial(t, d)}
+	h := newLoopHooks(5, d.timeout)
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	t0 := time.Now()
+	if _, err := d.RunClosed(ctx, make(chan struct{}), conns, 2, h); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(t0); took > 5*time.Second {
+		t.Errorf("RunClosed returned %s after its context ended", took)
+	}
+	for k := range conns {
+		if outs := h.outs[k]; len(outs) != 1 || outs[0].Class != drivers.Cancelled || outs[0].Responded {
+			t.Errorf("slot %d: %+v, want one request, cancelled", k, outs)
+		}
+	}
+}
+
+// TestLoop_ThinkTime: a slot waits its think time after each response
+// before its next request (the server sees the gaps), and stop ends the
+// waits at once: no request is sent after it.
+func TestLoop_ThinkTime(t *testing.T) {
+	var mu sync.Mutex
+	var at []time.Time
+	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			if _, err := readHead(br); err != nil {
+				return
+			}
+			mu.Lock()
+			at = append(at, time.Now())
+			mu.Unlock()
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	d := newDriver(t, schema.HTTP{}, "http://"+s.addr)
+	h := newLoopHooks(3, d.timeout)
+	h.think = 60 * time.Millisecond
+	if _, err := d.RunClosed(t.Context(), make(chan struct{}), []drivers.Conn{dial(t, d)}, 1, h); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(at) != 3 {
+		t.Fatalf("the server saw %d requests, want 3", len(at))
+	}
+	for i := 1; i < len(at); i++ {
+		if gap := at[i].Sub(at[i-1]); gap < h.think {
+			t.Errorf("request %d came %s after the one before, under the think time %s", i+1, gap, h.think)
+		}
+	}
+	at = nil
+	mu.Unlock()
+
+	h = newLoopHooks(1000, d.timeout)
+	h.think = time.Hour
+	stop := make(chan struct{})
+	time.AfterFunc(100*time.Millisecond, func() { close(stop) })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := d.RunClosed(t.Context(), stop, []drivers.Conn{dial(t, d)}, 1, h); err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("stop did not end an hour's think time")
+	}
+	if n := len(h.outs[0]); n != 1 {
+		t.Errorf("%d requests, want 1 (then the think time, cut by stop)", n)
+	}
+}
+
+// FuzzLoopReader: whatever bytes a server answers with, cut into reads
+// anywhere, the event loop's reader (plain, replayed attempts, counted
+// bytes) ends the request as Do's blocking reader does: class, code,
+// whether it responded, and the bytes the response took.
+func FuzzLoopReader(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA",
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 3\r\n\r\n1\r\na\r\n0\r\n\r\n",
+		"HTTP/1.0 200 OK\r\n\r\nto the end",
+		"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
+		"HTTP/1.1 2x0 OK\r\n\r\n",
+		"HTTP/1.1 200 OK\nContent-Length: 1\n\nx",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1, 1\r\nConnection: keep-alive, close\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxx",
+		"HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n",
+		"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+		"HTTP/1.1 200 OK\r\n Folded: x\r\n\r\n",
+		"",
+	} {
+		f.Add([]byte(s), []byte{3, 17, 1}, false)
+		f.Add([]byte(s), []byte{}, true)
+	}
+	f.Fuzz(func(t *testing.T, resp, cuts []byte, head bool) {
+		if len(resp) > 8<<10 {
+			return
+		}
+		var chunks [][]byte
+		rest := resp
+		for _, c := range cuts {
+			n := min(int(c)+1, len(rest))
+			if n == 0 {
+				break
+			}
+			chunks, rest = append(chunks, rest[:n]), rest[n:]
+		}
+		if len(rest) > 0 {
+			chunks = append(chunks, rest)
+		}
+		cfg := schema.HTTP{}
+		if head {
+			cfg.Method = "HEAD"
+		}
+		d := newDriver(t, cfg, "http://127.0.0.1:1")
+		want := doOverPipe(t, d, chunks)
+		got := loopOverReads(t, d, chunks)
+		if w, g := fmt.Sprintf("%s %s %v %d", want.Class, want.Code, want.Responded, want.BytesIn), fmt.Sprintf("%s %s %v %d", got.Class, got.Code, got.Responded, got.BytesIn); w != g {
+			t.Fatalf("response %q in reads %q:\nloop %s (%v)\nDo   %s (%v)", resp, chunks, g, got.Err, w, want.Err)
+		}
+	})
+}
+
+// doOverPipe is Do's outcome for a request answered with chunks, one
+// write each, then the end of the stream.
+func doOverPipe(t *testing.T, d *Driver, chunks [][]byte) drivers.Outcome {
+	cli, srv := net.Pipe()
+	c := newConn(d)
+	c.attach(cli)
+	defer c.Close()
+	go func() {
+		defer srv.Close()
+		if _, err := readHead(bufio.NewReader(srv)); err != nil {
+			return
+		}
+		for _, ch := range chunks {
+			if _, err := srv.Write(ch); err != nil {
+				return
+			}
+		}
+	}()
+	return c.Do(t.Context(), drivers.Request{Seq: 1, Deadline: time.Now().Add(5 * time.Second)})
+}
+
+// loopOverReads is the loop's outcome for a request whose reads bring
+// chunks, then the end of the stream.
+func loopOverReads(t *testing.T, d *Driver, chunks [][]byte) drivers.Outcome {
+	h := newLoopHooks(1, time.Second)
+	l := &loop{d: d, ctx: t.Context(), h: h}
+	lc := &loopConn{c: newConn(d), fd: -1, head: -1, state: lcReading}
+	lc.r = drivers.Request{Seq: 1, Deadline: time.Now().Add(time.Second)}
+	lc.start = now()
+	var ok bool
+	if lc.w, lc.filler, lc.ex, ok = lc.c.prepare(lc.r, &lc.out); !ok {
+		t.Fatal("prepare refused the request")
+	}
+	for _, ch := range chunks {
+		if len(h.outs[0]) > 0 {
+			break
+		}
+		l.took(lc, ch, nil, now())
+	}
+	if len(h.outs[0]) == 0 {
+		l.took(lc, nil, io.EOF, now())
+	}
+	if len(h.outs[0]) != 1 {
+		t.Fatalf("%d outcomes, want 1", len(h.outs[0]))
+	}
+	return h.outs[0][0]
+}
+
+// BenchmarkClosedLoop measures the client side of one keep-alive
+// exchange carried by the event loop (one loop, one connection, b.N
+// requests), against the stub and with the requests of BenchmarkDo: the
+// two side by side are the loop's gain per request, and its allocations
+// are the loop's and the driver's (the hooks allocate nothing).
+func BenchmarkClosedLoop(b *testing.B) {
+	s := benchStub(b)
+	for _, bc := range benchCases(b) {
+		b.Run(bc.name, func(b *testing.B) {
+			d := newDriver(b, bc.cfg, "http://"+s.addr)
+			c := dial(b, d)
+			h := &benchHooks{n: b.N, timeout: time.Hour}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if _, err := d.RunClosed(b.Context(), nil, []drivers.Conn{c}, 1, h); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if h.ok != b.N {
+				b.Fatalf("%d ok of %d: the last failed with %v", h.ok, b.N, h.err)
+			}
+		})
+	}
+}
+
+// benchHooks sends n requests on slot 0 and counts the ok ones.
+type benchHooks struct {
+	n, sent, ok int
+	timeout     time.Duration
+	err         error
+}
+
+func (h *benchHooks) Next(int) (drivers.Request, time.Time, bool) {
+	if h.sent == h.n {
+		return drivers.Request{}, time.Time{}, false
+	}
+	h.sent++
+	now := time.Now()
+	return drivers.Request{Seq: uint64(h.sent), Deadline: now.Add(h.timeout)}, now, true
+}
+
+func (h *benchHooks) Done(_, _ int, _ drivers.Request, out drivers.Outcome, _ time.Time) {
+	if out.Class == drivers.OK {
+		h.ok++
+	} else {
+		h.err = out.Err
+	}
+}
+
+func (h *benchHooks) Think() time.Duration { return 0 }
