@@ -11,8 +11,8 @@ import (
 // connection (--no-event-loop), against a reference target that answers
 // 503 to every 7th request and ends every connection after 50 requests
 // (Connection: close): both count exactly what the target counted
-// (reconcile), the same ok, errors and re-dials, and the result says
-// which carried the phase.
+// (reconcile: requests, ok, 503s, connections), the same requests, ok
+// and errors, and the result says which carried the phase.
 func TestEventLoop_SameCountsAsGoroutines(t *testing.T) {
 	const yaml = `version: 1
 name: event-loop
@@ -43,7 +43,11 @@ assert:
 		if int(loops) != want {
 			t.Errorf("flags %v: event_loops %v, want %d", flags, loops, want)
 		}
-		counts[fmt.Sprint(flags)] = fmt.Sprintf("requests %d ok %d errors %d opened %d", fcCount(t, ph, "requests"), fcCount(t, ph, "ok"), fcCount(t, ph, "errors"), fcCount(t, ph, "connections_opened"))
+		// The connections opened depend on how the requests fell on the
+		// slots (a slot's 50th request closes it), so they differ from
+		// run to run either way: each run reconciles them with the
+		// target's count instead.
+		counts[fmt.Sprint(flags)] = fmt.Sprintf("requests %d ok %d errors %d", fcCount(t, ph, "requests"), fcCount(t, ph, "ok"), fcCount(t, ph, "errors"))
 	}
 	if counts["[]"] != counts["[--no-event-loop]"] {
 		t.Errorf("event loops: %s\ngoroutines:  %s", counts["[]"], counts["[--no-event-loop]"])
