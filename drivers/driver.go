@@ -283,15 +283,21 @@ type Looper interface {
 // books their outcomes. A loop calls the hooks of one slot from one
 // goroutine; different loops call them concurrently.
 type LoopHooks interface {
-	// Next returns slot k's next request and the instant it is stamped
-	// as sent (its Deadline set from it), or false when the slot sends
-	// no more: the phase's time is up, its count reached, or it was
-	// cancelled.
-	Next(k int) (r Request, sent time.Time, ok bool)
+	// Start is the instant the loop's offsets count from (sent, done).
+	Start() time.Time
+	// Timeout is every request's timeout, from its send: its deadline
+	// is its send plus Timeout.
+	Timeout() time.Duration
+	// Next returns slot k's next request and its send's stamp, an offset
+	// from Start (its Deadline left zero: see Timeout), or false when
+	// the slot sends no more: the phase's time is up, its count reached,
+	// or it was cancelled.
+	Next(k int) (r Request, sent time.Duration, ok bool)
 	// Done books the outcome of slot k's request r, which loop (0-based)
-	// carried and which ended at instant done: the loop's reading of the
-	// clock when the read that completed it (or the failure) returned.
-	Done(loop, k int, r Request, out Outcome, done time.Time)
+	// carried and which ended at done, an offset from Start: the loop's
+	// reading of the clock when the read that completed it (or the
+	// failure) returned.
+	Done(loop, k int, r Request, out Outcome, done time.Duration)
 	// Think is the time slot k waits after a response before its next
 	// Next: the scenario's think_time, 0 for none.
 	Think() time.Duration

@@ -91,36 +91,42 @@ type loopHooks struct {
 	sent []time.Duration
 }
 
+// Start implements drivers.LoopHooks: the phase's start.
+func (h *loopHooks) Start() time.Time { return h.ph.start }
+
+// Timeout implements drivers.LoopHooks: the request timeout.
+func (h *loopHooks) Timeout() time.Duration { return h.ph.timeout }
+
 // Next implements drivers.LoopHooks as closedWorker decides and do stamps.
-func (h *loopHooks) Next(k int) (drivers.Request, time.Time, bool) {
+func (h *loopHooks) Next(k int) (drivers.Request, time.Duration, bool) {
 	ph := h.ph
-	if ph.stopped() {
-		return drivers.Request{}, time.Time{}, false
+	// The phase's time is up (or it was halted): the mark endPhase and
+	// halt leave, one atomic load. The run's cancellation, which ends
+	// the context before halt comes, the loop watches itself
+	// (drivers.Looper), before each turn's requests.
+	if ph.stopAt.Load() != 0 {
+		return drivers.Request{}, 0, false
 	}
 	if n := ph.p.Requests; n > 0 && ph.claimed.Add(1) > n {
 		ph.byCount.Store(true)
-		return drivers.Request{}, time.Time{}, false
+		return drivers.Request{}, 0, false
 	}
 	ph.rec.AddArrivals(1)
 	seq := ph.nextSeq()
 	sent := time.Since(ph.start)
 	h.sent[k] = sent
 	ph.inflight.Add(1)
-	return drivers.Request{
-		Seq:      seq,
-		Deadline: ph.start.Add(sent + ph.timeout),
-		QueueEnd: ph.drained,
-		Slot:     int(ph.r.Segment.Global(int64(k))),
-	}, ph.start.Add(sent), true
+	return drivers.Request{Seq: seq, QueueEnd: ph.drained, Slot: int(ph.r.Segment.Global(int64(k)))}, sent, true
 }
 
 // Done implements drivers.LoopHooks as do and send book an outcome.
-func (h *loopHooks) Done(loop, k int, r drivers.Request, out drivers.Outcome, at time.Time) {
+func (h *loopHooks) Done(loop, k int, r drivers.Request, out drivers.Outcome, done time.Duration) {
 	ph := h.ph
-	done := at.Sub(ph.start)
 	ph.inflight.Add(-1)
 	sent := h.sent[k]
-	ph.cut(&out, r.Deadline)
+	if out.Class != drivers.OK {
+		ph.cut(&out, ph.start.Add(sent+ph.timeout))
+	}
 	ph.rec.Record(loop, &measure.Result{Seq: r.Seq, Intended: sent, Sent: sent, Done: done, Outcome: out})
 }
 

@@ -199,7 +199,7 @@ type phaseRun struct {
 	stop     chan struct{} // closed: the phase's time is up, no new arrival comes due
 	drained  chan struct{} // closed: the drain's bound passed, no queued arrival is sent
 	stopOnce sync.Once
-	stopAt   atomic.Int64 // offset at which stop happened, ns
+	stopAt   atomic.Int64 // offset at which stop happened, ns (at least 1: 0 is not yet)
 	hard     context.Context
 	hardStop context.CancelCauseFunc
 
@@ -632,7 +632,7 @@ func keepsDeadline(d drivers.Driver) bool {
 // the drain's bound, cuts what a driver failed to end (left over too).
 func (ph *phaseRun) endPhase() {
 	ph.stopOnce.Do(func() {
-		ph.stopAt.Store(int64(time.Since(ph.start)))
+		ph.stopAt.Store(max(1, int64(time.Since(ph.start)))) // not 0: set
 		close(ph.stop)
 		time.AfterFunc(ph.p.Grace, func() {
 			close(ph.drained)
@@ -649,7 +649,7 @@ const hardMargin = time.Second
 // halt stops the phase at once with cause.
 func (ph *phaseRun) halt(cause error) {
 	ph.stopOnce.Do(func() {
-		ph.stopAt.Store(int64(time.Since(ph.start)))
+		ph.stopAt.Store(max(1, int64(time.Since(ph.start)))) // not 0: set
 		close(ph.stop)
 		close(ph.drained)
 	})

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -60,6 +61,7 @@ func (d *Driver) RunClosed(ctx context.Context, stop <-chan struct{}, conns []dr
 		}
 		ls[k%loops].add(k, c, fresh)
 	}
+	defer spareP(loops)()
 	var wg sync.WaitGroup
 	for _, l := range ls {
 		wg.Add(1)
@@ -73,6 +75,39 @@ func (d *Driver) RunClosed(ctx context.Context, stop <-chan struct{}, conns []dr
 		l.release()
 	}
 	return out, nil
+}
+
+// Ps taken by spareP: the runtime's GOMAXPROCS before the first
+// caller raised it, and how many loops run now (all callers).
+var (
+	procsMu     sync.Mutex
+	procsBefore int
+	procsLoops  int
+)
+
+// spareP makes sure the runtime has a P for the rest of the program
+// while loops more loops wait in epoll_wait, each holding one (wait):
+// GOMAXPROCS at least the loops running plus one. It returns the undo,
+// which puts GOMAXPROCS back once the last loop is over. On one core
+// that is 2 Ps for the core: the second runs timers and dials, and is
+// idle otherwise.
+func spareP(loops int) (undo func()) {
+	procsMu.Lock()
+	defer procsMu.Unlock()
+	if procsLoops == 0 {
+		procsBefore = runtime.GOMAXPROCS(0)
+	}
+	procsLoops += loops
+	if want := procsLoops + 1; runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
+	}
+	return func() {
+		procsMu.Lock()
+		defer procsMu.Unlock()
+		if procsLoops -= loops; procsLoops == 0 && runtime.GOMAXPROCS(0) != procsBefore {
+			runtime.GOMAXPROCS(procsBefore)
+		}
+	}
 }
 
 // lcState is where a loop's connection is in its request.
@@ -104,9 +139,9 @@ type loopConn struct {
 	r        drivers.Request
 	out      drivers.Outcome
 	ex       exchange
-	start    time.Duration // since epoch: the request's start
-	deadline time.Duration // since epoch
-	wake     time.Duration // since epoch: the end of its think time
+	start    time.Duration // from Start: the request's send
+	deadline time.Duration // from Start
+	wake     time.Duration // from Start: the end of its think time
 	w        []byte        // the rest of the request's head and body to write
 	filler   []byte        // the rest of its filler body to write after w
 
@@ -135,24 +170,19 @@ type loop struct {
 	stop  <-chan struct{}
 	h     drivers.LoopHooks
 	think time.Duration
+	// base is the instant the loop's times count from (the hooks'
+	// Start), timeout each request's (the hooks' Timeout).
+	base    time.Time
+	timeout time.Duration
 
 	epfd, efd, tfd int // epoll, the wake-up eventfd, the timerfd
-	// ef is the epoll descriptor as an os.File on Go's poller, rc its
-	// RawConn (wait); nil where it could not be put there.
-	ef *os.File
-	rc syscall.RawConn
-	// polled is rc.Read's callback, made once (a closure per wait would
-	// be an allocation per wait): it polls into n and errno.
-	polled    func(uintptr) bool
-	n         int
-	errno     syscall.Errno
-	conns     []*loopConn
-	live      int // slots not finished
-	dialing   int // dials under way
-	timerAt   time.Duration
-	stopped   bool // stop was closed: no think time runs to its end
-	cancelled bool // ctx ended: everything in flight is cancelled
-	quit      chan struct{}
+	conns          []*loopConn
+	live           int // slots not finished
+	dialing        int // dials under way
+	timerAt        time.Duration
+	stopped        bool // stop was closed: no think time runs to its end
+	cancelled      bool // ctx ended: everything in flight is cancelled
+	quit           chan struct{}
 	// helpers counts the loop's goroutines (signals, dials), which may
 	// write to its eventfd: the loop's end waits for them before the
 	// descriptor is closed (and its number given to another file).
@@ -182,24 +212,11 @@ const (
 )
 
 func newLoop(id int, d *Driver, ctx context.Context, stop <-chan struct{}, h drivers.LoopHooks) (*loop, error) {
-	l := &loop{id: id, d: d, ctx: ctx, stop: stop, h: h, think: h.Think(), epfd: -1, efd: -1, tfd: -1,
+	l := &loop{id: id, d: d, ctx: ctx, stop: stop, h: h, think: h.Think(), base: h.Start(), timeout: h.Timeout(), epfd: -1, efd: -1, tfd: -1,
 		quit: make(chan struct{}), buf: make([]byte, 64<<10), events: make([]unix.EpollEvent, 128)}
 	var err error
 	if l.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("epoll_create1: %w", err)
-	}
-	// The epoll descriptor goes on Go's poller (wait): non-blocking, as
-	// an os.File, which then owns it. Where that fails the loop waits in
-	// epoll_wait itself.
-	if unix.SetNonblock(l.epfd, true) == nil {
-		l.ef = os.NewFile(uintptr(l.epfd), "epoll")
-		if rc, err := l.ef.SyscallConn(); err == nil {
-			l.rc = rc
-			l.polled = func(uintptr) bool {
-				l.n, l.errno = l.poll()
-				return l.n > 0 || l.errno != 0 && l.errno != syscall.EINTR
-			}
-		}
 	}
 	if l.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 		l.release()
@@ -210,7 +227,7 @@ func newLoop(id int, d *Driver, ctx context.Context, stop <-chan struct{}, h dri
 		return nil, fmt.Errorf("timerfd_create: %w", err)
 	}
 	for fd, tag := range map[int]int32{l.efd: tagWake, l.tfd: tagTimer} {
-		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: tag}); err != nil {
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: tag}); err != nil {
 			l.release()
 			return nil, fmt.Errorf("epoll_ctl: %w", err)
 		}
@@ -220,18 +237,12 @@ func newLoop(id int, d *Driver, ctx context.Context, stop <-chan struct{}, h dri
 
 // release closes the loop's own descriptors.
 func (l *loop) release() {
-	for _, fd := range []int{l.tfd, l.efd} {
+	for _, fd := range []int{l.tfd, l.efd, l.epfd} {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
 	}
-	switch {
-	case l.ef != nil:
-		l.ef.Close() // its descriptor is the epoll one
-	case l.epfd >= 0:
-		unix.Close(l.epfd)
-	}
-	l.tfd, l.efd, l.epfd, l.ef, l.rc = -1, -1, -1, nil, nil
+	l.tfd, l.efd, l.epfd = -1, -1, -1
 }
 
 // add gives slot k, on conn c, to the loop. A live connection leaves Go's
@@ -301,7 +312,12 @@ func (lc *loopConn) handBack() drivers.Conn {
 	return lc.c
 }
 
-// watch sets the events epoll reports for lc's socket (0: none).
+// watch sets the events epoll reports for lc's socket (0: none), edge
+// triggered: an event says something changed, and the loop reads (or
+// writes) until the socket says it is drained (or full). Level-triggered
+// sockets would also make the loop's epoll descriptor readable again
+// after every wait that reported them (the kernel puts them back on its
+// ready list to look again), which wakes Go's poller for nothing.
 func (l *loop) watch(lc *loopConn, events uint32) bool {
 	if lc.watched == events {
 		return true
@@ -313,7 +329,7 @@ func (l *loop) watch(lc *loopConn, events uint32) bool {
 	case events == 0:
 		op = unix.EPOLL_CTL_DEL
 	}
-	if err := unix.EpollCtl(l.epfd, op, lc.fd, &unix.EpollEvent{Events: events, Fd: int32(lc.i), Pad: lc.gen}); err != nil {
+	if err := unix.EpollCtl(l.epfd, op, lc.fd, &unix.EpollEvent{Events: events | unix.EPOLLET, Fd: int32(lc.i), Pad: lc.gen}); err != nil {
 		return false
 	}
 	lc.watched = events
@@ -334,8 +350,8 @@ func (l *loop) closeFD(lc *loopConn) {
 	lc.gen++
 }
 
-// now is the loop's clock: the time since epoch (monoNow's).
-func now() time.Duration { return time.Since(epoch) }
+// now is the loop's clock: the time since the hooks' Start.
+func (l *loop) now() time.Duration { return time.Since(l.base) }
 
 // run is the loop: it starts every slot's first request, then serves
 // its sockets, its timer and its wake-ups until every slot has finished
@@ -390,11 +406,12 @@ func (l *loop) run() {
 
 // wait returns the events waiting, at once (a raw system call the
 // runtime does not hear of: a loop under load mostly finds some there),
-// or when block is set and there are none, once some come. The wait is
-// Go's own: the epoll descriptor is itself on Go's poller (l.rc), so the
-// goroutine parks and its P runs the rest of the program (the phase's
-// timers, dials, the target's own goroutines in a test), where a loop
-// blocked in epoll_wait would hold its P until sysmon took it back.
+// or when block is set and there are none, once some come: in
+// epoll_wait, a system call that tells the runtime it may block. The
+// loop's P stays with it while it waits (sysmon takes a P back only from
+// a thread blocked longer than 10 ms when another P is idle), and
+// RunClosed keeps one P more than there are loops, so the rest of the
+// program (the phase's timers, dials, progress) always has one.
 func (l *loop) wait(block bool) (int, error) {
 	n, errno := l.poll()
 	if errno != 0 || n > 0 || !block {
@@ -403,16 +420,7 @@ func (l *loop) wait(block bool) (int, error) {
 		}
 		return n, nil
 	}
-	if l.rc == nil {
-		return unix.EpollWait(l.epfd, l.events, -1)
-	}
-	if err := l.rc.Read(l.polled); err != nil {
-		return unix.EpollWait(l.epfd, l.events, -1)
-	}
-	if l.errno != 0 {
-		return 0, l.errno
-	}
-	return l.n, nil
+	return unix.EpollWait(l.epfd, l.events, -1)
 }
 
 // poll takes the events waiting without blocking.
@@ -502,6 +510,14 @@ func loopErr(op string, err error) error {
 // ended, each once: a slot whose request ends at once again (a cookie jar
 // over its bounds) waits for the next turn, so the others are served.
 func (l *loop) runReady() {
+	if !l.cancelled {
+		select {
+		case <-l.ctx.Done():
+			// Seen before the wake-up that says so: nothing more is sent.
+			l.cancelAll(nil)
+		default:
+		}
+	}
 	ready := l.ready
 	l.ready = nil
 	for _, lc := range ready {
@@ -525,12 +541,8 @@ func (l *loop) next(lc *loopConn) {
 		l.finish(lc)
 		return
 	}
+	lc.start, lc.deadline = sent, sent+l.timeout
 	lc.r, lc.out = r, drivers.Outcome{}
-	lc.start = sent.Sub(epoch)
-	lc.deadline = r.Deadline.Sub(epoch)
-	if r.Deadline.IsZero() {
-		lc.deadline = lc.start + l.d.timeout
-	}
 	l.arm(lc.deadline)
 	// Close (the pool's, at the run's end) never comes while a loop
 	// runs, and the look at the idle connection was taken (loop.go):
@@ -549,10 +561,7 @@ func (l *loop) dial(lc *loopConn) {
 	lc.state = lcDialing
 	l.dialing++
 	l.helpers.Add(1)
-	deadline := lc.r.Deadline
-	if deadline.IsZero() {
-		deadline = epoch.Add(lc.deadline)
-	}
+	deadline := l.base.Add(lc.deadline)
 	go func() {
 		defer l.helpers.Done()
 		ctx, cancel := context.WithDeadline(l.ctx, deadline)
@@ -569,7 +578,7 @@ func (l *loop) dial(lc *loopConn) {
 func (l *loop) dialed(dr dialed) {
 	l.dialing--
 	lc := dr.lc
-	lc.out.Connect = now() - lc.start
+	lc.out.Connect = l.now() - lc.start
 	if dr.tcp {
 		lc.out.Dialed = 1
 	}
@@ -669,21 +678,43 @@ func (l *loop) serve(lc *loopConn, events uint32) {
 
 // read takes what arrived of lc's response and runs the reader when it
 // may end it (see replayAll).
+//
+// Edge-triggered (watch), it reads until a read comes back short: the
+// socket was drained then, and what comes later is a new event; after an
+// event that said the server closed, until the end of the stream. A read
+// that fills the buffer and completes the response is followed by one
+// more: bytes past the response (or the server's close) drop the
+// connection, as Do's look at it would.
 func (l *loop) read(lc *loopConn) {
-	n, errno := rawRead(lc.fd, l.buf)
-	var end error
-	switch {
-	case errno == syscall.EAGAIN || errno == syscall.EINTR:
-		return
-	case errno != 0:
-		end = loopErr("read", os.NewSyscallError("read", errno))
-		n = 0
-	case n == 0:
-		end = io.EOF
+	for lc.fd >= 0 {
+		n, errno := rawRead(lc.fd, l.buf)
+		var end error
+		switch {
+		case errno == syscall.EINTR:
+			continue
+		case errno == syscall.EAGAIN:
+			return
+		case errno != 0:
+			end = loopErr("read", os.NewSyscallError("read", errno))
+			n = 0
+		case n == 0:
+			end = io.EOF
+		}
+		if lc.state != lcReading {
+			// The response ended with a full read: anything after it,
+			// bytes or the end of the stream, spoils the connection.
+			l.closeFD(lc)
+			return
+		}
+		// One reading of the clock per read: the first byte's instant,
+		// and the response's end when this read completes it.
+		l.took(lc, l.buf[:n], end, l.now())
+		if end != nil || n < len(l.buf) && !lc.closing {
+			// Drained; but a close that came with the event is no new
+			// edge: read on to its end of stream.
+			return
+		}
 	}
-	// One reading of the clock per read: the first byte's instant, and
-	// the response's end when this read completes it.
-	l.took(lc, l.buf[:n], end, now())
 }
 
 // took goes on with lc's response given got, the bytes a read at t
@@ -850,10 +881,10 @@ func (l *loop) done(lc *loopConn) {
 	}
 	at := lc.at
 	if at == 0 {
-		at = now()
+		at = l.now()
 	}
 	lc.at = 0
-	l.h.Done(l.id, lc.k, lc.r, lc.out, epoch.Add(at))
+	l.h.Done(l.id, lc.k, lc.r, lc.out, at)
 	lc.state = lcIdle
 	switch {
 	case l.cancelled:
@@ -864,7 +895,7 @@ func (l *loop) done(lc *loopConn) {
 			return
 		}
 		lc.state = lcThinking
-		lc.wake = now() + l.think
+		lc.wake = l.now() + l.think
 		l.arm(lc.wake)
 	default:
 		l.ready = append(l.ready, lc)
@@ -885,13 +916,13 @@ func (l *loop) finish(lc *loopConn) {
 	}
 }
 
-// arm makes the timer fire by at (since epoch): a timer set later is
+// arm makes the timer fire by at (from Start): a timer set later is
 // moved; one set earlier stays (expire sets the next when it fires).
 func (l *loop) arm(at time.Duration) {
 	if l.timerAt != 0 && l.timerAt <= at {
 		return
 	}
-	d := max(at-now(), time.Microsecond)
+	d := max(at-l.now(), time.Microsecond)
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
 	if unix.TimerfdSettime(l.tfd, 0, &spec, nil) == nil {
 		l.timerAt = at
@@ -901,7 +932,7 @@ func (l *loop) arm(at time.Duration) {
 // expire times out the requests past their deadline, ends the think
 // times that are over, and sets the timer for the next of either.
 func (l *loop) expire() {
-	t := now()
+	t := l.now()
 	var next time.Duration
 	later := func(at time.Duration) {
 		if next == 0 || at < next {

@@ -37,19 +37,21 @@ func newLoopHooks(per int, timeout time.Duration) *loopHooks {
 	return &loopHooks{per: per, timeout: timeout, sent: map[int]int{}, outs: map[int][]drivers.Outcome{}}
 }
 
-func (h *loopHooks) Next(k int) (drivers.Request, time.Time, bool) {
+func (h *loopHooks) Start() time.Time       { return epoch }
+func (h *loopHooks) Timeout() time.Duration { return h.timeout }
+
+func (h *loopHooks) Next(k int) (drivers.Request, time.Duration, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sent[k] >= h.per || h.next != nil && !h.next(k, h.sent[k]) {
-		return drivers.Request{}, time.Time{}, false
+		return drivers.Request{}, 0, false
 	}
 	h.sent[k]++
 	h.seq++
-	now := time.Now()
-	return drivers.Request{Seq: h.seq, Slot: k, Deadline: now.Add(h.timeout)}, now, true
+	return drivers.Request{Seq: h.seq, Slot: k}, time.Since(epoch), true
 }
 
-func (h *loopHooks) Done(_, k int, _ drivers.Request, out drivers.Outcome, _ time.Time) {
+func (h *loopHooks) Done(_, k int, _ drivers.Request, out drivers.Outcome, _ time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.outs[k] = append(h.outs[k], out)
@@ -467,10 +469,10 @@ func doOverPipe(t *testing.T, d *Driver, chunks [][]byte) drivers.Outcome {
 // chunks, then the end of the stream.
 func loopOverReads(t *testing.T, d *Driver, chunks [][]byte) drivers.Outcome {
 	h := newLoopHooks(1, time.Second)
-	l := &loop{d: d, ctx: t.Context(), h: h}
+	l := &loop{d: d, ctx: t.Context(), h: h, base: epoch, timeout: time.Second}
 	lc := &loopConn{c: newConn(d), fd: -1, head: -1, state: lcReading}
-	lc.r = drivers.Request{Seq: 1, Deadline: time.Now().Add(time.Second)}
-	lc.start = now()
+	lc.r = drivers.Request{Seq: 1}
+	lc.start = l.now()
 	var ok bool
 	if lc.w, lc.filler, lc.ex, ok = lc.c.prepare(lc.r, &lc.out); !ok {
 		t.Fatal("prepare refused the request")
@@ -479,10 +481,10 @@ func loopOverReads(t *testing.T, d *Driver, chunks [][]byte) drivers.Outcome {
 		if len(h.outs[0]) > 0 {
 			break
 		}
-		l.took(lc, ch, nil, now())
+		l.took(lc, ch, nil, l.now())
 	}
 	if len(h.outs[0]) == 0 {
-		l.took(lc, nil, io.EOF, now())
+		l.took(lc, nil, io.EOF, l.now())
 	}
 	if len(h.outs[0]) != 1 {
 		t.Fatalf("%d outcomes, want 1", len(h.outs[0]))
@@ -522,16 +524,18 @@ type benchHooks struct {
 	err         error
 }
 
-func (h *benchHooks) Next(int) (drivers.Request, time.Time, bool) {
+func (h *benchHooks) Start() time.Time       { return epoch }
+func (h *benchHooks) Timeout() time.Duration { return h.timeout }
+
+func (h *benchHooks) Next(int) (drivers.Request, time.Duration, bool) {
 	if h.sent == h.n {
-		return drivers.Request{}, time.Time{}, false
+		return drivers.Request{}, 0, false
 	}
 	h.sent++
-	now := time.Now()
-	return drivers.Request{Seq: uint64(h.sent), Deadline: now.Add(h.timeout)}, now, true
+	return drivers.Request{Seq: uint64(h.sent)}, time.Since(epoch), true
 }
 
-func (h *benchHooks) Done(_, _ int, _ drivers.Request, out drivers.Outcome, _ time.Time) {
+func (h *benchHooks) Done(_, _ int, _ drivers.Request, out drivers.Outcome, _ time.Duration) {
 	if out.Class == drivers.OK {
 		h.ok++
 	} else {
