@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"runtime"
 	"sync"
 	"time"
 
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/internal/procs"
 )
 
 // A closed phase whose driver can carry its connections in event loops
@@ -65,7 +65,7 @@ func (ph *phaseRun) runLoops(lp drivers.Looper) {
 		conns[k] = ph.pool.get(k)
 	}
 	h := &loopHooks{ph: ph, sent: make([]time.Duration, len(conns))}
-	loops := max(1, min(runtime.GOMAXPROCS(0), len(conns)))
+	loops := max(1, min(procs.Base(), len(conns)))
 	kept, err := lp.RunClosed(ph.hard, ph.stop, conns, loops, h)
 	if err != nil {
 		ph.r.Log.Warn().Str("phase", ph.p.Name).Err(err).Msg("a goroutine per connection carries the phase")

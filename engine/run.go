@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/runner-dev/runner/drivers"
 	"github.com/runner-dev/runner/engine/measure"
+	"github.com/runner-dev/runner/internal/procs"
 	"github.com/runner-dev/runner/internal/procstat"
 )
 
@@ -239,7 +239,7 @@ const maxShards = 16
 // 190 KiB each), and recording took 0.32 µs of user CPU per closed-model
 // request with 16 shards on one core, 0.16 with 2 (perf, issue 18); and
 // memory, about 1 MiB a shard.
-func recordShards() int { return min(maxShards, 2*runtime.GOMAXPROCS(0)) }
+func recordShards() int { return min(maxShards, 2*procs.Base()) }
 
 // CollectAfterDials is the number of connections a phase must open
 // before it starts for the runner to collect the garbage of their
@@ -356,7 +356,7 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		if why := EventLoopOf(r.Driver, p, r.NoEventLoop); why != "" {
 			ev = ev.Str("carried_by", "a goroutine per connection: "+why)
 		} else {
-			ev = ev.Str("carried_by", fmt.Sprintf("event loops (at most %d)", runtime.GOMAXPROCS(0)))
+			ev = ev.Str("carried_by", fmt.Sprintf("event loops (at most %d)", procs.Base()))
 		}
 	}
 	ev.Msg("phase start")

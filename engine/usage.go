@@ -3,6 +3,8 @@ package engine
 import (
 	"runtime"
 	"time"
+
+	"github.com/runner-dev/runner/internal/procs"
 )
 
 // runnerCores is how many cores the runner may use: its CPU affinity
@@ -11,7 +13,7 @@ import (
 // it; machine-wide figures are over the machine's cores
 // (procstat.MachineUsage.Cores). It is read when a phase is measured and
 // recorded with it (PhaseResult.ClientCores); judging reads the record.
-func runnerCores() int { return min(runtime.NumCPU(), runtime.GOMAXPROCS(0)) }
+func runnerCores() int { return min(runtime.NumCPU(), procs.Base()) }
 
 // clientCores is the cores the runner could use while it measured pr, as
 // recorded (ClientCores). Judging never reads this process's cores: a

@@ -620,6 +620,12 @@ func phaseRows(prs []*engine.PhaseResult, spread *engine.PhaseSpread) []metricRo
 	row("client cpu (of a core) / GC pause max", "", nil, func(pr *engine.PhaseResult) string {
 		return fmt.Sprintf("%.1f %% / %s", 100*pr.ClientCPU, pr.GCPauseMax.Round(time.Microsecond))
 	})
+	row("carried by", "", nil, func(pr *engine.PhaseResult) string {
+		if pr.EventLoops > 0 {
+			return fmt.Sprintf("%d event loop(s)", pr.EventLoops)
+		}
+		return "a goroutine per connection"
+	})
 	row("target cpu / busiest thread / rss", "", nil, func(pr *engine.PhaseResult) string {
 		if t := pr.Target; t != nil {
 			return fmt.Sprintf("%.1f %% / %.1f %% / %.1f MiB", 100*t.CPU, 100*t.CPUMaxThread, float64(t.RSS)/(1<<20))

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/runner-dev/runner/drivers"
+	"github.com/runner-dev/runner/internal/procs"
 )
 
 // loopOS: the event loop runs here.
@@ -61,7 +61,7 @@ func (d *Driver) RunClosed(ctx context.Context, stop <-chan struct{}, conns []dr
 		}
 		ls[k%loops].add(k, c, fresh)
 	}
-	defer spareP(loops)()
+	defer procs.Spare(loops)()
 	var wg sync.WaitGroup
 	for _, l := range ls {
 		wg.Add(1)
@@ -75,39 +75,6 @@ func (d *Driver) RunClosed(ctx context.Context, stop <-chan struct{}, conns []dr
 		l.release()
 	}
 	return out, nil
-}
-
-// Ps taken by spareP: the runtime's GOMAXPROCS before the first
-// caller raised it, and how many loops run now (all callers).
-var (
-	procsMu     sync.Mutex
-	procsBefore int
-	procsLoops  int
-)
-
-// spareP makes sure the runtime has a P for the rest of the program
-// while loops more loops wait in epoll_wait, each holding one (wait):
-// GOMAXPROCS at least the loops running plus one. It returns the undo,
-// which puts GOMAXPROCS back once the last loop is over. On one core
-// that is 2 Ps for the core: the second runs timers and dials, and is
-// idle otherwise.
-func spareP(loops int) (undo func()) {
-	procsMu.Lock()
-	defer procsMu.Unlock()
-	if procsLoops == 0 {
-		procsBefore = runtime.GOMAXPROCS(0)
-	}
-	procsLoops += loops
-	if want := procsLoops + 1; runtime.GOMAXPROCS(0) < want {
-		runtime.GOMAXPROCS(want)
-	}
-	return func() {
-		procsMu.Lock()
-		defer procsMu.Unlock()
-		if procsLoops -= loops; procsLoops == 0 && runtime.GOMAXPROCS(0) != procsBefore {
-			runtime.GOMAXPROCS(procsBefore)
-		}
-	}
 }
 
 // lcState is where a loop's connection is in its request.

@@ -234,10 +234,28 @@ func plainHead(b []byte, r *response) (n int, ok bool) {
 			r.settle(connKeepAlive)
 			return at, true
 		}
-		if r.field(line, 0, &connKeepAlive) != nil {
+		if !plainField(line) && r.field(line, 0, &connKeepAlive) != nil {
 			return 0, false
 		}
 	}
+}
+
+// plainField reports whether line is a well-formed header field that
+// framing does not read, so that field would only have checked it: a
+// name without blanks, not empty, not starting a folded line, then a
+// colon, and not as long as Content-Length, Transfer-Encoding or
+// Connection. One pass over the name; its value is not looked at.
+func plainField(line []byte) bool {
+	for i, c := range line {
+		switch c {
+		case ':':
+			n := i
+			return n > 0 && n != len("Content-Length") && n != len("Transfer-Encoding") && n != len("Connection")
+		case ' ', '\t':
+			return false
+		}
+	}
+	return false
 }
 
 // plainHeadMax bounds the heads plainHead reads: a longer one is read

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/mod/module"
 
 	"github.com/runner-dev/runner/internal/clock"
+	"github.com/runner-dev/runner/internal/procs"
 	"github.com/runner-dev/runner/internal/procstat"
 )
 
@@ -110,7 +111,7 @@ func Collect() Env {
 		Arch:         runtime.GOARCH,
 		Cores:        procstat.OnlineCores(),
 		CoresAllowed: runtime.NumCPU(),
-		GOMAXPROCS:   runtime.GOMAXPROCS(0),
+		GOMAXPROCS:   procs.Base(),
 		GoVersion:    runtime.Version(),
 		Runner:       Version,
 	}
