@@ -26,6 +26,12 @@
 # lag (actual send minus intended start) from its JSON report. OPEN_RATE=0
 # skips it.
 #
+# PERF=1 re-splits each closed-loop run's CPU into user and system by
+# perf's samples (cpu-clock at 4 kHz, perf from Debian's linux-perf): the
+# kernel's own split, which /usr/bin/time reports, counts whole ticks (250
+# a second), so a tool's user time per request moves by 10 % or more from
+# run to run. The total (user + system) is the kernel's either way.
+#
 # Usage: bench/peers.sh            (DURATION=10 ROUNDS=3: about 5 minutes)
 #        DURATION=5 ROUNDS=1 bench/peers.sh
 #        TOOLS="runner wrk" bench/peers.sh
@@ -151,6 +157,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
       failed+=("$tool#$round")
       continue
     fi
+    read -r user sys <<<"$(perf_split "$log" "$user" "$sys")"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$tool" "$round" "$reqs" "$errs" "$user" "$sys" "$rss" "$wall" >>"$RAW"
     awk -v r="$reqs" -v e="$errs" -v u="$user" -v s="$sys" -v d="$DURATION" -v w="$wall" \
       'BEGIN { printf "%9d req  %8.0f req/s  %6.2f µs CPU/req  core %3.0f%%  errors %d\n", r, r / d, (u + s) * 1e6 / r, (w > 0 ? (u + s) * 100 / w : 0), e }'
@@ -164,7 +171,7 @@ table() {
   echo "$CONNS keep-alive connections, closed loop, ${DURATION}s, median of $ROUNDS round(s); $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "host: $(uname -sr), $(nproc --all) cores, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || echo '?'), $(go version | awk '{ print $3 }')"
   echo
-  awk -F'\t' -v d="$DURATION" -v order="${active[*]}" '
+  awk -F'\t' -v d="$DURATION" -v perfsplit="${PERF:-0}" -v order="${active[*]}" '
     function median(list, k,   a, m, i, j, t) {
       m = split(list, a, " ")
       for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
@@ -190,7 +197,7 @@ table() {
       }
       print ""
       print "CPU µs/req = (user + system CPU of the tool process) / requests; runner/peer > 1 means runner spends more client CPU per request"
-      print "(in brackets: user-space CPU alone)."
+      print "(in brackets: user-space CPU alone" (perfsplit == 1 ? ", split from the total by perf samples at 4 kHz: PERF=1)." : ", as the kernel splits it, in whole ticks).")
       print "core = that CPU / the tool wall time: near 100% the client core is the bottleneck; well below, the target is, and the"
       print "tool CPU per request is inflated by idle wake-ups (fewer responses per read), so compare saturated tools with care."
     }' "$RAW"
