@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -605,3 +607,100 @@ func (h *benchHooks) Done(_, _ int, _ drivers.Request, out drivers.Outcome, _ ti
 }
 
 func (h *benchHooks) Think() time.Duration { return 0 }
+
+// TestLoop_RedialFailures: the loop's own re-dial (a non-blocking
+// connect to the address the slot was dialled at) fails as Do's does:
+// connect ECONNREFUSED when nothing listens there any more, and connect
+// ETIMEDOUT, within the request's timeout, when the server's accept
+// queue is full and drops the handshake. Each first request is ok and
+// asks to close; its second must re-dial.
+func TestLoop_RedialFailures(t *testing.T) {
+	ok := "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"
+	cfg := schema.HTTP{Timeout: schema.Duration(300 * time.Millisecond)}
+	for _, tc := range []struct {
+		name, code string
+		// listen serves the first connection and then makes the address
+		// refuse or drop every dial; it returns the address.
+		listen func(t *testing.T) string
+	}{
+		{"refused", "ECONNREFUSED", func(t *testing.T) string {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				c, err := ln.Accept()
+				ln.Close() // nothing listens any more
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				if _, err := readHead(bufio.NewReader(c)); err == nil {
+					io.WriteString(c, ok)
+				}
+			}()
+			t.Cleanup(func() { ln.Close() })
+			return ln.Addr().String()
+		}},
+		{"dropped", drivers.CodeConnectTimeout, func(t *testing.T) string {
+			ln := backlogZero(t)
+			addr := ln.Addr().String()
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				if _, err := readHead(bufio.NewReader(c)); err != nil {
+					return
+				}
+				// Fill the accept queue of one (never accepted again), so
+				// that the next handshakes are dropped, then answer.
+				for range 2 {
+					if fc, err := net.DialTimeout("tcp", addr, 50*time.Millisecond); err == nil {
+						t.Cleanup(func() { fc.Close() })
+					}
+				}
+				io.WriteString(c, ok)
+			}()
+			return addr
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := viaDo(t, newDriver(t, cfg, "http://"+tc.listen(t)), 1)
+			got := viaLoop(t, newDriver(t, cfg, "http://"+tc.listen(t)), 2)
+			if got[0].Class != drivers.OK || want[0].Class != drivers.OK {
+				t.Fatalf("first requests: loop %+v, Do %+v; want ok", got[0], want[0])
+			}
+			for i, o := range []drivers.Outcome{got[1], want[1]} {
+				if o.Class != drivers.Connect || o.Code != tc.code || o.Dialed != 0 || o.Connect <= 0 {
+					t.Errorf("%s: second request %+v, want connect %s with its connect time", []string{"loop", "Do"}[i], o, tc.code)
+				}
+			}
+		})
+	}
+}
+
+// backlogZero listens on 127.0.0.1 with an accept queue of one
+// (listen(2) with backlog 0): once a connection waits in it, Linux drops
+// the next handshakes. Closed when the test ends.
+func backlogZero(t *testing.T) net.Listener {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(fd), "listener")
+	defer f.Close()
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.FileListener(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
