@@ -665,6 +665,12 @@ func (l *loop) connected(lc *loopConn) {
 		l.done(lc)
 		return
 	}
+	l.afterDial(lc)
+}
+
+// afterDial sends lc's request on the connection its dial just made,
+// unless the loop's context ended meanwhile (Do looks again too).
+func (l *loop) afterDial(lc *loopConn) {
 	if l.ctx.Err() != nil {
 		lc.out.Class, lc.out.Err = drivers.CtxClass(l.ctx), fmt.Errorf("before send: %w", context.Cause(l.ctx))
 		l.done(lc)
@@ -714,12 +720,7 @@ func (l *loop) dialed(dr dialed) {
 		l.done(lc)
 		return
 	}
-	if l.ctx.Err() != nil {
-		lc.out.Class, lc.out.Err = drivers.CtxClass(l.ctx), fmt.Errorf("before send: %w", context.Cause(l.ctx))
-		l.done(lc)
-		return
-	}
-	l.send(lc)
+	l.afterDial(lc)
 }
 
 // send renders lc's request and starts writing it.
