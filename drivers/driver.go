@@ -253,8 +253,8 @@ func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Looper is implemented by drivers that can carry a closed-model phase's
-// connections in event loops of their own, one operating-system thread
-// per loop waiting on all its sockets at once, instead of the engine's
+// connections in event loops of their own, each waiting on all its
+// sockets at once (epoll, its P held while it waits), instead of the engine's
 // goroutine per connection: the same requests, outcomes and stamps for a
 // fraction of the client's CPU (docs/design.md, "Event loop").
 type Looper interface {

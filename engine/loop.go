@@ -10,8 +10,8 @@ import (
 )
 
 // A closed phase whose driver can carry its connections in event loops
-// (drivers.Looper) runs there: one thread per loop, at most one loop per
-// core the runtime uses (GOMAXPROCS), each waiting on its connections'
+// (drivers.Looper) runs there: at most one loop per core the runtime
+// uses (GOMAXPROCS as the user set it), each waiting on its connections'
 // sockets at once, where a goroutine per connection costs a scheduler
 // hand-off and a poller wake-up per request. The engine keeps every
 // decision: the loop asks it for each slot's next request (loopHooks.Next:

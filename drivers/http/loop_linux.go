@@ -136,7 +136,8 @@ type loopConn struct {
 	closing bool
 }
 
-// loop is one event loop: one thread, one epoll instance.
+// loop is one event loop: one goroutine, which waits in epoll_wait on
+// its thread, and one epoll instance.
 type loop struct {
 	id    int
 	d     *Driver
@@ -319,10 +320,9 @@ func (lc *loopConn) handBack() drivers.Conn {
 
 // watch sets the events epoll reports for lc's socket (0: none), edge
 // triggered: an event says something changed, and the loop reads (or
-// writes) until the socket says it is drained (or full). Level-triggered
-// sockets would also make the loop's epoll descriptor readable again
-// after every wait that reported them (the kernel puts them back on its
-// ready list to look again), which wakes Go's poller for nothing.
+// writes) until the socket says it is drained (or full). A
+// level-triggered socket goes back on the kernel's ready list after each
+// wait that reports it, to be looked at again at the next.
 func (l *loop) watch(lc *loopConn, events uint32) bool {
 	if lc.watched == events {
 		return true
