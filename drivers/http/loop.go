@@ -1,7 +1,6 @@
 package http
 
 import (
-	"bytes"
 	"errors"
 	"io"
 )
@@ -25,11 +24,11 @@ import (
 // the reader keeps (its head, the MaxRuleBody bytes a rule reads) are
 // counted, not kept, and replayed as zeros: framing and the kept part
 // are the same, and the memory is bounded as in Do. A chunked body's
-// framing is followed as it comes (chunkScan): its data past what the
-// reader keeps is counted, its framing kept, and the reader runs once
-// the framing has ended. A connection reads at most maxReads times a
-// turn, so a large response never keeps the loop from its timer, its
-// cancellation and its other connections.
+// framing is inside its bytes: past replayAll bytes it streams to the
+// reader on a goroutine of its own (stream), which takes each read as it
+// comes. A connection reads at most maxReads times a turn, so a large
+// response never keeps the loop from its timer, its cancellation and
+// its other connections.
 //
 // Before a kept-alive connection is reused the loop looks at it as Do
 // does (idle.go): one recv(2) that peeks. The epoll event that brings a
@@ -91,149 +90,11 @@ var _ io.Reader = (*replay)(nil)
 // over at every read that brings some: a head or a chunked body not
 // complete yet may be malformed already, which the reader says as soon
 // as it sees it (a bad status line is a bad-frame at once, not a timeout
-// later). Past it, the reader runs again only when a read brings what
-// can end them (an empty line), or the end of the stream: a head or
-// chunked body that trickles in runs it at most once per empty line,
-// never once per byte.
+// later). Past it, a head is read again only when a read brings an empty
+// line (or the head's limit, or the end of the stream), and a chunked
+// body streams to the reader (stream): the reader never runs once per
+// byte.
 var replayAll = 64 << 10 // a variable for the fuzz test, which lowers it
-
-// chunkScan follows a chunked body's framing (RFC 9112 §7.1) as its
-// bytes arrive, to say when the body has ended, so that the reader runs
-// once over it then, not at every read; and which bytes are chunk data,
-// so that data past what the reader keeps is counted, not held (the
-// framing is kept: the reader reads it again). It checks little: a size
-// line it cannot read, a chunk not followed by CRLF, a line longer than
-// the reader takes, and it is bad, and the reader runs at every read
-// from then on and says what is wrong.
-type chunkScan struct {
-	st   chunkState
-	left int64  // data bytes left in the current chunk
-	line []byte // the current size line so far (at most maxChunkLine)
-	n    int    // bytes of the current line (trailer) or of the CRLF after data
-	cr   bool   // the current trailer line so far is a lone CR
-	seen int    // trailer bytes so far
-	bad  bool
-}
-
-type chunkState uint8
-
-const (
-	chunkSize    chunkState = iota // in a size line
-	chunkData                      // in a chunk's data
-	chunkDataEnd                   // in the CRLF after a chunk's data
-	chunkTrailer                   // in the trailer section, after the last chunk
-	chunkDone                      // past the empty line that ends it
-)
-
-// maxChunkLine is the longest size line the reader takes
-// (net/http/internal's chunked reader: 4096 bytes).
-const maxChunkLine = 4096
-
-// done reports whether the body has ended (or cannot be followed).
-func (cs *chunkScan) done() bool { return cs.st == chunkDone || cs.bad }
-
-// feed follows b, the body's next bytes. data is called with each run
-// of chunk data (its offset in b and length) as it is met; every other
-// byte of b is framing.
-func (cs *chunkScan) feed(b []byte, data func(at, n int)) {
-	for i := 0; i < len(b) && !cs.bad; {
-		switch cs.st {
-		case chunkSize:
-			j := bytes.IndexByte(b[i:], '\n')
-			end := len(b)
-			if j >= 0 {
-				end = i + j
-			}
-			if len(cs.line)+end-i > maxChunkLine {
-				cs.bad = true
-				return
-			}
-			cs.line = append(cs.line, b[i:end]...)
-			if j < 0 {
-				return
-			}
-			i = end + 1
-			size, ok := chunkSizeOf(cs.line)
-			cs.line = cs.line[:0]
-			switch {
-			case !ok:
-				cs.bad = true
-			case size == 0:
-				cs.st, cs.n, cs.cr = chunkTrailer, 0, false
-			default:
-				cs.st, cs.left = chunkData, size
-			}
-		case chunkData:
-			n := int(min(cs.left, int64(len(b)-i)))
-			data(i, n)
-			i += n
-			if cs.left -= int64(n); cs.left == 0 {
-				cs.st, cs.n = chunkDataEnd, 0
-			}
-		case chunkDataEnd:
-			if b[i] != "\r\n"[cs.n] {
-				cs.bad = true
-				return
-			}
-			i++
-			if cs.n++; cs.n == 2 {
-				cs.st = chunkSize
-			}
-		case chunkTrailer:
-			c := b[i]
-			i++
-			if cs.seen++; cs.seen > MaxHeaderBytes {
-				cs.bad = true
-				return
-			}
-			if c != '\n' {
-				cs.cr = cs.n == 0 && c == '\r'
-				cs.n++
-				continue
-			}
-			if cs.n == 0 || cs.n == 1 && cs.cr {
-				cs.st = chunkDone
-			}
-			cs.n, cs.cr = 0, false
-		case chunkDone:
-			return
-		}
-	}
-}
-
-// chunkSizeOf reads a size line (without its LF) as the reader does:
-// it ends in CR and holds no other, blanks before it are trimmed, then
-// extensions after ';', then 1 to 16 hex digits.
-func chunkSizeOf(line []byte) (int64, bool) {
-	if i := bytes.IndexByte(line, '\r'); i != len(line)-1 || i < 0 {
-		return 0, false
-	}
-	line = bytes.TrimRight(line[:len(line)-1], " \t")
-	if i := bytes.IndexByte(line, ';'); i >= 0 {
-		line = line[:i]
-	}
-	if len(line) == 0 || len(line) > 16 {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range line {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		n = n<<4 | uint64(c)
-	}
-	if n > 1<<62 {
-		return 0, false // no int64 to count it in: the reader judges
-	}
-	return int64(n), true
-}
 
 // CanLoop implements drivers.Looper: plain HTTP/1.x with keep-alive and
 // one request per iteration, on Linux. HTTP/2 multiplexes on its own

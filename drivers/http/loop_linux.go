@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -121,13 +122,11 @@ type loopConn struct {
 	head   int64
 	keepTo int
 	first  time.Duration
-	// runs says where in in the bytes counted in skip came; a chunked
-	// body's framing is followed by cs (scanning once its head is
-	// known), which keeps up to keepData bytes of its data (dataKept).
-	runs               []zeroRun
-	cs                 chunkScan
-	scanning           bool
-	keepData, dataKept int64
+	// runs says where in in the bytes counted in skip came.
+	runs []zeroRun
+	// stream, when not nil, carries the rest of a large chunked body to
+	// the reader running on a goroutine (stream).
+	stream *streamSrc
 	// at is the instant the read that ended the response returned, for
 	// done (0: done reads the clock).
 	at time.Duration
@@ -168,9 +167,10 @@ type loop struct {
 	// descriptor is closed (and its number given to another file).
 	helpers sync.WaitGroup
 
-	mu    sync.Mutex
-	inbox []dialed // dials done, for the loop to take
-	ready []*loopConn
+	mu       sync.Mutex
+	inbox    []dialed   // dials done, for the loop to take
+	streamed []streamed // streamed responses read, for the loop to book
+	ready    []*loopConn
 	// again holds connections whose reading stopped at maxReads with
 	// bytes perhaps left: no edge will come for them, the next turn
 	// reads on.
@@ -468,11 +468,14 @@ func (l *loop) kick() {
 func (l *loop) woken() {
 	unix.Read(l.efd, l.tick[:])
 	l.mu.Lock()
-	in := l.inbox
-	l.inbox = nil
+	in, st := l.inbox, l.streamed
+	l.inbox, l.streamed = nil, nil
 	l.mu.Unlock()
 	for _, dr := range in {
 		l.dialed(dr)
+	}
+	for _, r := range st {
+		l.settled(r)
 	}
 	if !l.stopped {
 		select {
@@ -501,6 +504,10 @@ func (l *loop) cancelAll(err error) {
 		case lcWriting:
 			l.fail(lc, "write request", loopErr("write", err))
 		case lcReading:
+			if sr := lc.stream; sr != nil {
+				sr.finish(loopErr("read", err)) // booked when its reader returns
+				continue
+			}
 			l.fail(lc, "read response", loopErr("read", err))
 		case lcThinking, lcIdle:
 			l.finish(lc)
@@ -732,7 +739,6 @@ func (l *loop) send(lc *loopConn) {
 	}
 	lc.w, lc.filler, lc.ex = w, filler, ex
 	lc.in, lc.skip, lc.runs, lc.head, lc.keepTo, lc.first, lc.closing = lc.in[:0], 0, lc.runs[:0], -1, 0, 0, false
-	lc.scanning = false
 	lc.state = lcWriting
 	l.write(lc)
 }
@@ -806,6 +812,12 @@ func (l *loop) read(lc *loopConn) {
 			l.again = append(l.again, lc)
 			return
 		}
+		if sr := lc.stream; sr != nil && sr.full() {
+			// The reader has not taken what it was given yet: the
+			// read waits for the next turn.
+			l.again = append(l.again, lc)
+			return
+		}
 		n, errno := rawRead(lc.fd, l.buf)
 		var end error
 		switch {
@@ -843,6 +855,15 @@ func (l *loop) took(lc *loopConn, got []byte, end error, t time.Duration) {
 	if len(got) > 0 && lc.first == 0 {
 		lc.first = t
 	}
+	if sr := lc.stream; sr != nil {
+		if len(got) > 0 && !sr.push(got) {
+			return // full: read on in the next turn
+		}
+		if end != nil {
+			sr.finish(end)
+		}
+		return
+	}
 	if end == nil && len(lc.in) == 0 && lc.skip == 0 && l.plain(lc, got, t) {
 		return // the whole response, read where it lies
 	}
@@ -867,7 +888,7 @@ func (lc *loopConn) due(got int) bool {
 		tail := lc.in[max(0, len(lc.in)-got-2):]
 		return bytes.Contains(tail, []byte("\n\n")) || bytes.Contains(tail, []byte("\n\r\n"))
 	case lc.c.resp.chunked:
-		return lc.cs.done()
+		return true // past replayAll: the reader streams it (stream)
 	case lc.c.resp.length >= 0:
 		return have >= lc.head+lc.c.resp.length
 	}
@@ -875,32 +896,16 @@ func (lc *loopConn) due(got int) bool {
 }
 
 // store keeps got, the bytes just read, for the next run of the reader:
-// all of a head; of a chunked body its framing and the data the reader
-// keeps (chunkScan); of another body what the reader keeps (keepTo).
-// Bytes not kept are counted, replayed as zeros.
+// all of a head and of a chunked body's first replayAll bytes (then it
+// streams); of another body what the reader keeps (keepTo). Bytes not
+// kept are counted, replayed as zeros.
 func (lc *loopConn) store(got []byte) {
 	switch {
 	case lc.head < 0:
 		lc.in = append(lc.in, got...)
 	case lc.c.resp.chunked:
-		if !lc.scanning {
-			// The body's first bytes came with the head: kept whole.
-			lc.scanning, lc.cs, lc.dataKept = true, chunkScan{}, 0
-			if h := int(lc.head); h < len(lc.in) {
-				lc.cs.feed(lc.in[h:], func(_, n int) { lc.dataKept += int64(n) })
-			}
-		}
-		from := 0
-		lc.cs.feed(got, func(at, n int) {
-			keep := int(max(0, min(int64(n), lc.keepData-lc.dataKept)))
-			lc.dataKept += int64(keep)
-			lc.in = append(lc.in, got[from:at+keep]...)
-			from = at + n
-			if skip := n - keep; skip > 0 {
-				lc.zeros(int64(skip))
-			}
-		})
-		lc.in = append(lc.in, got[from:]...)
+		// At most replayAll bytes: past them the body streams (stream).
+		lc.in = append(lc.in, got...)
 	default:
 		take := max(0, min(len(got), lc.keepTo-len(lc.in)))
 		lc.in = append(lc.in, got[:take]...)
@@ -942,14 +947,17 @@ func (l *loop) attempt(lc *loopConn, b []byte, end error, t time.Duration) bool 
 		stage = "read response body"
 		if lc.head < 0 {
 			lc.head = c.cr.n - int64(c.br.Buffered())
-			lc.keepTo, lc.keepData = int(lc.head), 0
+			lc.keepTo = int(lc.head)
 			if c.spec.rule != nil && c.spec.rule.needBody || c.spec.captureBody {
-				lc.keepTo, lc.keepData = int(lc.head)+MaxRuleBody, MaxRuleBody
+				lc.keepTo += MaxRuleBody
 			}
 		}
 		err = c.readBody()
 	}
 	if errors.Is(err, errMore) {
+		if c.resp.chunked && stage == "read response body" && len(b) > replayAll {
+			l.stream(lc, b)
+		}
 		return false
 	}
 	lc.at = t
@@ -1096,6 +1104,16 @@ func (l *loop) expire() {
 	for _, lc := range l.conns {
 		switch lc.state {
 		case lcWriting, lcReading:
+			if sr := lc.stream; sr != nil {
+				// Its reader ends it: with the deadline's error, as
+				// Do's socket would give; booked when it returns.
+				if lc.deadline <= t {
+					sr.finish(loopErr("read", nil))
+				} else {
+					later(lc.deadline)
+				}
+				continue
+			}
 			if lc.deadline <= t {
 				stage, op := "read response", "read"
 				if lc.state == lcWriting {
@@ -1126,6 +1144,132 @@ func (l *loop) expire() {
 	if next != 0 {
 		l.arm(next)
 	}
+}
+
+// stream hands lc's response, a chunked body past replayAll bytes, to
+// the reader on a goroutine of its own, from its first bytes (b): the
+// reader takes the rest as the loop reads it (took pushes it), the body
+// held only while in flight, and its result comes back to the loop
+// (settled). Replaying a large chunked body would hold it whole, or its
+// framing, which grows with its number of chunks.
+func (l *loop) stream(lc *loopConn, b []byte) {
+	sr := &streamSrc{ch: make(chan []byte, streamDepth)}
+	sr.pre = append([]byte(nil), b...)
+	sr.total = int64(len(b)) + lc.skip
+	lc.stream = sr
+	c := lc.c
+	l.helpers.Add(1)
+	go func() {
+		defer l.helpers.Done()
+		c.cr.r, c.cr.resume = sr, nil
+		c.cr.n, c.cr.eof, c.cr.first = 0, false, epoch
+		c.cr.limit = MaxHeaderBytes
+		c.br.Reset(&c.cr)
+		stage := "read response"
+		err := c.readResponse()
+		c.cr.limit = 0
+		if err == nil {
+			stage = "read response body"
+			err = c.readBody()
+		}
+		r := streamed{lc: lc, stage: stage, err: err, consumed: c.cr.n - int64(c.br.Buffered()), at: l.now()}
+		sr.done.Store(true)
+		l.mu.Lock()
+		l.streamed = append(l.streamed, r)
+		l.mu.Unlock()
+		l.kick()
+	}()
+}
+
+// streamDepth is how many reads may wait for a streaming reader.
+const streamDepth = 64
+
+// streamSrc is the reader's side of a streamed response: the bytes
+// received before the stream started, then each read the loop pushes,
+// then end.
+type streamSrc struct {
+	pre, cur []byte
+	ch       chan []byte
+	end      error // set before ch is closed
+	ended    bool  // the loop's: finish was called
+	total    int64 // the loop's: bytes received for the response
+	done     atomic.Bool
+}
+
+// Read implements io.Reader for the reader's goroutine.
+func (s *streamSrc) Read(p []byte) (int, error) {
+	if len(s.pre) > 0 {
+		n := copy(p, s.pre)
+		s.pre = s.pre[n:]
+		return n, nil
+	}
+	for len(s.cur) == 0 {
+		b, ok := <-s.ch
+		if !ok {
+			return 0, s.end
+		}
+		s.cur = b
+	}
+	n := copy(p, s.cur)
+	s.cur = s.cur[n:]
+	return n, nil
+}
+
+// full reports whether a push would wait: the reader is behind.
+func (s *streamSrc) full() bool { return !s.ended && len(s.ch) == cap(s.ch) }
+
+// push hands a copy of got to the reader; false when it is full. Once
+// the reader has returned, got is past the response: counted.
+func (s *streamSrc) push(got []byte) bool {
+	if s.ended || s.done.Load() {
+		s.total += int64(len(got))
+		return true
+	}
+	select {
+	case s.ch <- append([]byte(nil), got...):
+		s.total += int64(len(got))
+		return true
+	default:
+		return false
+	}
+}
+
+// finish ends the stream with err (io.EOF, a read's error, or a
+// deadline or cancellation the loop cut it with), once.
+func (s *streamSrc) finish(err error) {
+	if !s.ended {
+		s.ended = true
+		s.end = err
+		close(s.ch)
+	}
+}
+
+// streamed is a streamed response's result, from the reader's
+// goroutine: its stage and error, the bytes it took and when it ended.
+type streamed struct {
+	lc       *loopConn
+	stage    string
+	err      error
+	consumed int64
+	at       time.Duration
+}
+
+// settled books a streamed response once its reader has returned.
+func (l *loop) settled(r streamed) {
+	lc := r.lc
+	sr := lc.stream
+	lc.stream = nil
+	sr.finish(io.EOF) // its goroutine has returned: nothing reads ch
+	lc.at = r.at
+	lc.out.BytesIn = r.consumed
+	if lc.first > 0 {
+		lc.out.FirstByte = lc.first - lc.start
+	}
+	if r.err != nil {
+		l.fail(lc, r.stage, r.err)
+		return
+	}
+	l.complete(lc, sr.total > r.consumed)
 }
 
 // maxReads bounds the reads of one connection in one turn of the loop
