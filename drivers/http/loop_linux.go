@@ -936,24 +936,15 @@ func (l *loop) attempt(lc *loopConn, b []byte, end error, t time.Duration) bool 
 	c := lc.c
 	l.runs = append(l.runs[:0], lc.runs...)
 	l.src = replay{b: b, runs: l.runs, end: end}
-	c.cr.r, c.cr.resume = &l.src, nil
-	c.cr.n, c.cr.eof, c.cr.first = 0, false, epoch
-	c.cr.limit = MaxHeaderBytes
-	c.br.Reset(&c.cr)
-	stage := "read response"
-	err := c.readResponse()
-	c.cr.limit = 0
-	if err == nil {
-		stage = "read response body"
+	stage, err := c.readFrom(&l.src, func(head int64) {
 		if lc.head < 0 {
-			lc.head = c.cr.n - int64(c.br.Buffered())
+			lc.head = head
 			lc.keepTo = int(lc.head)
 			if c.spec.rule != nil && c.spec.rule.needBody || c.spec.captureBody {
 				lc.keepTo += MaxRuleBody
 			}
 		}
-		err = c.readBody()
-	}
+	})
 	if errors.Is(err, errMore) {
 		if c.resp.chunked && stage == "read response body" && len(b) > replayAll {
 			l.stream(lc, b)
@@ -975,6 +966,29 @@ func (l *loop) attempt(lc *loopConn, b []byte, end error, t time.Duration) bool 
 	// look finds in the socket).
 	l.complete(lc, consumed < int64(len(b))+lc.skip)
 	return true
+}
+
+// readFrom runs the reader over src, from a response's first byte: its
+// head (limited to MaxHeaderBytes; head, when not nil, is told its
+// length), then its body. It returns the stage it stopped in ("read
+// response" or "read response body", as Do names them) and the
+// reader's error; c.cr.n less c.br.Buffered() is then what it took.
+func (c *conn) readFrom(src io.Reader, head func(n int64)) (stage string, err error) {
+	c.cr.r, c.cr.resume = src, nil
+	// A first-byte time is the loop's own: the counting reader's
+	// clock is not read.
+	c.cr.n, c.cr.eof, c.cr.first = 0, false, epoch
+	c.cr.limit = MaxHeaderBytes
+	c.br.Reset(&c.cr)
+	err = c.readResponse()
+	c.cr.limit = 0
+	if err != nil {
+		return "read response", err
+	}
+	if head != nil {
+		head(c.cr.n - int64(c.br.Buffered()))
+	}
+	return "read response body", c.readBody()
 }
 
 // complete books lc's response, read whole into lc.c.resp (past: bytes
@@ -1161,17 +1175,7 @@ func (l *loop) stream(lc *loopConn, b []byte) {
 	l.helpers.Add(1)
 	go func() {
 		defer l.helpers.Done()
-		c.cr.r, c.cr.resume = sr, nil
-		c.cr.n, c.cr.eof, c.cr.first = 0, false, epoch
-		c.cr.limit = MaxHeaderBytes
-		c.br.Reset(&c.cr)
-		stage := "read response"
-		err := c.readResponse()
-		c.cr.limit = 0
-		if err == nil {
-			stage = "read response body"
-			err = c.readBody()
-		}
+		stage, err := c.readFrom(sr, nil)
 		r := streamed{lc: lc, stage: stage, err: err, consumed: c.cr.n - int64(c.br.Buffered()), at: l.now()}
 		sr.done.Store(true)
 		l.mu.Lock()
