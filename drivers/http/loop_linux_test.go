@@ -551,14 +551,7 @@ func loopOverReads(t *testing.T, d *Driver, chunks [][]byte) (drivers.Outcome, i
 func readerCompletes(d *Driver, b []byte) bool {
 	c := newConn(d)
 	c.prepare(drivers.Request{Seq: 1}, &drivers.Outcome{})
-	c.cr.r = &replay{b: b, end: errMore}
-	c.cr.limit = MaxHeaderBytes
-	c.br.Reset(&c.cr)
-	err := c.readResponse()
-	c.cr.limit = 0
-	if err == nil {
-		err = c.readBody()
-	}
+	_, err := c.readFrom(&replay{b: b, end: errMore}, nil)
 	return err == nil
 }
 
