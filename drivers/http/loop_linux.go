@@ -438,7 +438,8 @@ func (l *loop) wait(block bool) (int, error) {
 
 // poll takes the events waiting without blocking.
 func (l *loop) poll() (int, syscall.Errno) {
-	n, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_WAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
+	// epoll_pwait with no signal mask is epoll_wait, which arm64 lacks.
+	n, _, errno := syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
 	return int(n), errno
 }
 
