@@ -279,6 +279,8 @@ type tally struct {
 func (c *conn) writeLocked(rs []reply) {
 	s := c.s
 	defer c.settle(len(rs))
+	s.writing.RLock() // counters waits for this write to be counted
+	defer s.writing.RUnlock()
 	if c.state.Load() != stateLive {
 		return
 	}
