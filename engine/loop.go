@@ -25,14 +25,10 @@ import (
 // looper returns the driver's event loops when this phase can run in
 // them, else nil.
 func (ph *phaseRun) looper() drivers.Looper {
-	lp, ok := ph.r.Driver.(drivers.Looper)
-	if !ok || ph.r.NoEventLoop || ph.flow != nil || len(ph.p.Steps) > 0 {
+	if ph.flow != nil || EventLoopOf(ph.r.Driver, ph.p, ph.r.NoEventLoop) != "" {
 		return nil
 	}
-	if ok, _ := lp.CanLoop(); !ok {
-		return nil
-	}
-	return lp
+	return ph.r.Driver.(drivers.Looper)
 }
 
 // EventLoopOf says how a closed phase's connections are carried with
