@@ -44,41 +44,25 @@ import (
 var errMore = errors.New("the response goes on past the bytes received so far")
 
 // replay serves the bytes of one response received so far to the
-// reader: b, with runs of zeros standing for bytes that were counted but
-// not kept (runs, by where in b they come), then end (errMore, io.EOF, or
-// the error the socket's read gave).
+// reader: b, then zeros standing for the bytes counted past it but not
+// kept, then end (errMore, io.EOF, or the error the socket's read gave).
 type replay struct {
-	b    []byte
-	off  int
-	runs []zeroRun
-	end  error
-}
-
-// zeroRun is n bytes received but not kept, which came after the first
-// at bytes kept.
-type zeroRun struct {
-	at int
-	n  int64
+	b     []byte
+	zeros int64
+	end   error
 }
 
 // Read implements io.Reader.
 func (s *replay) Read(p []byte) (int, error) {
-	for len(s.runs) > 0 && s.runs[0].at == s.off {
-		if s.runs[0].n > 0 {
-			n := int(min(int64(len(p)), s.runs[0].n))
-			clear(p[:n])
-			s.runs[0].n -= int64(n)
-			return n, nil
-		}
-		s.runs = s.runs[1:]
+	if len(s.b) > 0 {
+		n := copy(p, s.b)
+		s.b = s.b[n:]
+		return n, nil
 	}
-	stop := len(s.b)
-	if len(s.runs) > 0 {
-		stop = s.runs[0].at
-	}
-	if s.off < stop {
-		n := copy(p, s.b[s.off:stop])
-		s.off += n
+	if s.zeros > 0 {
+		n := int(min(int64(len(p)), s.zeros))
+		clear(p[:n])
+		s.zeros -= int64(n)
 		return n, nil
 	}
 	return 0, s.end

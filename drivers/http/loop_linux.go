@@ -122,8 +122,6 @@ type loopConn struct {
 	head   int64
 	keepTo int
 	first  time.Duration
-	// runs says where in in the bytes counted in skip came.
-	runs []zeroRun
 	// stream, when not nil, carries the rest of a large chunked body to
 	// the reader running on a goroutine (stream).
 	stream *streamSrc
@@ -178,7 +176,6 @@ type loop struct {
 	events []unix.EpollEvent
 	buf    []byte
 	src    replay
-	runs   []zeroRun // the replay's copy of a response's zero runs
 	tick   [8]byte
 }
 
@@ -739,7 +736,7 @@ func (l *loop) send(lc *loopConn) {
 		return
 	}
 	lc.w, lc.filler, lc.ex = w, filler, ex
-	lc.in, lc.skip, lc.runs, lc.head, lc.keepTo, lc.first, lc.closing = lc.in[:0], 0, lc.runs[:0], -1, 0, 0, false
+	lc.in, lc.skip, lc.head, lc.keepTo, lc.first, lc.closing = lc.in[:0], 0, -1, 0, 0, false
 	lc.state = lcWriting
 	l.write(lc)
 }
@@ -910,20 +907,8 @@ func (lc *loopConn) store(got []byte) {
 	default:
 		take := max(0, min(len(got), lc.keepTo-len(lc.in)))
 		lc.in = append(lc.in, got[:take]...)
-		if skip := len(got) - take; skip > 0 {
-			lc.zeros(int64(skip))
-		}
+		lc.skip += int64(len(got) - take)
 	}
-}
-
-// zeros counts n bytes received and not kept, where lc.in ends now.
-func (lc *loopConn) zeros(n int64) {
-	lc.skip += n
-	if k := len(lc.runs); k > 0 && lc.runs[k-1].at == len(lc.in) {
-		lc.runs[k-1].n += n
-		return
-	}
-	lc.runs = append(lc.runs, zeroRun{at: len(lc.in), n: n})
 }
 
 // attempt runs the reader over b (then lc.skip zeros, then end; errMore
@@ -935,8 +920,7 @@ func (l *loop) attempt(lc *loopConn, b []byte, end error, t time.Duration) bool 
 		end = errMore
 	}
 	c := lc.c
-	l.runs = append(l.runs[:0], lc.runs...)
-	l.src = replay{b: b, runs: l.runs, end: end}
+	l.src = replay{b: b, zeros: lc.skip, end: end}
 	stage, err := c.readFrom(&l.src, func(head int64) {
 		if lc.head < 0 {
 			lc.head = head
