@@ -24,7 +24,8 @@
 # hey with a per-worker rate, vegeta), and prints each one's achieved rate
 # over the offered one, its CPU per request and, for runner, the p99 send
 # lag (actual send minus intended start) from its JSON report. OPEN_RATE=0
-# skips it.
+# skips it; OPEN_TOOLS picks the tools (runner-precise: runner with
+# dispatch_window 0s; runner-goroutines: runner with --no-event-loop).
 #
 # PERF=1 re-splits each closed-loop run's CPU into user and system by
 # perf's samples (cpu-clock at 4 kHz, perf from Debian's linux-perf): the
@@ -56,8 +57,10 @@ ROUNDS=${ROUNDS:-3}
 OPEN_RATE=${OPEN_RATE:-20000}
 OPEN_DURATION=${OPEN_DURATION:-5}
 # runner runs with its default dispatch window (1 ms above 5,000/s),
-# runner-precise with dispatch_window: 0s (each arrival on its own instant).
-OPEN_TOOLS="runner runner-precise fortio bombardier hey vegeta"
+# runner-precise with dispatch_window: 0s (each arrival on its own instant),
+# runner-goroutines as runner with --no-event-loop (the pacer and a
+# goroutine per connection instead of the event loop).
+OPEN_TOOLS=${OPEN_TOOLS:-"runner runner-precise runner-goroutines fortio bombardier hey vegeta"}
 ALL_TOOLS="runner wrk ab hey bombardier fortio vegeta"
 TOOLS=${TOOLS:-$ALL_TOOLS}
 
@@ -103,6 +106,9 @@ run_tool() {
   if [[ ${MODE:-closed} == open ]]; then
     case $tool in
       runner-precise) open_cmd runner "$OPEN_RATE" "$OPEN_DURATION" 0s ;;
+      runner-goroutines)
+        open_cmd runner "$OPEN_RATE" "$OPEN_DURATION"
+        CMD=("${CMD[@]:0:2}" --no-event-loop "${CMD[@]:2}") ;;
       *) open_cmd "$tool" "$OPEN_RATE" "$OPEN_DURATION" ;;
     esac
     run_pinned "$tool" $((OPEN_DURATION + 60)) "$log"
@@ -215,14 +221,14 @@ if ((OPEN_RATE > 0)); then
   OPEN_TXT=$WORK/open.txt
   printf "%-14s %10s %10s %9s %17s %6s %13s %12s\n" tool requests "req/s" achieved "CPU µs/req (user)" core "send lag p99" "early max" >"$OPEN_TXT"
   for tool in $OPEN_TOOLS; do
-    [[ " ${active[*]} " == *" ${tool%-precise} "* ]] || continue
+    [[ " ${active[*]} " == *" ${tool%%-*} "* ]] || continue
     log=$LOGS/$tool-open.log
     printf 'open: %-10s ' "$tool"
     if ! MODE=open run_tool "$tool" "$log"; then
       echo "FAILED (exit status; see $log)"
       continue
     fi
-    if ! parsed=$(parse "${tool%-precise}" "$log") || [[ -z $parsed ]]; then
+    if ! parsed=$(parse "${tool%%-*}" "$log") || [[ -z $parsed ]]; then
       echo "FAILED (could not read the request count; see $log)"
       continue
     fi

@@ -276,6 +276,59 @@ type Looper interface {
 	// sent: the caller can fall back to Do). It runs exactly loops
 	// loops (at least 1) when loops ≤ len(conns).
 	RunClosed(ctx context.Context, stop <-chan struct{}, conns []Conn, loops int, h LoopHooks) ([]Conn, error)
+	// RunOpen carries the open model on conns (as RunClosed's) in one
+	// event loop, which keeps the phase's timetable itself: it takes
+	// each arrival off the timetable when it comes due (h.Arrival,
+	// h.Arrived), sends it on a free connection (h.Send), queues it for
+	// the first to free up when none is (or drops it, when h.Drops), and
+	// books every outcome with h.Done. drained closed (the drain's bound
+	// passed) or ctx's end stops the timetable: what is still queued is
+	// given back unsent (h.Unsent); ctx's end cancels what is in flight
+	// too, each booked with Done as Do would return it. It returns when
+	// the timetable has ended and nothing is queued or in flight, with
+	// the connections to keep per slot, and an error only when the loop
+	// could not start (nothing was sent: the caller can fall back to
+	// goroutines).
+	RunOpen(ctx context.Context, drained <-chan struct{}, conns []Conn, h OpenHooks) ([]Conn, error)
+}
+
+// OpenHooks is the engine's side of a Looper's open-model loop: its
+// timetable (which arrival comes due when, how late each was taken),
+// the numbering and stamps of its requests, and the booking of their
+// outcomes. The loop calls every hook from its one goroutine.
+type OpenHooks interface {
+	// Start, Timeout and Done are LoopHooks'; Done's slot k is the
+	// connection the request was sent on.
+	Start() time.Time
+	Timeout() time.Duration
+	Done(loop, k int, r Request, out Outcome, done time.Duration)
+	// Arrival returns the timetable's next arrival: its intended start
+	// at and the instant due at which the loop takes it (at, or up to
+	// the phase's dispatch window before it, to send a group of
+	// arrivals on one wake-up), offsets from Start; false when no more
+	// arrivals come (the phase's time or count is reached). Each call
+	// moves on to the next arrival.
+	Arrival() (at, due time.Duration, ok bool)
+	// Arrived books the arrival intended at at, taken off the timetable
+	// at now (an offset from Start): one more arrival, and how late the
+	// generator took it.
+	Arrived(at, now time.Duration)
+	// Drops reports whether an arrival that finds every connection busy
+	// is dropped (true) or queued for the first one to free up.
+	Drops() bool
+	// Dropped books an arrival dropped at now for want of a free
+	// connection.
+	Dropped(at, now time.Duration)
+	// Send numbers and stamps the request of the arrival intended at at,
+	// sent now on slot k's connection: the request (its Deadline left
+	// zero: the send plus Timeout) and its send's offset from Start.
+	Send(k int, at time.Duration) (r Request, sent time.Duration)
+	// Unsent books the arrivals that were taken off the timetable and
+	// never sent (queued, intended at the offsets given, in order), and
+	// every later one that came due before the phase stopped: the
+	// drain's bound passed or the run was cancelled. The loop takes no
+	// arrival after it.
+	Unsent(queued []time.Duration)
 }
 
 // LoopHooks is the engine's side of a Looper's closed-model loop: it

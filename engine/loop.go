@@ -31,14 +31,11 @@ func (ph *phaseRun) looper() drivers.Looper {
 	return ph.r.Driver.(drivers.Looper)
 }
 
-// EventLoopOf says how a closed phase's connections are carried with
-// driver d: "" when in event loops, else why not (a goroutine each).
-// The open model always runs its workers as goroutines.
+// EventLoopOf says how a phase's connections are carried with driver d:
+// "" when in event loops, else why not (a goroutine each).
 func EventLoopOf(d drivers.Driver, p *PhasePlan, off bool) string {
 	lp, ok := d.(drivers.Looper)
 	switch {
-	case p.Model != Closed:
-		return "the open model"
 	case off:
 		return "--no-event-loop"
 	case !ok:
@@ -60,7 +57,7 @@ func (ph *phaseRun) runLoops(lp drivers.Looper) {
 	for k := range conns {
 		conns[k] = ph.pool.get(k)
 	}
-	h := &loopHooks{ph: ph, sent: make([]time.Duration, len(conns))}
+	h := &loopHooks{ph: ph, sent: make([]time.Duration, len(conns)), at: make([]time.Duration, len(conns))}
 	loops := max(1, min(procs.Base(), len(conns)))
 	kept, err := lp.RunClosed(ph.hard, ph.stop, conns, loops, h)
 	if err != nil {
@@ -79,12 +76,57 @@ func (ph *phaseRun) runLoops(lp drivers.Looper) {
 	}
 }
 
-// loopHooks is the engine's side of the event loops (drivers.LoopHooks).
+// runOpenLoop carries the open phase's connections and its timetable in
+// lp's event loop: one loop, so the arrivals wait in one queue for the
+// first of all the connections to free up, as they do for the pacer's
+// workers. A loop that cannot start leaves the phase to the pacer and a
+// goroutine per connection, said in the log.
+func (ph *phaseRun) runOpenLoop(lp drivers.Looper) {
+	conns := make([]drivers.Conn, ph.p.Connections)
+	for k := range conns {
+		conns[k] = ph.pool.get(k)
+	}
+	sched := ph.p.Schedule(ph.repeat)
+	h := &loopHooks{ph: ph, sent: make([]time.Duration, len(conns)), at: make([]time.Duration, len(conns)),
+		sched: sched, tt: ph.timetable(sched)}
+	if lag := ph.lag; lag > LatenessLimit {
+		// Released late on the timetable, as pace books it: the
+		// arrivals intended more than LatenessLimit before the release
+		// are late by the generator's doing, counted once here.
+		h.counted = lag - LatenessLimit
+		n := Due(sched, h.counted, 0)
+		if r := ph.p.Requests; r > 0 {
+			n = min(n, r)
+		}
+		ph.late += n
+		ph.lateness = max(ph.lateness, lag)
+	}
+	kept, err := lp.RunOpen(ph.hard, ph.drained, conns, h)
+	if err != nil {
+		ph.r.Log.Warn().Str("phase", ph.p.Name).Err(err).Msg("the pacer and a goroutine per connection carry the phase")
+		ph.runPacer()
+		return
+	}
+	ph.eventLoops = 1
+	for k, c := range kept {
+		ph.pool.set(k, c)
+	}
+}
+
+// loopHooks is the engine's side of the event loops (drivers.LoopHooks,
+// and for an open phase drivers.OpenHooks).
 type loopHooks struct {
 	ph *phaseRun
-	// sent is each slot's send offset from the phase start, written by
-	// Next and read by Done, both on the slot's loop.
-	sent []time.Duration
+	// sent and at are each slot's send offset and its request's intended
+	// start (the send itself in the closed model), from the phase start,
+	// written by Next or Send and read by Done, both on the slot's loop.
+	sent, at []time.Duration
+
+	// The open model's timetable (runOpenLoop): the walk of its
+	// schedule; the arrivals before counted were booked late up front.
+	sched   Schedule
+	tt      *timetable
+	counted time.Duration
 }
 
 // Start implements drivers.LoopHooks: the phase's start.
@@ -110,9 +152,77 @@ func (h *loopHooks) Next(k int) (drivers.Request, time.Duration, bool) {
 	ph.rec.AddArrivals(1)
 	seq := ph.nextSeq()
 	sent := time.Since(ph.start)
-	h.sent[k] = sent
+	h.sent[k], h.at[k] = sent, sent
 	ph.inflight.Add(1)
 	return drivers.Request{Seq: seq, QueueEnd: ph.drained, Slot: int(ph.r.Segment.Global(int64(k)))}, sent, true
+}
+
+// Arrival implements drivers.OpenHooks: the timetable's next arrival.
+func (h *loopHooks) Arrival() (at, due time.Duration, ok bool) {
+	_, at, due, ok = h.tt.next()
+	return at, due, ok
+}
+
+// Arrived implements drivers.OpenHooks: one arrival, late by the
+// generator when the loop took it after its intended start. The loop
+// never waits for a connection before it takes an arrival (it queues),
+// so all of the delay is the generator's: its CPU, its scheduler, the
+// loop's own turn.
+func (h *loopHooks) Arrived(at, now time.Duration) {
+	ph := h.ph
+	ph.rec.AddArrivals(1)
+	if late := now - at; late > 0 {
+		ph.lateness = max(ph.lateness, late)
+		if late > LatenessLimit && (h.counted == 0 || at >= h.counted) {
+			ph.late++
+		}
+	}
+}
+
+// Drops implements drivers.OpenHooks: on_saturation: drop.
+func (h *loopHooks) Drops() bool { return h.ph.p.Drop }
+
+// Dropped implements drivers.OpenHooks as pace books a dropped arrival.
+func (h *loopHooks) Dropped(at, now time.Duration) {
+	h.ph.rec.AddDropped(1)
+	if now-at > LatenessLimit {
+		// Every connection was busy with a burst of the generator's
+		// making: its late dispatch.
+		h.ph.rec.AddDroppedLate(1)
+	}
+}
+
+// Send implements drivers.OpenHooks as send and do number and stamp.
+func (h *loopHooks) Send(k int, at time.Duration) (drivers.Request, time.Duration) {
+	ph := h.ph
+	seq := ph.nextSeq()
+	sent := time.Since(ph.start)
+	h.sent[k], h.at[k] = sent, at
+	ph.inflight.Add(1)
+	return drivers.Request{Seq: seq, QueueEnd: ph.drained, Slot: int(ph.r.Segment.Global(int64(k)))}, sent
+}
+
+// Unsent implements drivers.OpenHooks as pace books what it never
+// handed over: the queued arrivals left over (each with the lower bound
+// of its response time) or cancelled, and the arrivals of the timetable
+// that came due before the phase stopped and were not taken yet.
+func (h *loopHooks) Unsent(queued []time.Duration) {
+	ph := h.ph
+	for _, at := range queued {
+		ph.notSent(ph.rec, 0, at, drivers.Outcome{})
+	}
+	i, at, _, ok := h.tt.next()
+	if !ok {
+		return
+	}
+	now := time.Since(ph.start)
+	if stop := time.Duration(ph.stopAt.Load()); stop != 0 {
+		now = stop
+	}
+	if at < now {
+		ph.rec.AddArrivals(1) // unsent books it as counted
+		ph.unsent(h.sched, i)
+	}
 }
 
 // Done implements drivers.LoopHooks as do and send book an outcome.
@@ -123,7 +233,7 @@ func (h *loopHooks) Done(loop, k int, r drivers.Request, out drivers.Outcome, do
 	if out.Class != drivers.OK {
 		ph.cut(&out, ph.start.Add(sent+ph.timeout))
 	}
-	ph.rec.Record(loop, &measure.Result{Seq: r.Seq, Intended: sent, Sent: sent, Done: done, Outcome: out})
+	ph.rec.Record(loop, &measure.Result{Seq: r.Seq, Intended: h.at[k], Sent: sent, Done: done, Outcome: out})
 }
 
 // Think implements drivers.LoopHooks: the phase's think time.

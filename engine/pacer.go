@@ -57,34 +57,11 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 	// the pacer reaches them "late" (already due); without this a 300 ms
 	// stall released its burst as if the target had kept them waiting.
 	var behind time.Duration
-	window := ph.p.DispatchWindow
-	lead := window / dispatchLeadDiv
-	var wake, end time.Duration // the current group's dispatch instant, and where it ends
-	var prev time.Duration      // the previous arrival's intended start
-	for i := int64(0); ; i++ {
-		if ph.p.Requests > 0 && i >= ph.p.Requests {
+	tt := ph.timetable(sched)
+	for {
+		i, at, due, ok := tt.next()
+		if !ok {
 			return
-		}
-		at := sched.At(i)
-		if ph.p.Duration > 0 && at >= ph.p.Duration {
-			return
-		}
-		// due is when the pacer sends arrival i: its intended start, or
-		// its group's dispatch instant.
-		due := at
-		if window > 0 {
-			if i == 0 || at >= end {
-				// A lead only where arrivals are dense enough to group:
-				// a sparse stretch (a low rate, the foot of a ramp) is
-				// paced on each arrival's own instant.
-				l := time.Duration(0)
-				if i > 0 && at-prev < window {
-					l = lead
-				}
-				wake, end = at-l, at-l+window
-			}
-			due = wake
-			prev = at
 		}
 		// In drop mode the pacer never waits for a slot, so any delay is
 		// the generator's; in queue mode only for arrivals it reached early.
@@ -165,6 +142,56 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 			ph.late++
 		}
 	}
+}
+
+// timetable walks an open phase's schedule arrival by arrival, for the
+// pacer or an event loop (loop.go): each arrival's intended start, and
+// the instant it is dispatched (due), its own or, with a dispatch window,
+// its group's wake-up (pace says how groups form).
+type timetable struct {
+	sched Schedule
+	p     *PhasePlan
+	i     int64 // the next arrival
+	lead  time.Duration
+	wake  time.Duration // the current group's dispatch instant
+	end   time.Duration // where the current group ends
+	prev  time.Duration // the previous arrival's intended start
+}
+
+// timetable starts the walk of sched, the phase's schedule in this repeat.
+func (ph *phaseRun) timetable(sched Schedule) *timetable {
+	return &timetable{sched: sched, p: ph.p, lead: ph.p.DispatchWindow / dispatchLeadDiv}
+}
+
+// next returns arrival i (from 0), its intended start at and its
+// dispatch instant due, offsets from the phase's start, and moves on;
+// false past the phase's count or duration.
+func (t *timetable) next() (i int64, at, due time.Duration, ok bool) {
+	i = t.i
+	if t.p.Requests > 0 && i >= t.p.Requests {
+		return i, 0, 0, false
+	}
+	at = t.sched.At(i)
+	if t.p.Duration > 0 && at >= t.p.Duration {
+		return i, 0, 0, false
+	}
+	t.i++
+	due = at
+	if window := t.p.DispatchWindow; window > 0 {
+		if i == 0 || at >= t.end {
+			// A lead only where arrivals are dense enough to group: a
+			// sparse stretch (a low rate, the foot of a ramp) is paced
+			// on each arrival's own instant.
+			l := time.Duration(0)
+			if i > 0 && at-t.prev < window {
+				l = t.lead
+			}
+			t.wake, t.end = at-l, at-l+window
+		}
+		due = t.wake
+		t.prev = at
+	}
+	return i, at, due, true
 }
 
 // dispatchLeadDiv sets how long before a group's first arrival the pacer

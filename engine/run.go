@@ -352,12 +352,13 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	ph.closedEarly.Store(int64(din.closed))
 	ev := r.Log.Info().Int("repeat", rep).Str("phase", p.Name).Str("model", string(p.Model)).
 		Int("connections", p.Connections)
-	if p.Model == Closed {
-		if why := EventLoopOf(r.Driver, p, r.NoEventLoop); why != "" {
-			ev = ev.Str("carried_by", "a goroutine per connection: "+why)
-		} else {
-			ev = ev.Str("carried_by", fmt.Sprintf("event loops (at most %d)", procs.Base()))
-		}
+	switch why := EventLoopOf(r.Driver, p, r.NoEventLoop); {
+	case why != "":
+		ev = ev.Str("carried_by", "a goroutine per connection: "+why)
+	case p.Model == Open:
+		ev = ev.Str("carried_by", "an event loop")
+	default:
+		ev = ev.Str("carried_by", fmt.Sprintf("event loops (at most %d)", procs.Base()))
 	}
 	ev.Msg("phase start")
 
@@ -384,13 +385,17 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 			go func() { defer wg.Done(); <-release; ph.closedWorker(k, at) }()
 		}
 	case Open:
-		arrivals := make(chan time.Duration)
-		for w := 0; w < p.Connections*p.Inflight; w++ {
-			wg.Add(1)
-			go func() { defer wg.Done(); <-release; ph.openWorker(w, w/p.Inflight, arrivals) }()
-		}
+		lp := ph.looper()
 		wg.Add(1)
-		go func() { defer wg.Done(); <-release; ph.pace(arrivals) }()
+		go func() {
+			defer wg.Done()
+			<-release
+			if lp != nil {
+				ph.runOpenLoop(lp)
+				return
+			}
+			ph.runPacer()
+		}()
 	}
 	var targetEnd func() (*TargetUsage, error)
 	if r.TargetMeter != nil {
@@ -616,6 +621,20 @@ func serverDeltas(before, after map[string]float64) (deltas map[string]float64, 
 		}
 	}
 	return deltas, unknown
+}
+
+// runPacer carries an open phase: its pacer and a worker goroutine per
+// in-flight slot, until the pacer has ended and every worker with it.
+func (ph *phaseRun) runPacer() {
+	p := ph.p
+	arrivals := make(chan time.Duration)
+	var wg sync.WaitGroup
+	for w := 0; w < p.Connections*p.Inflight; w++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); ph.openWorker(w, w/p.Inflight, arrivals) }()
+	}
+	ph.pace(arrivals)
+	wg.Wait()
 }
 
 // keepsDeadline reports whether d enforces Request.Deadline itself.

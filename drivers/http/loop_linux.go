@@ -38,15 +38,37 @@ func (d *Driver) RunClosed(ctx context.Context, stop <-chan struct{}, conns []dr
 	loops = max(1, min(loops, len(conns)))
 	ls := make([]*loop, loops)
 	for i := range ls {
-		l, err := newLoop(i, d, ctx, stop, h)
+		l, err := newLoop(i, d, ctx, stop, h, h.Think())
 		if err != nil {
 			for _, l := range ls[:i] {
 				l.release()
 			}
 			return conns, fmt.Errorf("no event loop: %w", err)
 		}
+		l.next = h.Next
 		ls[i] = l
 	}
+	return carry(ls, conns)
+}
+
+// RunOpen implements drivers.Looper (loop.go says how): one loop carries
+// every connection and the timetable.
+func (d *Driver) RunOpen(ctx context.Context, drained <-chan struct{}, conns []drivers.Conn, h drivers.OpenHooks) ([]drivers.Conn, error) {
+	if ok, why := d.CanLoop(); !ok {
+		return conns, fmt.Errorf("no event loop: %s", why)
+	}
+	l, err := newLoop(0, d, ctx, drained, h, 0)
+	if err != nil {
+		return conns, fmt.Errorf("no event loop: %w", err)
+	}
+	l.open = &openState{h: h, drops: h.Drops()}
+	return carry([]*loop{l}, conns)
+}
+
+// carry gives slot k of conns to loop k mod len(ls), runs the loops, and
+// returns the connections to keep per slot.
+func carry(ls []*loop, conns []drivers.Conn) ([]drivers.Conn, error) {
+	loops := len(ls)
 	out := make([]drivers.Conn, len(conns))
 	for k, dc := range conns {
 		c, _ := dc.(*conn)
@@ -58,7 +80,7 @@ func (d *Driver) RunClosed(ctx context.Context, stop <-chan struct{}, conns []dr
 		}
 		fresh := c == nil
 		if fresh {
-			c = newConn(d)
+			c = newConn(ls[0].d)
 		}
 		ls[k%loops].add(k, c, fresh)
 	}
@@ -139,8 +161,10 @@ type loop struct {
 	id    int
 	d     *Driver
 	ctx   context.Context
-	stop  <-chan struct{}
-	h     drivers.LoopHooks
+	stop  <-chan struct{} // the open model: the drain's end
+	h     booker
+	next  func(k int) (drivers.Request, time.Duration, bool) // the closed model's LoopHooks.Next
+	open  *openState                                         // the open model's timetable and queue
 	think time.Duration
 	// sa is the address the phase's connections were dialled at (of
 	// the first the loop took over), family its address family: the
@@ -179,6 +203,27 @@ type loop struct {
 	tick   [8]byte
 }
 
+// booker books a request's outcome: LoopHooks.Done, OpenHooks.Done.
+type booker interface {
+	Done(loop, k int, r drivers.Request, out drivers.Outcome, done time.Duration)
+}
+
+// openState is an open-model loop's side of the timetable (RunOpen): the
+// next arrival, the arrivals waiting for a connection, the connections
+// waiting for an arrival. Arrivals wait only while every connection is
+// busy, so one of the two lists is always empty.
+type openState struct {
+	h     drivers.OpenHooks
+	drops bool
+	// at and due are the timetable's next arrival (OpenHooks.Arrival);
+	// ended: there is none, or the timetable was stopped.
+	at, due time.Duration
+	ended   bool
+	queue   []time.Duration // intended starts of the queued arrivals, oldest first from qh
+	qh      int
+	free    []*loopConn
+}
+
 // dialed is a dial's result, handed from its goroutine to the loop.
 type dialed struct {
 	lc  *loopConn
@@ -193,8 +238,14 @@ const (
 	tagTimer = -2
 )
 
-func newLoop(id int, d *Driver, ctx context.Context, stop <-chan struct{}, h drivers.LoopHooks) (*loop, error) {
-	l := &loop{id: id, d: d, ctx: ctx, stop: stop, h: h, think: h.Think(), base: h.Start(), timeout: h.Timeout(), epfd: -1, efd: -1, tfd: -1,
+// newLoop makes loop id, which books with h; stop and think are the
+// closed model's (RunClosed) or the open model's drain (RunOpen).
+func newLoop(id int, d *Driver, ctx context.Context, stop <-chan struct{}, h interface {
+	booker
+	Start() time.Time
+	Timeout() time.Duration
+}, think time.Duration) (*loop, error) {
+	l := &loop{id: id, d: d, ctx: ctx, stop: stop, h: h, think: think, base: h.Start(), timeout: h.Timeout(), epfd: -1, efd: -1, tfd: -1,
 		quit: make(chan struct{}), buf: make([]byte, 64<<10), events: make([]unix.EpollEvent, 128)}
 	var err error
 	if l.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
@@ -365,9 +416,17 @@ func (l *loop) run() {
 		close(l.quit)
 		l.helpers.Wait()
 	}()
-	l.ready = append(l.ready, l.conns...)
+	if o := l.open; o != nil {
+		o.free = append(o.free, l.conns...)
+		l.arrival()
+	} else {
+		l.ready = append(l.ready, l.conns...)
+	}
 	for l.live > 0 || l.dialing > 0 {
 		l.runReady()
+		if l.open != nil {
+			l.arrivals()
+		}
 		if l.live == 0 && l.dialing == 0 {
 			break
 		}
@@ -479,6 +538,9 @@ func (l *loop) woken() {
 		select {
 		case <-l.stop:
 			l.stopped = true
+			if l.open != nil {
+				l.stopOpen()
+			}
 			for _, lc := range l.conns {
 				if lc.state == lcThinking {
 					l.finish(lc)
@@ -497,6 +559,9 @@ func (l *loop) woken() {
 // again.
 func (l *loop) cancelAll(err error) {
 	l.cancelled = true
+	if l.open != nil {
+		l.stopOpen()
+	}
 	for _, lc := range l.conns {
 		switch lc.state {
 		case lcWriting:
@@ -543,26 +608,35 @@ func (l *loop) runReady() {
 	ready := l.ready
 	l.ready = nil
 	for _, lc := range ready {
-		l.next(lc)
+		if l.open != nil {
+			l.freed(lc)
+			continue
+		}
+		l.nextRequest(lc)
 	}
 	if len(l.ready) == 0 {
 		l.ready = ready[:0]
 	}
 }
 
-// next starts slot lc's next request, if the engine gives one: as Do
-// does, the look at the idle connection, the dial if it has none, then
-// the write.
-func (l *loop) next(lc *loopConn) {
+// nextRequest starts slot lc's next request in the closed model, if the
+// engine gives one.
+func (l *loop) nextRequest(lc *loopConn) {
 	if l.cancelled || lc.state == lcFinished {
 		l.finish(lc)
 		return
 	}
-	r, sent, ok := l.h.Next(lc.k)
+	r, sent, ok := l.next(lc.k)
 	if !ok {
 		l.finish(lc)
 		return
 	}
+	l.begin(lc, r, sent)
+}
+
+// begin starts request r, sent at sent, on slot lc: as Do does, the look
+// at the idle connection, the dial if it has none, then the write.
+func (l *loop) begin(lc *loopConn, r drivers.Request, sent time.Duration) {
 	lc.start, lc.deadline = sent, sent+l.timeout
 	lc.r, lc.out = r, drivers.Outcome{}
 	l.arm(lc.deadline)
@@ -1139,6 +1213,9 @@ func (l *loop) expire() {
 			}
 			later(lc.wake)
 		}
+	}
+	if o := l.open; o != nil && !o.ended {
+		later(o.due)
 	}
 	if next != 0 {
 		l.arm(next)

@@ -71,6 +71,8 @@ type step struct {
 	reset  bool
 	cork   bool
 	wait   time.Duration
+	// silent: no answer; the server reads until the client closes.
+	silent bool
 }
 
 // scripted starts a server that answers its i-th request (1-based, over
@@ -83,6 +85,10 @@ func scripted(t *testing.T, script func(i int64) step) *rawServer {
 				return
 			}
 			st := script(n.Add(1))
+			if st.silent {
+				io.Copy(io.Discard, br)
+				return
+			}
 			if st.cork {
 				cork(t, c)
 			}
@@ -493,7 +499,7 @@ func doOverPipe(t *testing.T, d *Driver, chunks [][]byte) drivers.Outcome {
 // its limit or the end of the stream, past replayAll bytes.)
 func loopOverReads(t *testing.T, d *Driver, chunks [][]byte) (drivers.Outcome, int) {
 	h := newLoopHooks(1, time.Second)
-	l, err := newLoop(0, d, t.Context(), nil, h)
+	l, err := newLoop(0, d, t.Context(), nil, h, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,3 +16,8 @@ const loopOS = false
 func (d *Driver) RunClosed(_ context.Context, _ <-chan struct{}, conns []drivers.Conn, _ int, _ drivers.LoopHooks) ([]drivers.Conn, error) {
 	return conns, errors.New("no event loop: the event loop runs on Linux only")
 }
+
+// RunOpen implements drivers.Looper: never here (CanLoop says why).
+func (d *Driver) RunOpen(_ context.Context, _ <-chan struct{}, conns []drivers.Conn, _ drivers.OpenHooks) ([]drivers.Conn, error) {
+	return conns, errors.New("no event loop: the event loop runs on Linux only")
+}

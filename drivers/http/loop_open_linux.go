@@ -1,0 +1,117 @@
+//go:build linux
+
+package http
+
+import "time"
+
+// The open model in the event loop (RunOpen): the loop keeps the
+// engine's timetable. Its timer is set for the next arrival's dispatch
+// instant; each turn it takes every arrival that came due (arrivals),
+// sends each on a free connection or queues it, and a connection whose
+// response was booked takes the oldest queued arrival (freed). The
+// loop's clock reading when it took an arrival, less the arrival's
+// intended start, is the generator's lateness: the loop never waits for
+// a connection before it takes one.
+
+// arrival reads the timetable's next arrival and sets the timer for it;
+// at its end the free connections finish.
+func (l *loop) arrival() {
+	o := l.open
+	at, due, ok := o.h.Arrival()
+	if !ok {
+		o.ended = true
+		l.settle()
+		return
+	}
+	o.at, o.due = at, due
+	l.arm(due)
+}
+
+// arrivals takes every arrival that came due: each goes to a free
+// connection, else to the queue (or is dropped, with on_saturation:
+// drop).
+func (l *loop) arrivals() {
+	o := l.open
+	if o.ended {
+		return
+	}
+	now := l.now()
+	if o.due > now {
+		// The timer may have fired for an instant already past, with
+		// this arrival read meanwhile: it must be set for it.
+		l.arm(o.due)
+		return
+	}
+	for !o.ended && o.due <= now {
+		o.h.Arrived(o.at, now)
+		switch n := len(o.free); {
+		case n > 0:
+			lc := o.free[n-1]
+			o.free = o.free[:n-1]
+			l.dispatch(lc, o.at)
+		case o.drops:
+			o.h.Dropped(o.at, now)
+		default:
+			o.queue = append(o.queue, o.at)
+		}
+		l.arrival()
+	}
+}
+
+// freed gives connection lc, its last request booked, the oldest queued
+// arrival, or keeps it free until one comes.
+func (l *loop) freed(lc *loopConn) {
+	o := l.open
+	if lc.state == lcFinished {
+		return
+	}
+	if o.qh < len(o.queue) {
+		at := o.queue[o.qh]
+		o.qh++
+		if o.qh == len(o.queue) {
+			o.queue, o.qh = o.queue[:0], 0
+		}
+		l.dispatch(lc, at)
+		return
+	}
+	if o.ended || l.cancelled {
+		l.finish(lc)
+		return
+	}
+	o.free = append(o.free, lc)
+}
+
+// dispatch sends the arrival intended at at on connection lc.
+func (l *loop) dispatch(lc *loopConn, at time.Duration) {
+	r, sent := l.open.h.Send(lc.k, at)
+	l.begin(lc, r, sent)
+}
+
+// stopOpen stops the timetable (the drain's bound passed, or ctx ended):
+// the queued arrivals are given back unsent, with the rest of the
+// timetable's due ones, and the free connections finish.
+func (l *loop) stopOpen() {
+	o := l.open
+	if o.ended && o.qh == len(o.queue) {
+		l.settle()
+		return
+	}
+	o.ended = true
+	q := o.queue[o.qh:]
+	o.queue, o.qh = nil, 0
+	o.h.Unsent(q)
+	l.settle()
+}
+
+// settle finishes the free connections once the timetable has ended and
+// nothing is queued: the loop ends when the requests in flight do.
+func (l *loop) settle() {
+	o := l.open
+	if !o.ended || o.qh < len(o.queue) {
+		return
+	}
+	for _, lc := range o.free {
+		l.finish(lc)
+	}
+	o.free = nil
+}
