@@ -111,7 +111,9 @@ run_tool() {
         CMD=("${CMD[@]:0:2}" --no-event-loop "${CMD[@]:2}") ;;
       *) open_cmd "$tool" "$OPEN_RATE" "$OPEN_DURATION" ;;
     esac
-    run_pinned "$tool" $((OPEN_DURATION + 60)) "$log"
+    # PERF splits the closed loop's CPU only: its sampling is not paid
+    # by the open-model runs.
+    PERF=0 run_pinned "$tool" $((OPEN_DURATION + 60)) "$log"
     return
   fi
   case $tool in
@@ -219,7 +221,7 @@ if ((OPEN_RATE > 0)); then
   echo
   echo "Open model: $OPEN_RATE req/s offered for ${OPEN_DURATION}s, $CONNS connections, one round per tool"
   OPEN_TXT=$WORK/open.txt
-  printf "%-14s %10s %10s %9s %17s %6s %13s %12s\n" tool requests "req/s" achieved "CPU µs/req (user)" core "send lag p99" "early max" >"$OPEN_TXT"
+  printf "%-17s %10s %10s %9s %17s %6s %13s %12s %s\n" tool requests "req/s" achieved "CPU µs/req (user)" core "send lag p99" "early max" verdict >"$OPEN_TXT"
   for tool in $OPEN_TOOLS; do
     [[ " ${active[*]} " == *" ${tool%%-*} "* ]] || continue
     log=$LOGS/$tool-open.log
@@ -234,10 +236,10 @@ if ((OPEN_RATE > 0)); then
     fi
     read -r reqs errs <<<"$parsed"
     read -r user sys rss wall <<<"$(time_figures "$log")" || true
-    lag="-" early="-"
+    lag="-" early="-" outcome="-"
     achieved=$(awk -v r="$reqs" -v d="$OPEN_DURATION" -v o="$OPEN_RATE" 'BEGIN { printf "%.4f", r / d / o }')
     if [[ $tool == runner* ]]; then
-      read -r a o l _ _ _ e _ <<<"$(runner_json "$log")"
+      read -r a o l _ outcome _ e _ <<<"$(runner_json "$log")"
       if [[ $a != "?" ]]; then
         achieved=$(awk -v a="$a" -v o="$o" 'BEGIN { printf "%.4f", a / o }')
         lag=$(awk -v l="$l" 'BEGIN { printf "%.3f ms", l }')
@@ -246,7 +248,7 @@ if ((OPEN_RATE > 0)); then
     fi
     echo "done"
     awk -v t="$tool" -v r="$reqs" -v d="$OPEN_DURATION" -v a="$achieved" -v u="$user" -v s="$sys" -v w="$wall" -v l="$lag" \
-      -v e="$early" 'BEGIN { printf "%-14s %10d %10.0f %9s %9.2f (%5.2f) %5.0f%% %13s %12s\n", t, r, r / d, a, (u + s) * 1e6 / r, u * 1e6 / r, (w > 0 ? (u + s) * 100 / w : 0), l, e }' >>"$OPEN_TXT"
+      -v e="$early" -v v="$outcome" 'BEGIN { printf "%-17s %10d %10.0f %9s %9.2f (%5.2f) %5.0f%% %13s %12s %s\n", t, r, r / d, a, (u + s) * 1e6 / r, u * 1e6 / r, (w > 0 ? (u + s) * 100 / w : 0), l, e, v }' >>"$OPEN_TXT"
     sleep 1
   done
   {
@@ -257,6 +259,8 @@ if ((OPEN_RATE > 0)); then
     echo "(arrivals sent in the window), and its send lag is actual send minus intended start, every request (0 for one sent early);"
     echo "early max: the most a request went out before its intended start (runner: dispatch window, 1 ms by default above 5,000/s;"
     echo "runner-precise: dispatch_window 0s). The peers do not report when they sent each request."
+    echo "verdict: runner's own (pass, or inconclusive when its run-validity checks found it could not keep up);"
+    echo "runner-goroutines: runner with --no-event-loop (the pacer and a goroutine per connection)."
   } | tee -a "$OUT/peers.txt"
 fi
 echo "wrote $OUT/peers.txt, $RAW and logs in $LOGS"

@@ -85,10 +85,11 @@ type PhaseResult struct {
 	// again elsewhere (a saved report, a baseline) is judged as recorded.
 	// 0 in reports saved before it was recorded (clientCores).
 	ClientCores int `json:"client_cores,omitempty"`
-	// EventLoops is how many event loops carried a closed phase's
+	// EventLoops is how many event loops carried the phase's
 	// connections (drivers.Looper: one thread each, waiting on its
-	// connections' sockets at once); 0: a goroutine per connection, as
-	// the open model's workers always are.
+	// connections' sockets at once; an open phase has one, which keeps
+	// the timetable too); 0: a goroutine per connection (and for the
+	// open model the pacer).
 	EventLoops int `json:"event_loops,omitempty"`
 	// GCPauseMax is the longest garbage-collector stop-the-world pause of
 	// this process during the phase.

@@ -246,7 +246,7 @@ phase); a second Ctrl-C exits immediately.`,
 	cmd.Flags().StringVar(&f.segmentSpec, "segment", "", "scale-out: run segment K/N of the plan (K from 0), or auto (K and N from SLURM_PROCID/SLURM_NTASKS, SLURM_ARRAY_TASK_*, CI_NODE_INDEX/CI_NODE_TOTAL, JOB_COMPLETION_INDEX/RUNNER_SEGMENTS), or auto/N; writes only the JSON report ({segment} expands to K-of-N), not judged: runner merge judges the segments together")
 	cmd.Flags().StringVar(&f.startAtText, "start-at", "", "start the first phase at this RFC 3339 instant (e.g. 2026-12-02T16:00:00Z) and each later one on the plan's timetable; not ready by then: exit 3, nothing sent")
 	cmd.Flags().DurationVar(&f.phaseGap, "phase-gap", engine.DefaultPhaseGap, "with --start-at: the timetable's pause after each phase's drain bound (time for counters and the next repeat's dials)")
-	cmd.Flags().BoolVar(&f.noEventLoop, "no-event-loop", false, "carry a closed phase's connections on a goroutine each, not in event loops (plain HTTP/1.x keep-alive only; the same requests and outcomes at a higher client CPU cost per request)")
+	cmd.Flags().BoolVar(&f.noEventLoop, "no-event-loop", false, "carry a phase's connections on a goroutine each (an open phase's arrivals from the pacer), not in event loops (plain HTTP/1.x keep-alive only; the same requests and outcomes at a higher client CPU cost per request)")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "a saved JSON result: rules may read baseline.<metric> of the same phase (its median repeat by p99), e.g. p99 < baseline.p99 * 1.10")
 	return cmd
 }
