@@ -61,7 +61,9 @@ phases:
 // TestEventLoop_OpenSameCountsAsGoroutines: the open model's event loop
 // (one loop keeps the timetable and every connection) against the pacer
 // and its goroutines, as TestEventLoop_SameCountsAsGoroutines compares
-// the closed model's: an open phase bounded by its count, against the
+// the closed model's: an open phase bounded by its count, its arrivals
+// grouped by a dispatch window (one at a time, the pacer keeps them:
+// the loop's wake-ups cost more there), against the
 // same target, with more arrivals than its connections absorb at times
 // (8 connections at 2,000/s, 2 ms a request: about 4 in flight), queued
 // for the first free one. Both send every arrival, reconcile every count
@@ -73,7 +75,7 @@ name: open-event-loop
 target: {serve: http, args: ["--error-every", "7", "--close-after", "50", "--delay", "2ms"]}
 driver: {http: {path: /e, timeout: 2s}}
 phases:
-  - {name: counted, open: {rate: 2000/s, connections: 8}, requests: 3000}
+  - {name: counted, open: {rate: 2000/s, connections: 8, dispatch_window: 1ms}, requests: 3000}
 ` + loopReconcile + `assert:
   - requests == 3000
   - arrivals == requests

@@ -181,6 +181,13 @@ type loop struct {
 	live           int // slots not finished
 	dialing        int // dials under way
 	timerAt        time.Duration
+	// connAt is the earliest deadline or end of think time set for a
+	// connection since expire last looked at them all (0: none): a
+	// timer that fires before it is the open model's next arrival only.
+	connAt time.Duration
+	// skipPoll: the last look for events without blocking found none;
+	// the next wait blocks at once (wait).
+	skipPoll bool
 	stopped        bool // stop was closed: no think time runs to its end
 	cancelled      bool // ctx ended: everything in flight is cancelled
 	quit           chan struct{}
@@ -481,15 +488,27 @@ func (l *loop) run() {
 // a thread blocked longer than 10 ms when another P is idle), and
 // RunClosed keeps one P more than there are loops, so the rest of the
 // program (the phase's timers, dials, progress) always has one.
+//
+// A loop that found nothing at its last look (a light load: each
+// request's response comes after the loop has gone idle) blocks at once,
+// without the look first: one system call per wait, not two, until a
+// wait finds several events at once again.
 func (l *loop) wait(block bool) (int, error) {
-	n, errno := l.poll()
-	if errno != 0 || n > 0 || !block {
-		if errno != 0 {
-			return 0, errno
+	if !block || !l.skipPoll {
+		n, errno := l.poll()
+		if errno != 0 || n > 0 || !block {
+			if errno != 0 {
+				return 0, errno
+			}
+			return n, nil
 		}
-		return n, nil
+		l.skipPoll = true
 	}
-	return unix.EpollWait(l.epfd, l.events, -1)
+	n, err := unix.EpollWait(l.epfd, l.events, -1)
+	if n > 1 {
+		l.skipPoll = false
+	}
+	return n, err
 }
 
 // poll takes the events waiting without blocking.
@@ -639,7 +658,7 @@ func (l *loop) nextRequest(lc *loopConn) {
 func (l *loop) begin(lc *loopConn, r drivers.Request, sent time.Duration) {
 	lc.start, lc.deadline = sent, sent+l.timeout
 	lc.r, lc.out = r, drivers.Outcome{}
-	l.arm(lc.deadline)
+	l.armConn(lc.deadline)
 	// Close (the pool's, at the run's end) never comes while a loop
 	// runs. The look at the idle connection is Do's (idle.go): one
 	// recv(2) that peeks, just before the write. The epoll event that
@@ -1131,7 +1150,7 @@ func (l *loop) done(lc *loopConn) {
 		}
 		lc.state = lcThinking
 		lc.wake = l.now() + l.think
-		l.arm(lc.wake)
+		l.armConn(lc.wake)
 	default:
 		l.ready = append(l.ready, lc)
 	}
@@ -1164,14 +1183,42 @@ func (l *loop) arm(at time.Duration) {
 	}
 }
 
+// armConn makes the timer fire by at, a connection's deadline or the end
+// of its think time.
+func (l *loop) armConn(at time.Duration) {
+	if l.connAt == 0 || at < l.connAt {
+		l.connAt = at
+	}
+	l.arm(at)
+}
+
 // expire times out the requests past their deadline, ends the think
-// times that are over, and sets the timer for the next of either.
+// times that are over, and sets the timer for the next of either (or
+// the open model's next arrival). The connections are looked at only
+// when one of theirs is due: a timer that fired for an arrival does not
+// walk them.
 func (l *loop) expire() {
 	t := l.now()
-	var next time.Duration
+	if l.connAt != 0 && l.connAt <= t {
+		l.connAt = 0
+		l.expireConns(t)
+	}
+	next := l.connAt
+	if o := l.open; o != nil && !o.ended && (next == 0 || o.due < next) {
+		next = o.due
+	}
+	if next != 0 {
+		l.arm(next)
+	}
+}
+
+// expireConns ends the requests past their deadline at t and the think
+// times over by then, and notes the next instant one of the connections
+// is due (connAt).
+func (l *loop) expireConns(t time.Duration) {
 	later := func(at time.Duration) {
-		if next == 0 || at < next {
-			next = at
+		if l.connAt == 0 || at < l.connAt {
+			l.connAt = at
 		}
 	}
 	for _, lc := range l.conns {
@@ -1213,12 +1260,6 @@ func (l *loop) expire() {
 			}
 			later(lc.wake)
 		}
-	}
-	if o := l.open; o != nil && !o.ended {
-		later(o.due)
-	}
-	if next != 0 {
-		l.arm(next)
 	}
 }
 

@@ -43,18 +43,24 @@ func (l *loop) arrivals() {
 		return
 	}
 	for !o.ended && o.due <= now {
-		o.h.Arrived(o.at, now)
+		at := o.at
+		o.h.Arrived(at, now)
+		var lc *loopConn
 		switch n := len(o.free); {
 		case n > 0:
-			lc := o.free[n-1]
+			lc = o.free[n-1]
 			o.free = o.free[:n-1]
-			l.dispatch(lc, o.at)
 		case o.drops:
-			o.h.Dropped(o.at, now)
+			o.h.Dropped(at, now)
 		default:
-			o.queue = append(o.queue, o.at)
+			o.queue = append(o.queue, at)
 		}
+		// The timer is set for the next arrival before the send sets it
+		// for the request's deadline: one timerfd_settime, not two.
 		l.arrival()
+		if lc != nil {
+			l.dispatch(lc, at)
+		}
 	}
 }
 
