@@ -187,10 +187,10 @@ type loop struct {
 	connAt time.Duration
 	// skipPoll: the last look for events without blocking found none;
 	// the next wait blocks at once (wait).
-	skipPoll bool
-	stopped        bool // stop was closed: no think time runs to its end
-	cancelled      bool // ctx ended: everything in flight is cancelled
-	quit           chan struct{}
+	skipPoll  bool
+	stopped   bool // stop was closed: no think time runs to its end
+	cancelled bool // ctx ended: everything in flight is cancelled
+	quit      chan struct{}
 	// helpers counts the loop's goroutines (signals, dials), which may
 	// write to its eventfd: the loop's end waits for them before the
 	// descriptor is closed (and its number given to another file).
