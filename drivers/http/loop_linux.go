@@ -1203,13 +1203,28 @@ func (l *loop) expire() {
 		l.connAt = 0
 		l.expireConns(t)
 	}
-	next := l.connAt
-	if o := l.open; o != nil && !o.ended && (next == 0 || o.due < next) {
-		next = o.due
+	if o := l.open; o != nil && !o.ended {
+		if o.due <= t {
+			// Taken this turn (arrivals), which sets the timer for
+			// what comes next: set now, for the connections' next
+			// instant, it would be set twice.
+			return
+		}
+		l.armFor(o.due)
+		return
 	}
-	if next != 0 {
-		l.arm(next)
+	if l.connAt != 0 {
+		l.arm(l.connAt)
 	}
+}
+
+// armFor makes the timer fire by at, the open model's next arrival, or
+// by the connections' next instant if that is earlier.
+func (l *loop) armFor(at time.Duration) {
+	if l.connAt != 0 && l.connAt < at {
+		at = l.connAt
+	}
+	l.arm(at)
 }
 
 // expireConns ends the requests past their deadline at t and the think

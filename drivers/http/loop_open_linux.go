@@ -13,8 +13,8 @@ import "time"
 // intended start, is the generator's lateness: the loop never waits for
 // a connection before it takes one.
 
-// arrival reads the timetable's next arrival and sets the timer for it;
-// at its end the free connections finish.
+// arrival reads the timetable's next arrival (arrivals sets the timer
+// for it); at its end the free connections finish.
 func (l *loop) arrival() {
 	o := l.open
 	at, due, ok := o.h.Arrival()
@@ -24,7 +24,6 @@ func (l *loop) arrival() {
 		return
 	}
 	o.at, o.due = at, due
-	l.arm(due)
 }
 
 // arrivals takes every arrival that came due: each goes to a free
@@ -39,7 +38,7 @@ func (l *loop) arrivals() {
 	if o.due > now {
 		// The timer may have fired for an instant already past, with
 		// this arrival read meanwhile: it must be set for it.
-		l.arm(o.due)
+		l.armFor(o.due)
 		return
 	}
 	for !o.ended && o.due <= now {
@@ -55,9 +54,15 @@ func (l *loop) arrivals() {
 		default:
 			o.queue = append(o.queue, at)
 		}
-		// The timer is set for the next arrival before the send sets it
-		// for the request's deadline: one timerfd_settime, not two.
+		// The timer is set for the next arrival not due yet (one due
+		// already, the next of a group, is taken in this loop: set for
+		// it, the timer would fire in 1 µs, a wake-up for nothing),
+		// and before the send sets it for the request's deadline: one
+		// timerfd_settime, not two.
 		l.arrival()
+		if !o.ended && o.due > now {
+			l.armFor(o.due)
+		}
 		if lc != nil {
 			l.dispatch(lc, at)
 		}
@@ -113,7 +118,15 @@ func (l *loop) stopOpen() {
 // nothing is queued: the loop ends when the requests in flight do.
 func (l *loop) settle() {
 	o := l.open
-	if !o.ended || o.qh < len(o.queue) {
+	if !o.ended {
+		return
+	}
+	if l.connAt != 0 {
+		// The timer no longer follows the timetable: the requests in
+		// flight still have their deadlines.
+		l.arm(l.connAt)
+	}
+	if o.qh < len(o.queue) {
 		return
 	}
 	for _, lc := range o.free {

@@ -28,6 +28,7 @@ type openHooks struct {
 	sent    []sentAt
 	outs    []drivers.Outcome
 	unsent  [][]time.Duration
+	onDone  func() // when set, called by Done
 }
 
 type sentAt struct {
@@ -78,6 +79,9 @@ func (h *openHooks) Done(_, _ int, _ drivers.Request, out drivers.Outcome, _ tim
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.outs = append(h.outs, out)
+	if h.onDone != nil {
+		h.onDone()
+	}
 }
 
 func (h *openHooks) Unsent(queued []time.Duration) {
@@ -223,6 +227,7 @@ func TestOpenLoop_TimerFollowsTheTimetable(t *testing.T) {
 	defer l.release()
 	l.open = &openState{h: h}
 	l.arrival()
+	l.arrivals() // the loop's first turn: nothing due yet
 	if l.timerAt != a {
 		t.Fatalf("timer at %v, want the first arrival's %v", l.timerAt, a)
 	}
@@ -237,5 +242,34 @@ func TestOpenLoop_TimerFollowsTheTimetable(t *testing.T) {
 	}
 	if len(h.arrived) != 1 || len(l.open.queue) != 1 {
 		t.Errorf("taken %v, queued %v; want the first arrival taken and queued (no connection)", h.arrived, l.open.queue)
+	}
+}
+
+// TestOpenLoop_DeadlineBetweenSparseArrivals: a request's timeout ends it
+// on time while the timetable's next arrival is far off: the timer
+// follows the earlier of the two. (The second arrival, queued behind the
+// first on the one connection, leaves the timer to the third, an hour
+// away, unless it looks at the connections' deadlines.)
+func TestOpenLoop_DeadlineBetweenSparseArrivals(t *testing.T) {
+	h := newOpenHooks(100*time.Millisecond, time.Millisecond, 2*time.Millisecond, time.Hour)
+	var doneAt time.Duration
+	h.onDone = func() {
+		if doneAt == 0 {
+			doneAt = time.Since(h.start)
+		}
+	}
+	drained := make(chan struct{})
+	go func() {
+		time.Sleep(2 * time.Second)
+		close(drained)
+	}()
+	runOpen(t, h, 1, 0, t.Context(), drained)
+	if len(h.outs) != 2 || h.outs[0].Class != drivers.Timeout || h.outs[1].Class != drivers.Timeout {
+		t.Fatalf("outcomes %+v, want two timeouts", h.outs)
+	}
+	// Liveness, not speed: a timer left for the next arrival (an hour
+	// away) ends it only at the drain's end, 2 s on.
+	if doneAt > 1500*time.Millisecond {
+		t.Errorf("the 100 ms timeout ended its request at %v", doneAt)
 	}
 }
