@@ -44,29 +44,35 @@ func (l *loop) arrivals() {
 	for !o.ended && o.due <= now {
 		at := o.at
 		o.h.Arrived(at, now)
-		var lc *loopConn
 		switch n := len(o.free); {
 		case n > 0:
-			lc = o.free[n-1]
+			o.sends = append(o.sends, pendingSend{o.free[n-1], at})
 			o.free = o.free[:n-1]
 		case o.drops:
 			o.h.Dropped(at, now)
 		default:
 			o.queue = append(o.queue, at)
 		}
-		// The timer is set for the next arrival not due yet (one due
-		// already, the next of a group, is taken in this loop: set for
-		// it, the timer would fire in 1 µs, a wake-up for nothing),
-		// and before the send sets it for the request's deadline: one
-		// timerfd_settime, not two.
 		l.arrival()
-		if !o.ended && o.due > now {
-			l.armFor(o.due)
-		}
-		if lc != nil {
-			l.dispatch(lc, at)
-		}
 	}
+	// The timer is set for the next arrival (or a deadline before it)
+	// before the sends set it for their deadlines: one timerfd_settime
+	// a group, not two.
+	if !o.ended {
+		l.armFor(o.due)
+	}
+	for i, p := range o.sends {
+		l.dispatch(p.lc, p.at)
+		o.sends[i] = pendingSend{}
+	}
+	o.sends = o.sends[:0]
+}
+
+// pendingSend is an arrival taken by a free connection, sent once the
+// turn's arrivals are all taken.
+type pendingSend struct {
+	lc *loopConn
+	at time.Duration
 }
 
 // freed gives connection lc, its last request booked, the oldest queued
