@@ -82,12 +82,7 @@ func (l *loop) freed(lc *loopConn) {
 	if lc.state == lcFinished {
 		return
 	}
-	if o.qh < len(o.queue) {
-		at := o.queue[o.qh]
-		o.qh++
-		if o.qh == len(o.queue) {
-			o.queue, o.qh = o.queue[:0], 0
-		}
+	if at, ok := o.pop(); ok {
 		l.dispatch(lc, at)
 		return
 	}
@@ -97,6 +92,30 @@ func (l *loop) freed(lc *loopConn) {
 	}
 	o.free = append(o.free, lc)
 }
+
+// pop takes the oldest queued arrival's intended start; false when none
+// waits.
+func (o *openState) pop() (time.Duration, bool) {
+	if o.qh == len(o.queue) {
+		return 0, false
+	}
+	at := o.queue[o.qh]
+	o.qh++
+	switch {
+	case o.qh == len(o.queue):
+		o.queue, o.qh = o.queue[:0], 0
+	case o.qh >= compactAt && 2*o.qh >= len(o.queue):
+		// A queue that never empties (a steady overload) would
+		// otherwise hold every arrival it ever queued.
+		n := copy(o.queue, o.queue[o.qh:])
+		o.queue, o.qh = o.queue[:n], 0
+	}
+	return at, true
+}
+
+// compactAt is how many arrivals taken from the head of the queue make
+// it move its rest down, once they are half of it or more.
+const compactAt = 4096
 
 // dispatch sends the arrival intended at at on connection lc.
 func (l *loop) dispatch(lc *loopConn, at time.Duration) {

@@ -273,3 +273,31 @@ func TestOpenLoop_DeadlineBetweenSparseArrivals(t *testing.T) {
 		t.Errorf("the 100 ms timeout ended its request at %v", doneAt)
 	}
 }
+
+// TestOpenLoop_QueueHoldsOnlyWhatWaits: a queue that never empties (an
+// arrival joins for each one taken) holds about what waits in it, not
+// every arrival it ever queued, and gives them back oldest first.
+func TestOpenLoop_QueueHoldsOnlyWhatWaits(t *testing.T) {
+	var o openState
+	next := time.Duration(0)
+	for range 100 {
+		o.queue = append(o.queue, next)
+		next++
+	}
+	want := time.Duration(0)
+	for range 1_000_000 {
+		at, ok := o.pop()
+		if !ok || at != want {
+			t.Fatalf("popped %v, %v; want %v", at, ok, want)
+		}
+		want++
+		o.queue = append(o.queue, next)
+		next++
+	}
+	if waiting := len(o.queue) - o.qh; waiting != 100 {
+		t.Fatalf("%d waiting, want 100", waiting)
+	}
+	if len(o.queue) > 2*compactAt+100 {
+		t.Errorf("the queue holds %d entries for 100 waiting", len(o.queue))
+	}
+}
