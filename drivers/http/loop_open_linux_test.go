@@ -301,3 +301,62 @@ func TestOpenLoop_QueueHoldsOnlyWhatWaits(t *testing.T) {
 		t.Errorf("the queue holds %d entries for 100 waiting", len(o.queue))
 	}
 }
+
+// BenchmarkOpenLoop: the open model's event loop, one connection, every
+// arrival due at once (each waits in the queue for the one before it):
+// the loop's cost per request with its timetable and queue, against the
+// same stub as BenchmarkClosedLoop.
+func BenchmarkOpenLoop(b *testing.B) {
+	s := benchStub(b)
+	for _, bc := range benchCases(b) {
+		b.Run(bc.name, func(b *testing.B) {
+			d := newDriver(b, bc.cfg, "http://"+s.addr)
+			c := dial(b, d)
+			h := &benchOpenHooks{n: b.N, start: time.Now()}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if _, err := d.RunOpen(b.Context(), nil, []drivers.Conn{c}, h); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if h.ok != b.N {
+				b.Fatalf("%d ok of %d: the last failed with %v", h.ok, b.N, h.err)
+			}
+		})
+	}
+}
+
+// benchOpenHooks is a timetable of n arrivals all due at its start.
+type benchOpenHooks struct {
+	n, taken, sent, ok int
+	start              time.Time
+	err                error
+}
+
+func (h *benchOpenHooks) Start() time.Time           { return h.start }
+func (h *benchOpenHooks) Timeout() time.Duration     { return time.Hour }
+func (h *benchOpenHooks) Drops() bool                { return false }
+func (h *benchOpenHooks) Arrived(_, _ time.Duration) {}
+func (h *benchOpenHooks) Dropped(_, _ time.Duration) {}
+func (h *benchOpenHooks) Unsent([]time.Duration)     {}
+
+func (h *benchOpenHooks) Arrival() (at, due time.Duration, ok bool) {
+	if h.taken == h.n {
+		return 0, 0, false
+	}
+	h.taken++
+	return 0, 0, true
+}
+
+func (h *benchOpenHooks) Send(k int, _ time.Duration) (drivers.Request, time.Duration) {
+	h.sent++
+	return drivers.Request{Seq: uint64(h.sent), Slot: k}, time.Since(h.start)
+}
+
+func (h *benchOpenHooks) Done(_, _ int, _ drivers.Request, out drivers.Outcome, _ time.Duration) {
+	if out.Class == drivers.OK {
+		h.ok++
+	} else {
+		h.err = out.Err
+	}
+}
