@@ -104,7 +104,12 @@ type shard struct {
 	// same holds the ok requests whose service time equals their
 	// response time (every closed-model one): one histogram write for
 	// both, which Summary and Live count in each.
-	same    Dist
+	same Dist
+	// same3 holds, instead, those whose first byte's time equals both
+	// too (a response that came in one read, timed by one clock reading:
+	// most closed-model requests in an event loop), counted in all
+	// three: one histogram write where there were two.
+	same3   Dist
 	sendLag Dist // Sent − Intended of every sent request, but lagZero's
 	// lagZero counts the sent requests whose send lag is 0 (every
 	// closed-model one), added to sendLag by Summary.
@@ -220,15 +225,19 @@ func (s *shard) record(res *Result, opts *Options, timeline int, b *book) {
 	if o.Connect > 0 {
 		s.connect.record(o.Connect)
 	}
-	if o.FirstByte > 0 {
+	all3 := o.Class == drivers.OK && resp == svc && o.FirstByte == resp && resp > 0
+	if o.FirstByte > 0 && !all3 {
 		s.firstByte.record(o.FirstByte)
 	}
 	switch o.Class {
 	case drivers.OK:
 		s.ok++
-		if resp == svc {
+		switch {
+		case all3:
+			s.same3.record(resp)
+		case resp == svc:
 			s.same.record(resp)
-		} else {
+		default:
 			s.response.record(resp)
 			s.service.record(svc)
 		}
@@ -461,6 +470,9 @@ func (r *Recorder) Summary(elapsed time.Duration) *Summary {
 		s.Response.add(&sh.same)
 		s.Service.add(&sh.service)
 		s.Service.add(&sh.same)
+		s.Response.add(&sh.same3)
+		s.Service.add(&sh.same3)
+		s.FirstByte.add(&sh.same3)
 		s.SendLag.add(&sh.sendLag)
 		s.SendLag.recordN(0, sh.lagZero)
 		s.SendEarly.add(&sh.sendEarly)
@@ -561,7 +573,7 @@ func (r *Recorder) Live() Live {
 		l.Requests += s.requests
 		l.OK += s.ok
 		l.Errors += s.errors
-		for _, d := range [2]*Dist{&s.response, &s.same} {
+		for _, d := range [3]*Dist{&s.response, &s.same, &s.same3} {
 			if d.n > 0 {
 				if n == 0 || d.min < lo {
 					lo = d.min

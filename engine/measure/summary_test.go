@@ -430,3 +430,47 @@ func TestRecorderGoAwayRetries(t *testing.T) {
 		t.Errorf("Check of more retries than requests: %v", err)
 	}
 }
+
+// TestRecorderFirstByteWhenAllThreeEqual: a request whose first byte,
+// service time and response time are one value (a response in one read,
+// the closed model) is booked once for all three, and each summary
+// distribution still counts it: the same counts, sums and extremes as
+// the requests recorded one by one into each distribution.
+func TestRecorderFirstByteWhenAllThreeEqual(t *testing.T) {
+	r := NewRecorder(2, Options{})
+	var resp, svc, fb Dist
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := range 3000 {
+		sent := time.Duration(i) * time.Millisecond
+		intended := sent
+		if i%3 == 1 {
+			intended -= time.Duration(rng.IntN(500)) * time.Microsecond // sent late: response ≠ service
+		}
+		d := time.Duration(1+rng.IntN(5000)) * time.Microsecond
+		o := okOutcome
+		o.FirstByte = d
+		if i%5 == 2 {
+			o.FirstByte = d / 2 // the body came in a later read
+		}
+		r.Record(i, &Result{Seq: uint64(i + 1), Intended: intended, Sent: sent, Done: sent + d, Outcome: o})
+		resp.record(sent + d - intended)
+		svc.record(d)
+		fb.record(o.FirstByte)
+	}
+	s := r.Summary(3 * time.Second)
+	for _, c := range []struct {
+		name      string
+		got, want *Dist
+	}{{"response", &s.Response, &resp}, {"service", &s.Service, &svc}, {"first byte", &s.FirstByte, &fb}} {
+		gmin, _ := c.got.Min()
+		gmax, _ := c.got.Max()
+		wmin, _ := c.want.Min()
+		wmax, _ := c.want.Max()
+		gp99, _ := c.got.Percentile(99)
+		wp99, _ := c.want.Percentile(99)
+		if c.got.Count() != c.want.Count() || c.got.Sum() != c.want.Sum() || gmin != wmin || gmax != wmax || gp99 != wp99 {
+			t.Errorf("%s: n %d sum %v min %v max %v; want n %d sum %v min %v max %v", c.name,
+				c.got.Count(), c.got.Sum(), gmin, gmax, c.want.Count(), c.want.Sum(), wmin, wmax)
+		}
+	}
+}
