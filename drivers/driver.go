@@ -326,9 +326,10 @@ type OpenHooks interface {
 	// Unsent books the arrivals that were taken off the timetable and
 	// never sent (queued, intended at the offsets given, in order), and
 	// every later one that came due before the phase stopped: the
-	// drain's bound passed or the run was cancelled. The loop takes no
-	// arrival after it.
-	Unsent(queued []time.Duration)
+	// drain's bound passed or the run was cancelled. pending says the
+	// arrival Arrival returned last was not taken (Arrived) yet: the
+	// later ones start with it. The loop takes no arrival after it.
+	Unsent(queued []time.Duration, pending bool)
 }
 
 // LoopHooks is the engine's side of a Looper's closed-model loop: it

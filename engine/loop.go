@@ -42,6 +42,8 @@ func EventLoopOf(d drivers.Driver, p *PhasePlan, off bool) string {
 		return "the driver has none"
 	case len(p.Steps) > 0:
 		return "a ramp's stairs"
+	case p.Model == Open && p.Drop:
+		return "on_saturation: drop (paced one arrival at a time: it takes no dispatch window)"
 	case p.Model == Open && p.DispatchWindow == 0:
 		// Measured (docs/design.md, "The open model in the event
 		// loop"): at 10,000/s one at a time, the loop cost 0.60 of a
@@ -67,6 +69,8 @@ func (ph *phaseRun) runLoops(lp drivers.Looper) {
 	loops := max(1, min(procs.Base(), len(conns)))
 	kept, err := lp.RunClosed(ph.hard, ph.stop, conns, loops, h)
 	if err != nil {
+		ph.loopsReady()
+		<-ph.release
 		ph.r.Log.Warn().Str("phase", ph.p.Name).Err(err).Msg("a goroutine per connection carries the phase")
 		var wg sync.WaitGroup
 		for k := range conns {
@@ -95,20 +99,10 @@ func (ph *phaseRun) runOpenLoop(lp drivers.Looper) {
 	sched := ph.p.Schedule(ph.repeat)
 	h := &loopHooks{ph: ph, sent: make([]time.Duration, len(conns)), at: make([]time.Duration, len(conns)),
 		sched: sched, tt: ph.timetable(sched)}
-	if lag := ph.lag; lag > LatenessLimit {
-		// Released late on the timetable, as pace books it: the
-		// arrivals intended more than LatenessLimit before the release
-		// are late by the generator's doing, counted once here.
-		h.counted = lag - LatenessLimit
-		n := Due(sched, h.counted, 0)
-		if r := ph.p.Requests; r > 0 {
-			n = min(n, r)
-		}
-		ph.late += n
-		ph.lateness = max(ph.lateness, lag)
-	}
 	kept, err := lp.RunOpen(ph.hard, ph.drained, conns, h)
 	if err != nil {
+		ph.loopsReady()
+		<-ph.release
 		ph.r.Log.Warn().Str("phase", ph.p.Name).Err(err).Msg("the pacer and a goroutine per connection carry the phase")
 		ph.runPacer()
 		return
@@ -130,13 +124,44 @@ type loopHooks struct {
 
 	// The open model's timetable (runOpenLoop): the walk of its
 	// schedule; the arrivals before counted were booked late up front.
-	sched   Schedule
-	tt      *timetable
-	counted time.Duration
+	sched     Schedule
+	tt        *timetable
+	lastI     int64         // the index of the arrival Arrival returned last
+	lastAt    time.Duration // and its intended start
+	counted   time.Duration
+	startOnce sync.Once
 }
 
-// Start implements drivers.LoopHooks: the phase's start.
-func (h *loopHooks) Start() time.Time { return h.ph.start }
+// Start implements drivers.LoopHooks and drivers.OpenHooks: it says the
+// loops are ready (their connections taken over, outside the phase's
+// time), waits for the phase's barrier, and returns the phase's start.
+// An open phase released late on the timetable books the arrivals that
+// came due meanwhile as pace does: late by the generator's doing, each
+// once.
+func (h *loopHooks) Start() time.Time {
+	ph := h.ph
+	ph.loopsReady()
+	<-ph.release
+	h.startOnce.Do(func() {
+		if h.tt == nil {
+			return
+		}
+		if lag := ph.lag; lag > LatenessLimit {
+			h.counted = lag - LatenessLimit
+			n := Due(h.sched, h.counted, 0)
+			if r := ph.p.Requests; r > 0 {
+				n = min(n, r)
+			}
+			ph.late += n
+			ph.lateness = max(ph.lateness, lag)
+		}
+	})
+	return ph.start
+}
+
+// loopsReady tells runPhase the event loops wait at the barrier (or
+// will not run): it may start the phase's clock.
+func (ph *phaseRun) loopsReady() { ph.readyOnce.Do(func() { close(ph.ready) }) }
 
 // Timeout implements drivers.LoopHooks: the request timeout.
 func (h *loopHooks) Timeout() time.Duration { return h.ph.timeout }
@@ -165,7 +190,8 @@ func (h *loopHooks) Next(k int) (drivers.Request, time.Duration, bool) {
 
 // Arrival implements drivers.OpenHooks: the timetable's next arrival.
 func (h *loopHooks) Arrival() (at, due time.Duration, ok bool) {
-	_, at, due, ok = h.tt.next()
+	h.lastI, at, due, ok = h.tt.next()
+	h.lastAt = at
 	return at, due, ok
 }
 
@@ -210,22 +236,33 @@ func (h *loopHooks) Send(k int, at time.Duration) (drivers.Request, time.Duratio
 
 // Unsent implements drivers.OpenHooks as pace books what it never
 // handed over: the queued arrivals left over (each with the lower bound
-// of its response time) or cancelled, and the arrivals of the timetable
-// that came due before the phase stopped and were not taken yet.
-func (h *loopHooks) Unsent(queued []time.Duration) {
+// of its response time, all read at one instant) or cancelled, and the
+// arrivals of the timetable that came due before the phase stopped and
+// were not taken yet, from the one the loop read last (pending) or the
+// one after it.
+func (h *loopHooks) Unsent(queued []time.Duration, pending bool) {
 	ph := h.ph
+	interrupted := ph.r.interrupted(ph.hard)
+	now := time.Since(ph.start)
 	for _, at := range queued {
-		ph.notSent(ph.rec, 0, at, drivers.Outcome{})
+		if interrupted {
+			ph.rec.AddCancelled(1)
+			continue
+		}
+		ph.rec.LeftOver(0, now-at)
 	}
-	i, at, _, ok := h.tt.next()
+	i, at, ok := h.lastI, h.lastAt, true
+	if !pending {
+		i, at, _, ok = h.tt.next()
+	}
 	if !ok {
 		return
 	}
-	now := time.Since(ph.start)
+	due := now
 	if stop := time.Duration(ph.stopAt.Load()); stop != 0 {
-		now = stop
+		due = stop
 	}
-	if at < now {
+	if at < due {
 		ph.rec.AddArrivals(1) // unsent books it as counted
 		ph.unsent(h.sched, i)
 	}

@@ -207,6 +207,12 @@ type phaseRun struct {
 	byCount atomic.Bool  // a closed phase ended because its request count was reached
 
 	inflight atomic.Int64 // requests in Do now
+	// release is the phase's barrier (closed when its clock starts);
+	// ready is closed once its event loops have taken their connections
+	// over and wait at it, or fell back to goroutines (loopHooks.Start).
+	release   <-chan struct{}
+	ready     chan struct{}
+	readyOnce sync.Once
 	// eventLoops is how many event loops carried the phase (loop.go),
 	// set when they have all returned; 0 for goroutines.
 	eventLoops int
@@ -363,14 +369,19 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	ev.Msg("phase start")
 
 	// The barrier: every worker waits on release, so the measured phase
-	// starts at one instant for all connections.
+	// starts at one instant for all connections. Event loops take their
+	// connections over before it (loopHooks.Start): the phase waits for
+	// them to be ready.
 	release := make(chan struct{})
+	ph.release, ph.ready = release, make(chan struct{})
+	loops := false
 	var wg sync.WaitGroup
 	switch p.Model {
 	case Closed:
 		if lp := ph.looper(); lp != nil {
+			loops = true
 			wg.Add(1)
-			go func() { defer wg.Done(); <-release; ph.runLoops(lp) }()
+			go func() { defer wg.Done(); ph.runLoops(lp) }()
 			break
 		}
 		for k := 0; k < p.Connections; k++ {
@@ -386,16 +397,20 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 		}
 	case Open:
 		lp := ph.looper()
+		loops = lp != nil
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			<-release
 			if lp != nil {
 				ph.runOpenLoop(lp)
 				return
 			}
+			<-release
 			ph.runPacer()
 		}()
+	}
+	if loops {
+		<-ph.ready
 	}
 	var targetEnd func() (*TargetUsage, error)
 	if r.TargetMeter != nil {

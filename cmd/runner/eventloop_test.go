@@ -103,3 +103,35 @@ phases:
 		t.Errorf("event loop: %s\ngoroutines: %s", counts["[]"], counts["[--no-event-loop]"])
 	}
 }
+
+// TestEventLoop_OpenDrainRunsOut: an open phase the target cannot keep
+// up with (4 connections at 50 ms a request, 500 arrivals a second),
+// carried by the event loop and by the pacer: every arrival that came due
+// is booked, sent or left over when the drain runs out, never lost
+// (arrivals == requests + left_over_unsent, the 500 of the timetable),
+// and the verdict on `left_over == 0` fails both ways.
+func TestEventLoop_OpenDrainRunsOut(t *testing.T) {
+	const yaml = `version: 1
+name: open-drain
+target: {serve: http, args: ["--delay", "50ms"]}
+driver: {http: {path: /, timeout: 300ms}}
+phases:
+  - {name: over, open: {rate: 500/s, connections: 4, dispatch_window: 1ms}, duration: 1s}
+assert:
+  - left_over == 0
+`
+	for _, flags := range [][]string{nil, {"--no-event-loop"}} {
+		r := fcExecFlags(t, t.TempDir(), "open-drain", yaml, flags)
+		if r.code != exitFail {
+			t.Fatalf("flags %v: exit %d, want fail (left over)\n%s\n%s", flags, r.code, r.stdout, r.stderr)
+		}
+		ph := r.phases(t)[0]
+		if loops, _ := ph["event_loops"].(float64); (loops == 1) != (flags == nil) {
+			t.Errorf("flags %v: event_loops %v", flags, loops)
+		}
+		arrivals, requests, left := fcCount(t, ph, "arrivals"), fcCount(t, ph, "requests"), fcCount(t, ph, "left_over_unsent")
+		if arrivals != 500 || requests+left != arrivals || left == 0 {
+			t.Errorf("flags %v: arrivals %d, requests %d, left over %d; want 500 = requests + left over, some left over", flags, arrivals, requests, left)
+		}
+	}
+}

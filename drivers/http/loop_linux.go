@@ -49,7 +49,7 @@ func (d *Driver) RunClosed(ctx context.Context, stop <-chan struct{}, conns []dr
 		l.next = h.Next
 		ls[i] = l
 	}
-	return carry(ls, conns)
+	return carry(ls, conns, h.Start)
 }
 
 // RunOpen implements drivers.Looper (loop.go says how): one loop carries
@@ -63,12 +63,14 @@ func (d *Driver) RunOpen(ctx context.Context, drained <-chan struct{}, conns []d
 		return conns, fmt.Errorf("no event loop: %w", err)
 	}
 	l.open = &openState{h: h, drops: h.Drops()}
-	return carry([]*loop{l}, conns)
+	return carry([]*loop{l}, conns, h.Start)
 }
 
-// carry gives slot k of conns to loop k mod len(ls), runs the loops, and
-// returns the connections to keep per slot.
-func carry(ls []*loop, conns []drivers.Conn) ([]drivers.Conn, error) {
+// carry gives slot k of conns to loop k mod len(ls), then asks start for
+// the instant the loops' times count from (the hooks' Start, which waits
+// for the phase's start: taking the connections over is not in its
+// time), runs the loops, and returns the connections to keep per slot.
+func carry(ls []*loop, conns []drivers.Conn, start func() time.Time) ([]drivers.Conn, error) {
 	loops := len(ls)
 	out := make([]drivers.Conn, len(conns))
 	for k, dc := range conns {
@@ -86,8 +88,10 @@ func carry(ls []*loop, conns []drivers.Conn) ([]drivers.Conn, error) {
 		ls[k%loops].add(k, c, fresh)
 	}
 	defer procs.Spare(loops)()
+	base := start()
 	var wg sync.WaitGroup
 	for _, l := range ls {
+		l.base = base
 		wg.Add(1)
 		go func() { defer wg.Done(); l.run() }()
 	}
@@ -229,10 +233,15 @@ type openState struct {
 	// ended: there is none, or the timetable was stopped.
 	at, due time.Duration
 	ended   bool
-	queue   []time.Duration // intended starts of the queued arrivals, oldest first from qh
-	qh      int
-	free    []*loopConn
-	sends   []pendingSend // the arrivals a turn gave to free connections (arrivals)
+	// queue holds the intended starts of the arrivals waiting for a
+	// connection; free the connections waiting for an arrival, the one
+	// idle longest first (as the pacer's channel hands an arrival to the
+	// worker that has waited longest: a stack sent every arrival to the
+	// last connection freed, one that a server had just reset again and
+	// again, while the others idled until their server closed them).
+	queue fifo[time.Duration]
+	free  fifo[*loopConn]
+	sends []pendingSend // the arrivals a turn gave to free connections (arrivals)
 }
 
 // dialed is a dial's result, handed from its goroutine to the loop.
@@ -250,13 +259,13 @@ const (
 )
 
 // newLoop makes loop id, which books with h; stop and think are the
-// closed model's (RunClosed) or the open model's drain (RunOpen).
+// closed model's (RunClosed) or the open model's drain (RunOpen). Its
+// base is set when it runs (carry).
 func newLoop(id int, d *Driver, ctx context.Context, stop <-chan struct{}, h interface {
 	booker
-	Start() time.Time
 	Timeout() time.Duration
 }, think time.Duration) (*loop, error) {
-	l := &loop{id: id, d: d, ctx: ctx, stop: stop, h: h, think: think, base: h.Start(), timeout: h.Timeout(), epfd: -1, efd: -1, tfd: -1,
+	l := &loop{id: id, d: d, ctx: ctx, stop: stop, h: h, think: think, timeout: h.Timeout(), epfd: -1, efd: -1, tfd: -1,
 		quit: make(chan struct{}), buf: make([]byte, 64<<10), events: make([]unix.EpollEvent, 128)}
 	var err error
 	if l.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
@@ -428,7 +437,9 @@ func (l *loop) run() {
 		l.helpers.Wait()
 	}()
 	if o := l.open; o != nil {
-		o.free = append(o.free, l.conns...)
+		for _, lc := range l.conns {
+			o.free.push(lc)
+		}
 		l.arrival()
 	} else {
 		l.ready = append(l.ready, l.conns...)

@@ -504,6 +504,7 @@ func loopOverReads(t *testing.T, d *Driver, chunks [][]byte) (drivers.Outcome, i
 		t.Fatal(err)
 	}
 	defer l.release()
+	l.base = h.Start()
 	lc := &loopConn{c: newConn(d), fd: -1, head: -1, state: lcReading}
 	lc.r = drivers.Request{Seq: 1}
 	lc.start = l.now()

@@ -44,14 +44,12 @@ func (l *loop) arrivals() {
 	for !o.ended && o.due <= now {
 		at := o.at
 		o.h.Arrived(at, now)
-		switch n := len(o.free); {
-		case n > 0:
-			o.sends = append(o.sends, pendingSend{o.free[n-1], at})
-			o.free = o.free[:n-1]
-		case o.drops:
+		if lc, ok := o.free.pop(); ok {
+			o.sends = append(o.sends, pendingSend{lc, at})
+		} else if o.drops {
 			o.h.Dropped(at, now)
-		default:
-			o.queue = append(o.queue, at)
+		} else {
+			o.queue.push(at)
 		}
 		l.arrival()
 	}
@@ -82,7 +80,7 @@ func (l *loop) freed(lc *loopConn) {
 	if lc.state == lcFinished {
 		return
 	}
-	if at, ok := o.pop(); ok {
+	if at, ok := o.queue.pop(); ok {
 		l.dispatch(lc, at)
 		return
 	}
@@ -90,31 +88,52 @@ func (l *loop) freed(lc *loopConn) {
 		l.finish(lc)
 		return
 	}
-	o.free = append(o.free, lc)
+	o.free.push(lc)
 }
 
-// pop takes the oldest queued arrival's intended start; false when none
-// waits.
-func (o *openState) pop() (time.Duration, bool) {
-	if o.qh == len(o.queue) {
-		return 0, false
+// fifo is a first-in-first-out list that holds about what is in it: as
+// its head is taken, the rest moves down (a queue that never empties,
+// in a steady overload, would otherwise hold every item it ever had).
+type fifo[T any] struct {
+	s []T
+	h int // the head's index in s
+}
+
+// push adds v at the tail.
+func (f *fifo[T]) push(v T) { f.s = append(f.s, v) }
+
+// len is the number of items in f.
+func (f *fifo[T]) len() int { return len(f.s) - f.h }
+
+// pop takes the head; false when f is empty.
+func (f *fifo[T]) pop() (T, bool) {
+	var zero T
+	if f.h == len(f.s) {
+		return zero, false
 	}
-	at := o.queue[o.qh]
-	o.qh++
+	v := f.s[f.h]
+	f.s[f.h] = zero
+	f.h++
 	switch {
-	case o.qh == len(o.queue):
-		o.queue, o.qh = o.queue[:0], 0
-	case o.qh >= compactAt && 2*o.qh >= len(o.queue):
-		// A queue that never empties (a steady overload) would
-		// otherwise hold every arrival it ever queued.
-		n := copy(o.queue, o.queue[o.qh:])
-		o.queue, o.qh = o.queue[:n], 0
+	case f.h == len(f.s):
+		f.s, f.h = f.s[:0], 0
+	case f.h >= compactAt && 2*f.h >= len(f.s):
+		n := copy(f.s, f.s[f.h:])
+		clear(f.s[n:])
+		f.s, f.h = f.s[:n], 0
 	}
-	return at, true
+	return v, true
 }
 
-// compactAt is how many arrivals taken from the head of the queue make
-// it move its rest down, once they are half of it or more.
+// take empties f and returns what it held, head first.
+func (f *fifo[T]) take() []T {
+	rest := f.s[f.h:]
+	f.s, f.h = nil, 0
+	return rest
+}
+
+// compactAt is how many items taken from the head of a fifo make it
+// move its rest down, once they are half of it or more.
 const compactAt = 4096
 
 // dispatch sends the arrival intended at at on connection lc.
@@ -128,14 +147,14 @@ func (l *loop) dispatch(lc *loopConn, at time.Duration) {
 // timetable's due ones, and the free connections finish.
 func (l *loop) stopOpen() {
 	o := l.open
-	if o.ended && o.qh == len(o.queue) {
+	if o.ended && o.queue.len() == 0 {
 		l.settle()
 		return
 	}
+	// Not ended: the timetable's arrival read last (o.at) is pending.
+	pending := !o.ended
 	o.ended = true
-	q := o.queue[o.qh:]
-	o.queue, o.qh = nil, 0
-	o.h.Unsent(q)
+	o.h.Unsent(o.queue.take(), pending)
 	l.settle()
 }
 
@@ -151,11 +170,10 @@ func (l *loop) settle() {
 		// flight still have their deadlines.
 		l.arm(l.connAt)
 	}
-	if o.qh < len(o.queue) {
+	if o.queue.len() > 0 {
 		return
 	}
-	for _, lc := range o.free {
+	for _, lc := range o.free.take() {
 		l.finish(lc)
 	}
-	o.free = nil
 }

@@ -28,6 +28,7 @@ type openHooks struct {
 	sent    []sentAt
 	outs    []drivers.Outcome
 	unsent  [][]time.Duration
+	pending []bool // Unsent's pending, call by call
 	onDone  func() // when set, called by Done
 }
 
@@ -84,9 +85,10 @@ func (h *openHooks) Done(_, _ int, _ drivers.Request, out drivers.Outcome, _ tim
 	}
 }
 
-func (h *openHooks) Unsent(queued []time.Duration) {
+func (h *openHooks) Unsent(queued []time.Duration, pending bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.pending = append(h.pending, pending)
 	h.unsent = append(h.unsent, append([]time.Duration(nil), queued...))
 }
 
@@ -209,6 +211,11 @@ func TestOpenLoop_DrainAndCancel(t *testing.T) {
 	if len(h.arrived) != 3 {
 		t.Errorf("%d arrivals taken, want 3 (the fourth is an hour away)", len(h.arrived))
 	}
+	// The fourth was read from the timetable, not taken: the engine must
+	// start its walk of what came due there, not after it.
+	if len(h.pending) != 1 || !h.pending[0] {
+		t.Errorf("Unsent's pending %v, want [true]", h.pending)
+	}
 }
 
 // TestOpenLoop_TimerFollowsTheTimetable: the timer is always set for the
@@ -225,6 +232,7 @@ func TestOpenLoop_TimerFollowsTheTimetable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.release()
+	l.base = h.start
 	l.open = &openState{h: h}
 	l.arrival()
 	l.arrivals() // the loop's first turn: nothing due yet
@@ -240,8 +248,8 @@ func TestOpenLoop_TimerFollowsTheTimetable(t *testing.T) {
 	if l.timerAt == 0 || l.timerAt > b {
 		t.Errorf("after the first arrival, timer at %v, want the next arrival's %v", l.timerAt, b)
 	}
-	if len(h.arrived) != 1 || len(l.open.queue) != 1 {
-		t.Errorf("taken %v, queued %v; want the first arrival taken and queued (no connection)", h.arrived, l.open.queue)
+	if len(h.arrived) != 1 || l.open.queue.len() != 1 {
+		t.Errorf("taken %v, queued %d; want the first arrival taken and queued (no connection)", h.arrived, l.open.queue.len())
 	}
 }
 
@@ -275,30 +283,33 @@ func TestOpenLoop_DeadlineBetweenSparseArrivals(t *testing.T) {
 }
 
 // TestOpenLoop_QueueHoldsOnlyWhatWaits: a queue that never empties (an
-// arrival joins for each one taken) holds about what waits in it, not
-// every arrival it ever queued, and gives them back oldest first.
+// item joins for each one taken) holds about what waits in it, not
+// every item it ever held, and gives them back oldest first.
 func TestOpenLoop_QueueHoldsOnlyWhatWaits(t *testing.T) {
-	var o openState
+	var q fifo[time.Duration]
 	next := time.Duration(0)
 	for range 100 {
-		o.queue = append(o.queue, next)
+		q.push(next)
 		next++
 	}
 	want := time.Duration(0)
 	for range 1_000_000 {
-		at, ok := o.pop()
+		at, ok := q.pop()
 		if !ok || at != want {
 			t.Fatalf("popped %v, %v; want %v", at, ok, want)
 		}
 		want++
-		o.queue = append(o.queue, next)
+		q.push(next)
 		next++
 	}
-	if waiting := len(o.queue) - o.qh; waiting != 100 {
-		t.Fatalf("%d waiting, want 100", waiting)
+	if q.len() != 100 {
+		t.Fatalf("%d waiting, want 100", q.len())
 	}
-	if len(o.queue) > 2*compactAt+100 {
-		t.Errorf("the queue holds %d entries for 100 waiting", len(o.queue))
+	if len(q.s) > 2*compactAt+100 {
+		t.Errorf("the queue holds %d entries for 100 waiting", len(q.s))
+	}
+	if rest := q.take(); len(rest) != 100 || rest[0] != want || q.len() != 0 {
+		t.Errorf("take gave %d from %v, left %d; want 100 from %v, none left", len(rest), rest[0], q.len(), want)
 	}
 }
 
@@ -333,12 +344,12 @@ type benchOpenHooks struct {
 	err                error
 }
 
-func (h *benchOpenHooks) Start() time.Time           { return h.start }
-func (h *benchOpenHooks) Timeout() time.Duration     { return time.Hour }
-func (h *benchOpenHooks) Drops() bool                { return false }
-func (h *benchOpenHooks) Arrived(_, _ time.Duration) {}
-func (h *benchOpenHooks) Dropped(_, _ time.Duration) {}
-func (h *benchOpenHooks) Unsent([]time.Duration)     {}
+func (h *benchOpenHooks) Start() time.Time             { return h.start }
+func (h *benchOpenHooks) Timeout() time.Duration       { return time.Hour }
+func (h *benchOpenHooks) Drops() bool                  { return false }
+func (h *benchOpenHooks) Arrived(_, _ time.Duration)   {}
+func (h *benchOpenHooks) Dropped(_, _ time.Duration)   {}
+func (h *benchOpenHooks) Unsent([]time.Duration, bool) {}
 
 func (h *benchOpenHooks) Arrival() (at, due time.Duration, ok bool) {
 	if h.taken == h.n {
@@ -358,5 +369,26 @@ func (h *benchOpenHooks) Done(_, _ int, _ drivers.Request, out drivers.Outcome, 
 		h.ok++
 	} else {
 		h.err = out.Err
+	}
+}
+
+// TestOpenLoop_ConnectionsTakeTurns: an arrival goes to the connection
+// idle longest, as the pacer's channel hands it to the worker that has
+// waited longest: sparse arrivals on 4 connections use them in turn. (A
+// stack of free connections sent every one to the last freed.)
+func TestOpenLoop_ConnectionsTakeTurns(t *testing.T) {
+	var ats []time.Duration
+	for i := range 8 {
+		ats = append(ats, time.Duration(i+1)*10*time.Millisecond)
+	}
+	h := newOpenHooks(30*time.Second, ats...)
+	runOpen(t, h, 4, time.Millisecond, t.Context(), make(chan struct{}))
+	if len(h.sent) != 8 {
+		t.Fatalf("%d sent, want 8", len(h.sent))
+	}
+	for i, s := range h.sent {
+		if s.k != i%4 {
+			t.Errorf("send %d on connection %d, want %d (the one idle longest)", i, s.k, i%4)
+		}
 	}
 }
