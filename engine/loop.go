@@ -42,14 +42,8 @@ func EventLoopOf(d drivers.Driver, p *PhasePlan, off bool) string {
 		return "the driver has none"
 	case len(p.Steps) > 0:
 		return "a ramp's stairs"
-	case p.Model == Open && p.Drop:
-		return "on_saturation: drop (paced one arrival at a time: it takes no dispatch window)"
-	case p.Model == Open && p.DispatchWindow == 0:
-		// Measured (docs/design.md, "The open model in the event
-		// loop"): at 10,000/s one at a time, the loop cost 0.60 of a
-		// core against the pacer's 0.49, and sent later (send lag p99
-		// 0.117 ms against 0.099).
-		return "each arrival on its own instant (dispatch_window 0s, or a rate up to 5,000/s): the pacer wakes for one cheaper"
+	case p.Model == Open && p.Inflight > 1:
+		return "more than one request in flight per connection"
 	}
 	if ok, why := lp.CanLoop(); !ok {
 		return why

@@ -62,8 +62,7 @@ phases:
 // (one loop keeps the timetable and every connection) against the pacer
 // and its goroutines, as TestEventLoop_SameCountsAsGoroutines compares
 // the closed model's: an open phase bounded by its count, its arrivals
-// grouped by a dispatch window (one at a time, the pacer keeps them:
-// the loop's wake-ups cost more there), against the
+// grouped by a dispatch window, against the
 // same target, with more arrivals than its connections absorb at times
 // (8 connections at 2,000/s, 2 ms a request: about 4 in flight), queued
 // for the first free one. Both send every arrival, reconcile every count
