@@ -107,6 +107,8 @@ start_target() {
   trap cleanup EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
+  # Piped into head, the script dies of SIGPIPE: stop the target first.
+  trap 'exit 141' PIPE
   taskset -c "$TARGET_CORE" "$BIN/runner" serve http --listen 127.0.0.1:0 \
     >"$LOGS/target.out" 2>"$LOGS/target.err" &
   TARGET_PID=$!
@@ -127,7 +129,7 @@ start_target() {
 # cleanup is the EXIT trap start_target installs; it keeps the exit status.
 cleanup() {
   local rc=$? _
-  trap - EXIT INT TERM
+  trap - EXIT INT TERM PIPE
   ((rc == 0)) || echo >&2
   if [[ -n ${TOOL_PID:-} ]] && kill -0 "$TOOL_PID" 2>/dev/null; then
     kill -- "$TOOL_PID" 2>/dev/null || true

@@ -42,11 +42,12 @@ func EventLoopOf(d drivers.Driver, p *PhasePlan, off bool) string {
 		return "the driver has none"
 	case len(p.Steps) > 0:
 		return "a ramp's stairs"
-	case p.Model == Open && p.Inflight > 1:
-		return "more than one request in flight per connection"
 	}
 	if ok, why := lp.CanLoop(); !ok {
 		return why
+	}
+	if p.Model == Open && p.Inflight > 1 {
+		return "more than one request in flight per connection"
 	}
 	return ""
 }

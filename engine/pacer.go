@@ -39,11 +39,14 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 	sl := ph.r.sleeper()
 	defer sl.Close()
 	sched := ph.p.Schedule(ph.repeat)
+	// counted: the arrivals intended before it were booked late up front.
+	var counted time.Duration
 	if lag := ph.lag; lag > LatenessLimit {
+		counted = lag - LatenessLimit
 		// Released late on the timetable (Runner.StartAt): the arrivals
 		// intended more than LatenessLimit before the release are sent
 		// that late by the generator, with every connection free.
-		n := Due(sched, lag-LatenessLimit, 0)
+		n := Due(sched, counted, 0)
 		if r := ph.p.Requests; r > 0 {
 			n = min(n, r)
 		}
@@ -85,7 +88,9 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 		}
 		if late > 0 {
 			ph.lateness = max(ph.lateness, late)
-			if late > LatenessLimit {
+			// Each once: in drop mode every arrival counts as reached
+			// early, those booked up front too.
+			if late > LatenessLimit && at >= counted {
 				ph.late++
 			}
 		}

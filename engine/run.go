@@ -411,6 +411,18 @@ func (r *Runner) runPhase(ctx context.Context, rep int, p *PhasePlan, pool *pool
 	}
 	if loops {
 		<-ph.ready
+		if !at.IsZero() && opening && ctx.Err() == nil {
+			// The loops' take-over of the connections (about 3.5 ms a
+			// thousand) came after the check above: a segment still
+			// starts on its instant or not at all.
+			if late := time.Since(at); late > 0 {
+				ph.halt(ErrStartMissed)
+				ph.start = time.Now()
+				close(release)
+				wg.Wait()
+				return nil, fmt.Errorf("phase %q: %w %s: ready %s after it (counters fetched, %d connection(s) dialled and taken over by the event loop)", p.Name, ErrStartMissed, at.UTC().Format(time.RFC3339Nano), late.Round(time.Millisecond), din.opened)
+			}
+		}
 	}
 	var targetEnd func() (*TargetUsage, error)
 	if r.TargetMeter != nil {
