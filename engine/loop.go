@@ -56,10 +56,7 @@ func EventLoopOf(d drivers.Driver, p *PhasePlan, off bool) string {
 // that cannot start (no epoll descriptor) leaves the phase to a
 // goroutine per connection, said in the log.
 func (ph *phaseRun) runLoops(lp drivers.Looper) {
-	conns := make([]drivers.Conn, ph.p.Connections)
-	for k := range conns {
-		conns[k] = ph.pool.get(k)
-	}
+	conns := ph.loopConns()
 	h := &loopHooks{ph: ph, sent: make([]time.Duration, len(conns)), at: make([]time.Duration, len(conns))}
 	loops := max(1, min(procs.Base(), len(conns)))
 	kept, err := lp.RunClosed(ph.hard, ph.stop, conns, loops, h)
@@ -76,6 +73,22 @@ func (ph *phaseRun) runLoops(lp drivers.Looper) {
 		return
 	}
 	ph.eventLoops = loops
+	ph.keepConns(kept)
+}
+
+// loopConns is the pool's connection of each of the phase's slots (nil:
+// none) for its event loops to take over.
+func (ph *phaseRun) loopConns() []drivers.Conn {
+	conns := make([]drivers.Conn, ph.p.Connections)
+	for k := range conns {
+		conns[k] = ph.pool.get(k)
+	}
+	return conns
+}
+
+// keepConns puts back in the pool the connections the event loops
+// handed back, slot by slot.
+func (ph *phaseRun) keepConns(kept []drivers.Conn) {
 	for k, c := range kept {
 		ph.pool.set(k, c)
 	}
@@ -87,10 +100,7 @@ func (ph *phaseRun) runLoops(lp drivers.Looper) {
 // workers. A loop that cannot start leaves the phase to the pacer and a
 // goroutine per connection, said in the log.
 func (ph *phaseRun) runOpenLoop(lp drivers.Looper) {
-	conns := make([]drivers.Conn, ph.p.Connections)
-	for k := range conns {
-		conns[k] = ph.pool.get(k)
-	}
+	conns := ph.loopConns()
 	sched := ph.p.Schedule(ph.repeat)
 	h := &loopHooks{ph: ph, sent: make([]time.Duration, len(conns)), at: make([]time.Duration, len(conns)),
 		sched: sched, tt: ph.timetable(sched)}
@@ -103,9 +113,7 @@ func (ph *phaseRun) runOpenLoop(lp drivers.Looper) {
 		return
 	}
 	ph.eventLoops = 1
-	for k, c := range kept {
-		ph.pool.set(k, c)
-	}
+	ph.keepConns(kept)
 }
 
 // loopHooks is the engine's side of the event loops (drivers.LoopHooks,
@@ -138,17 +146,8 @@ func (h *loopHooks) Start() time.Time {
 	ph.loopsReady()
 	<-ph.release
 	h.startOnce.Do(func() {
-		if h.tt == nil {
-			return
-		}
-		if lag := ph.lag; lag > LatenessLimit {
-			h.counted = lag - LatenessLimit
-			n := Due(h.sched, h.counted, 0)
-			if r := ph.p.Requests; r > 0 {
-				n = min(n, r)
-			}
-			ph.late += n
-			ph.lateness = max(ph.lateness, lag)
+		if h.tt != nil {
+			h.counted = ph.lateRelease(h.sched)
 		}
 	})
 	return ph.start
@@ -176,11 +175,22 @@ func (h *loopHooks) Next(k int) (drivers.Request, time.Duration, bool) {
 		return drivers.Request{}, 0, false
 	}
 	ph.rec.AddArrivals(1)
+	r, sent := h.stamp(k, -1)
+	return r, sent, true
+}
+
+// stamp numbers slot k's request and stamps its send, as send and do
+// do, intended at at (-1: the send itself, the closed model).
+func (h *loopHooks) stamp(k int, at time.Duration) (drivers.Request, time.Duration) {
+	ph := h.ph
 	seq := ph.nextSeq()
 	sent := time.Since(ph.start)
-	h.sent[k], h.at[k] = sent, sent
+	if at < 0 {
+		at = sent
+	}
+	h.sent[k], h.at[k] = sent, at
 	ph.inflight.Add(1)
-	return drivers.Request{Seq: seq, QueueEnd: ph.drained, Slot: int(ph.r.Segment.Global(int64(k)))}, sent, true
+	return drivers.Request{Seq: seq, QueueEnd: ph.drained, Slot: int(ph.r.Segment.Global(int64(k)))}, sent
 }
 
 // Arrival implements drivers.OpenHooks: the timetable's next arrival.
@@ -200,7 +210,7 @@ func (h *loopHooks) Arrived(at, now time.Duration) {
 	ph.rec.AddArrivals(1)
 	if late := now - at; late > 0 {
 		ph.lateness = max(ph.lateness, late)
-		if late > LatenessLimit && (h.counted == 0 || at >= h.counted) {
+		if late > LatenessLimit && at >= h.counted {
 			ph.late++
 		}
 	}
@@ -210,23 +220,11 @@ func (h *loopHooks) Arrived(at, now time.Duration) {
 func (h *loopHooks) Drops() bool { return h.ph.p.Drop }
 
 // Dropped implements drivers.OpenHooks as pace books a dropped arrival.
-func (h *loopHooks) Dropped(at, now time.Duration) {
-	h.ph.rec.AddDropped(1)
-	if now-at > LatenessLimit {
-		// Every connection was busy with a burst of the generator's
-		// making: its late dispatch.
-		h.ph.rec.AddDroppedLate(1)
-	}
-}
+func (h *loopHooks) Dropped(at, now time.Duration) { h.ph.dropped(now - at) }
 
 // Send implements drivers.OpenHooks as send and do number and stamp.
 func (h *loopHooks) Send(k int, at time.Duration) (drivers.Request, time.Duration) {
-	ph := h.ph
-	seq := ph.nextSeq()
-	sent := time.Since(ph.start)
-	h.sent[k], h.at[k] = sent, at
-	ph.inflight.Add(1)
-	return drivers.Request{Seq: seq, QueueEnd: ph.drained, Slot: int(ph.r.Segment.Global(int64(k)))}, sent
+	return h.stamp(k, at)
 }
 
 // Unsent implements drivers.OpenHooks as pace books what it never

@@ -39,20 +39,7 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 	sl := ph.r.sleeper()
 	defer sl.Close()
 	sched := ph.p.Schedule(ph.repeat)
-	// counted: the arrivals intended before it were booked late up front.
-	var counted time.Duration
-	if lag := ph.lag; lag > LatenessLimit {
-		counted = lag - LatenessLimit
-		// Released late on the timetable (Runner.StartAt): the arrivals
-		// intended more than LatenessLimit before the release are sent
-		// that late by the generator, with every connection free.
-		n := Due(sched, counted, 0)
-		if r := ph.p.Requests; r > 0 {
-			n = min(n, r)
-		}
-		ph.late += n
-		ph.lateness = max(ph.lateness, lag)
-	}
+	counted := ph.lateRelease(sched)
 	// behind is the offset up to which the pacer itself was not running
 	// (it woke late for an arrival it had reached early: a stall of the
 	// generator's process, CPU or scheduler). The arrivals that came due
@@ -112,12 +99,7 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 				ph.late++
 			}
 			if !taken {
-				// Every slot busy at the intended start. After a late
-				// dispatch the slots met a burst of the generator's making.
-				ph.rec.AddDropped(1)
-				if late > LatenessLimit {
-					ph.rec.AddDroppedLate(1)
-				}
+				ph.dropped(late)
 			}
 			continue
 		}
@@ -146,6 +128,36 @@ func (ph *phaseRun) pace(out chan<- time.Duration) {
 			ph.lateness = max(ph.lateness, w)
 			ph.late++
 		}
+	}
+}
+
+// lateRelease books the arrivals of sched that came due before a late
+// release on the timetable (Runner.StartAt): those intended more than
+// LatenessLimit before it are sent that late by the generator, with every
+// connection free. It returns the offset before which arrivals are so
+// booked (0: none), for the pacer or the loop to count each once.
+func (ph *phaseRun) lateRelease(sched Schedule) (counted time.Duration) {
+	lag := ph.lag
+	if lag <= LatenessLimit {
+		return 0
+	}
+	counted = lag - LatenessLimit
+	n := Due(sched, counted, 0)
+	if r := ph.p.Requests; r > 0 {
+		n = min(n, r)
+	}
+	ph.late += n
+	ph.lateness = max(ph.lateness, lag)
+	return counted
+}
+
+// dropped books an arrival dropped for want of a free slot at its
+// dispatch, late by late: after a late dispatch the slots met a burst
+// of the generator's making.
+func (ph *phaseRun) dropped(late time.Duration) {
+	ph.rec.AddDropped(1)
+	if late > LatenessLimit {
+		ph.rec.AddDroppedLate(1)
 	}
 }
 
